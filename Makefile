@@ -1,0 +1,82 @@
+# ebpfprof: BPF programs (clang, CO-RE) embedded through a bpftool skeleton
+# into one userspace binary linked against Debian's libbpf, libelf and zlib.
+#   make            build ./ebpfprof
+#   make deps       install every Debian package the build and tests need (root)
+#   make test       unit tests (cmocka) then integration tests (pytest, root)
+#   make bench      overhead benchmarks (root)
+
+VERSION    ?= 0.1.0
+OUTPUT     := build
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+CC         ?= cc
+ARCH       := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
+MULTIARCH  := $(shell $(CC) -dumpmachine)
+CFLAGS     ?= -O2 -g
+CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -DEP_VERSION='"$(VERSION)"'
+INCLUDES   := -I$(OUTPUT) -Iinclude -Iuser
+LDLIBS     := -lbpf -lelf -lz
+BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \
+              -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
+
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
+USER_SRCS  := $(wildcard user/*.c)
+USER_OBJS  := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+# what each unit test links besides itself: the pure (no BPF, no /proc) modules
+UNIT_LIBS  := $(filter-out $(OUTPUT)/user/main.o $(OUTPUT)/user/session.o,$(USER_OBJS))
+
+.PHONY: all deps test unit integration bench vmtest clean
+all: ebpfprof
+
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
+	mkdir -p $@
+
+# CO-RE: types come from the running kernel's BTF; relocations adapt the
+# programs to whichever kernel loads them.
+$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/ebpfprof.h $(OUTPUT)/vmlinux.h | $(OUTPUT)/bpf
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# One object from one .bpf.c per concern; the maps they share are linked.
+$(OUTPUT)/ebpfprof.bpf.o: $(BPF_OBJS)
+	$(BPFTOOL) gen object $@ $^
+
+$(OUTPUT)/ebpfprof.skel.h: $(OUTPUT)/ebpfprof.bpf.o
+	$(BPFTOOL) gen skeleton $< name ebpfprof_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/user/session.o: $(OUTPUT)/ebpfprof.skel.h
+
+$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) include/ebpfprof.h | $(OUTPUT)/user
+	$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
+
+ebpfprof: $(USER_OBJS)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(UNIT_LIBS) | $(OUTPUT)/tests
+	$(CC) $(CFLAGS) $(INCLUDES) -Itests/unit $< $(UNIT_LIBS) $(LDLIBS) -lcmocka -o $@
+
+deps:
+	scripts/deps.sh
+
+unit: $(UNIT_BINS)
+	scripts/run-unit-tests.sh $(UNIT_BINS)
+
+integration: ebpfprof
+	python3 -m pytest -ra tests/integration
+
+test: deps
+	scripts/test.sh
+
+bench: ebpfprof
+	scripts/bench.sh
+
+vmtest: ebpfprof
+	vmtests/run.sh
+
+clean:
+	rm -rf $(OUTPUT) ebpfprof

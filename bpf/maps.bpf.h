@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Maps shared by every program of ebpfprof. The BPF objects are linked into
+ * one (bpftool gen object): maps.bpf.c defines them, every other file sees
+ * them as extern through this header.
+ */
+#ifndef EP_MAPS_BPF_H
+#define EP_MAPS_BPF_H
+
+#ifdef EP_DEFINE_MAPS
+#define EP_MAP
+#else
+#define EP_MAP extern
+#endif
+
+/* Which scratch slot a program uses: programs of different kinds can nest on one CPU
+ * (a cpu-clock sample can interrupt a uprobe), so each kind has its own. */
+enum ep_scratch_slot {
+	EP_SCRATCH_SAMPLE = 0,
+	EP_SCRATCH_OFFCPU = 1,
+	EP_SCRATCH_GC = 2,
+	EP_SCRATCH_SLOTS = 3,
+};
+
+struct ep_scratch {
+	struct ep_stack_event ev;
+	/* one interpreter frame, read whole; sized so a masked offset + 8 stays inside */
+	__u8 frame_buf[EP_FRAME_READ_MAX + 16];
+};
+
+/* tgid (in the profiler's PID namespace) -> how to walk its stacks */
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct ep_proc_cfg);
+} procs SEC(".maps");
+
+/* tid -> its PyThreadState, so a sample needs no walk of the thread list */
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} tstates SEC(".maps");
+
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EP_SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ep_scratch);
+} scratch SEC(".maps");
+
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EP_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* tid -> the collection it is running now (from the GC probes) */
+struct ep_gc_running {
+	__u64 start_ts;
+	__s32 generation;
+	__u32 pad;
+};
+
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct ep_gc_running);
+} gc_running SEC(".maps");
+
+#endif

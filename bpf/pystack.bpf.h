@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Walking a CPython thread's stack from the kernel: which process and thread
+ * is this (in the profiler's PID namespace), which PyThreadState belongs to
+ * it, and the (code object, instruction offset) of each frame. Used by the
+ * sampler, the off-CPU tracker and the GC probes alike.
+ */
+#ifndef EP_PYSTACK_BPF_H
+#define EP_PYSTACK_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+extern const volatile __u64 ep_pidns_dev;
+extern const volatile __u64 ep_pidns_ino;
+
+static __always_inline void count(enum ep_counter which)
+{
+	__u32 key = which;
+	__u64 *n = bpf_map_lookup_elem(&counters, &key);
+
+	if (n)
+		(*n)++;
+}
+
+/*
+ * tgid and tid of the current task as the profiler sees them: host ids, or,
+ * when the profiler runs inside a PID namespace, ids in that namespace.
+ * Returns 0 when the task is not visible there.
+ */
+static __always_inline int current_ids(__u32 *pid, __u32 *tid)
+{
+	if (ep_pidns_ino) {
+		struct bpf_pidns_info ns = {};
+
+		if (bpf_get_ns_current_pid_tgid(ep_pidns_dev, ep_pidns_ino, &ns, sizeof(ns)))
+			return 0;
+		*pid = ns.tgid;
+		*tid = ns.pid;
+		return 1;
+	}
+	__u64 id = bpf_get_current_pid_tgid();
+
+	*pid = id >> 32;
+	*tid = (__u32)id;
+	return 1;
+}
+
+/* pthread_self() of the current thread: on x86-64 glibc and musl it is the
+ * thread pointer, which the kernel keeps as fsbase. CPython records it in
+ * every PyThreadState (thread_id), in every version and every namespace. */
+static __always_inline __u64 current_pthread_id(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(task, thread.fsbase);
+}
+
+static __always_inline __u64 read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+static __always_inline __s32 read_s32(__u64 addr)
+{
+	__s32 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+struct tstate_scan {
+	const struct ep_proc_cfg *cfg;
+	__u64 tstate;
+	__u64 pthread_id;
+	__u64 found;
+};
+
+static long tstate_scan_one(__u32 i, struct tstate_scan *s)
+{
+	if (!s->tstate)
+		return 1;
+	if (read_u64(s->tstate + s->cfg->tstate_thread_id) == s->pthread_id) {
+		s->found = s->tstate;
+		return 1;
+	}
+	s->tstate = read_u64(s->tstate + s->cfg->tstate_next);
+	return 0;
+}
+
+/* The current thread's PyThreadState, or 0 if it has none. A cached answer is
+ * checked with one read, since thread states are freed and reused. */
+static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 tid)
+{
+	__u64 pthread_id = current_pthread_id();
+	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
+	struct tstate_scan s = { .cfg = cfg, .pthread_id = pthread_id };
+
+	if (cached && *cached &&
+	    read_u64(*cached + cfg->tstate_thread_id) == pthread_id)
+		return *cached;
+	s.tstate = read_u64(cfg->interp_addr + cfg->interp_threads_head);
+	bpf_loop(EP_MAX_THREADS_SCAN, tstate_scan_one, &s, 0);
+	if (s.found)
+		bpf_map_update_elem(&tstates, &tid, &s.found, BPF_ANY);
+	return s.found;
+}
+
+/* The frame the thread is executing now (innermost), or 0. */
+static __always_inline __u64 current_frame(const struct ep_proc_cfg *cfg, __u64 tstate)
+{
+	__u64 frame = read_u64(tstate + cfg->tstate_frame);
+
+	if (cfg->cframe_current_frame != EP_NO_OFFSET && frame)
+		frame = read_u64(frame + cfg->cframe_current_frame);
+	return frame;
+}
+
+struct frame_walk {
+	const struct ep_proc_cfg *cfg;
+	struct ep_scratch *sc;
+	__u64 frame;
+	__u32 depth;
+};
+
+static __always_inline __u64 buf_u64(const __u8 *buf, __u32 off)
+{
+	__u64 v;
+
+	__builtin_memcpy(&v, buf + (off & (EP_FRAME_READ_MAX - 1)), sizeof(v));
+	return v;
+}
+
+static __always_inline __s32 buf_s32(const __u8 *buf, __u32 off)
+{
+	__s32 v;
+
+	__builtin_memcpy(&v, buf + (off & (EP_FRAME_READ_MAX - 1)), sizeof(v));
+	return v;
+}
+
+/* Byte offset of the frame's current instruction in its code, or -1 for a
+ * frame that has not started yet (3.11+: "incomplete" frames). */
+static __always_inline __s64 frame_instr_offset(const struct ep_proc_cfg *cfg,
+						const __u8 *buf, __u64 code)
+{
+	switch (cfg->instr_kind) {
+	case EP_INSTR_LASTI_BYTES:
+		return buf_s32(buf, cfg->frame_instr);
+	case EP_INSTR_LASTI_UNITS:
+		return (__s64)buf_s32(buf, cfg->frame_instr) * 2;
+	default:
+		return (__s64)(buf_u64(buf, cfg->frame_instr) - (code + cfg->code_adaptive));
+	}
+}
+
+static long frame_walk_one(__u32 i, struct frame_walk *w)
+{
+	const struct ep_proc_cfg *cfg = w->cfg;
+	struct ep_stack_event *ev = &w->sc->ev;
+	__u8 *buf = w->sc->frame_buf;
+	__u32 size = cfg->frame_read_size;
+	__u64 code;
+	__s64 instr;
+
+	if (!w->frame)
+		return 1;
+	if (w->depth >= EP_MAX_FRAMES) {
+		ev->flags |= EP_F_TRUNCATED;
+		return 1;
+	}
+	if (size > EP_FRAME_READ_MAX)
+		size = EP_FRAME_READ_MAX;
+	if (bpf_probe_read_user(buf, size, (void *)w->frame)) {
+		ev->flags |= EP_F_READ_ERROR;
+		return 1;
+	}
+	w->frame = buf_u64(buf, cfg->frame_previous);
+	/* 3.12+: frames owned by the C stack are shims between calls, not Python code */
+	if (cfg->frame_owner != EP_NO_OFFSET && cfg->owner_skip_min &&
+	    buf[cfg->frame_owner & (EP_FRAME_READ_MAX - 1)] >= cfg->owner_skip_min)
+		return 0;
+	code = buf_u64(buf, cfg->frame_code) & ~cfg->code_tag_mask;
+	if (!code)
+		return 0;
+	instr = frame_instr_offset(cfg, buf, code);
+	if (instr < 0 && cfg->instr_kind == EP_INSTR_POINTER)
+		return 0;
+	ev->frames[w->depth].code = code;
+	ev->frames[w->depth].instr = instr < 0 ? ~0u : (__u32)instr;
+	ev->frames[w->depth].firstlineno = read_s32(code + cfg->code_firstlineno);
+	w->depth++;
+	return 0;
+}
+
+/* Fills sc->ev.frames (innermost first) and depth; flags a truncated stack. */
+static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
+					      struct ep_scratch *sc, __u64 tstate)
+{
+	struct frame_walk w = { .cfg = cfg, .sc = sc };
+
+	w.frame = current_frame(cfg, tstate);
+	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
+	bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
+	sc->ev.depth = w.depth > EP_MAX_FRAMES ? EP_MAX_FRAMES : w.depth;
+}
+
+static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)
+{
+	__u32 key = slot;
+
+	return bpf_map_lookup_elem(&scratch, &key);
+}
+
+/* Who holds the GIL now: its PyThreadState, or 0 when it is free. */
+static __always_inline __u64 gil_holder(const struct ep_proc_cfg *cfg)
+{
+	if (!cfg->gil_locked_addr || !read_s32(cfg->gil_locked_addr))
+		return 0;
+	return read_u64(cfg->gil_holder_addr);
+}
+
+/* Sends the header and the walked frames; counts a full ring buffer. */
+static __always_inline void emit_stack_event(struct ep_stack_event *ev)
+{
+	__u64 depth = ev->depth;
+
+	if (depth > EP_MAX_FRAMES)
+		depth = EP_MAX_FRAMES;
+	if (bpf_ringbuf_output(&events, ev, EP_STACK_EVENT_HDR_SIZE +
+			       depth * sizeof(struct ep_frame), 0))
+		count(EP_CNT_LOST);
+}
+
+#endif

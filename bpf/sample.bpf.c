@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * On-CPU sampling: a cpu-clock perf event on every CPU runs this at the
+ * chosen rate; for threads of profiled processes it walks the Python stack
+ * and sends it, with the GC and GIL state of that moment.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "ebpfprof.h"
+#include "maps.bpf.h"
+#include "pystack.bpf.h"
+
+/* In a collection: exactly known from the GC probes, or (stripped builds
+ * without probes) when the interpreter's flag is set and this thread holds
+ * the GIL, since only the GIL holder can be collecting. */
+static __always_inline void mark_gc(const struct ep_proc_cfg *cfg,
+				    struct ep_stack_event *ev, __u32 tid)
+{
+	struct ep_gc_running *gc = bpf_map_lookup_elem(&gc_running, &tid);
+
+	if (gc) {
+		ev->flags |= EP_F_IN_GC | EP_F_GC_GEN_KNOWN;
+		ev->gc_gen = gc->generation;
+		return;
+	}
+	if (cfg->gc_collecting_addr && ev->tstate &&
+	    read_s32(cfg->gc_collecting_addr) && ev->gil_holder == ev->tstate)
+		ev->flags |= EP_F_IN_GC;
+}
+
+SEC("perf_event")
+int sample_on_cpu(struct bpf_perf_event_data *ctx)
+{
+	struct ep_proc_cfg *cfg;
+	struct ep_scratch *sc;
+	struct ep_stack_event *ev;
+	__u32 pid, tid;
+
+	if (!current_ids(&pid, &tid))
+		return 0;
+	cfg = bpf_map_lookup_elem(&procs, &pid);
+	if (!cfg)
+		return 0;
+	sc = scratch_slot(EP_SCRATCH_SAMPLE);
+	if (!sc)
+		return 0;
+	ev = &sc->ev;
+	ev->kind = EP_EV_SAMPLE;
+	ev->pid = pid;
+	ev->tid = tid;
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->flags = 0;
+	ev->ts = bpf_ktime_get_ns();
+	ev->end_ts = 0;
+	ev->depth = 0;
+	ev->gc_gen = 0;
+	ev->reason = 0;
+	ev->tstate = find_tstate(cfg, tid);
+	ev->gil_holder = gil_holder(cfg);
+	count(EP_CNT_SAMPLES);
+	if (!ev->tstate) {
+		ev->flags |= EP_F_NO_TSTATE;
+		count(EP_CNT_NO_TSTATE);
+	} else {
+		mark_gc(cfg, ev, tid);
+		walk_python_stack(cfg, sc, ev->tstate);
+	}
+	emit_stack_event(ev);
+	return 0;
+}

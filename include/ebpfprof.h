@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Records and per-process configuration shared by the BPF programs (bpf/)
+ * and the userspace loader (user/). Only fixed-width kernel types here:
+ * this header is compiled both against vmlinux.h and against libc.
+ */
+#ifndef EBPFPROF_H
+#define EBPFPROF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>	/* userspace; BPF code has these from vmlinux.h */
+#endif
+
+/* Frames walked in the kernel per stack; a deeper stack is kept truncated. */
+#define EP_MAX_FRAMES		512
+/* Threads of one interpreter scanned when a thread's PyThreadState is unknown. */
+#define EP_MAX_THREADS_SCAN	128
+/* Bytes of one interpreter frame read in a single probe read. */
+#define EP_FRAME_READ_MAX	128
+
+/* How the frame's current instruction is stored (struct ep_proc_cfg.instr_kind). */
+enum ep_instr_kind {
+	EP_INSTR_LASTI_BYTES = 0,	/* 3.8, 3.9: int f_lasti, a byte offset */
+	EP_INSTR_LASTI_UNITS = 1,	/* 3.10: int f_lasti, in 2-byte code units */
+	EP_INSTR_POINTER = 2,		/* 3.11+: pointer into co_code_adaptive */
+};
+
+#define EP_NO_OFFSET	0xffff
+
+/*
+ * Everything the kernel side needs to walk one target's Python stacks.
+ * Filled by userspace (user/py_layout.c) per process, keyed by tgid as seen
+ * in the profiler's PID namespace. Addresses are in the target's memory.
+ */
+struct ep_proc_cfg {
+	__u64 interp_addr;		/* main PyInterpreterState */
+	__u64 gc_collecting_addr;	/* int gc.collecting, 0 if unknown */
+	__u64 gil_locked_addr;		/* int gil.locked, 0 if unknown */
+	__u64 gil_holder_addr;		/* PyThreadState *gil.last_holder */
+	__u64 gil_start;		/* [gil_start, gil_end): futexes of the GIL */
+	__u64 gil_end;
+	__u64 code_tag_mask;		/* bits to clear from the code pointer (3.14 stackrefs) */
+	__u32 py_version;		/* PY_VERSION_HEX, e.g. 0x030b07f0 */
+	__u16 interp_threads_head;
+	__u16 tstate_next;
+	__u16 tstate_thread_id;		/* pthread_t, equal to the thread's fsbase */
+	__u16 tstate_frame;		/* ->frame, ->cframe or ->current_frame */
+	__u16 cframe_current_frame;	/* EP_NO_OFFSET when tstate_frame is the frame */
+	__u16 frame_previous;
+	__u16 frame_code;
+	__u16 frame_instr;
+	__u16 frame_owner;		/* EP_NO_OFFSET before 3.11 */
+	__u16 frame_read_size;		/* bytes covering all the frame fields above */
+	__u16 code_adaptive;		/* offsetof(PyCodeObject, co_code_adaptive), 3.11+ */
+	__u16 code_firstlineno;
+	__u8 instr_kind;		/* enum ep_instr_kind */
+	__u8 owner_skip_min;		/* skip frames with owner >= this (C-stack shims), 0: none */
+	__u8 pad[2];
+};
+
+enum ep_event_kind {
+	EP_EV_SAMPLE = 1,	/* an on-CPU sample */
+	EP_EV_OFFCPU = 2,	/* an interval off the CPU, with the stack at switch-out */
+	EP_EV_GC = 3,		/* one garbage collection */
+};
+
+/* Sample flags. */
+#define EP_F_TRUNCATED	(1u << 0)	/* stack deeper than EP_MAX_FRAMES */
+#define EP_F_IN_GC	(1u << 1)	/* interpreter was collecting garbage */
+#define EP_F_NO_TSTATE	(1u << 2)	/* thread has no Python thread state (yet) */
+#define EP_F_GC_GEN_KNOWN (1u << 3)	/* gc_gen is valid (from the GC probes) */
+#define EP_F_READ_ERROR	(1u << 4)	/* a frame could not be read; stack cut there */
+
+struct ep_frame {
+	__u64 code;		/* PyCodeObject * in the target */
+	__u32 instr;		/* byte offset of the current instruction, ~0 if unknown */
+	__s32 firstlineno;	/* co_firstlineno: tells a reused code address apart */
+};
+
+struct ep_stack_event {
+	__u32 kind;		/* EP_EV_SAMPLE or EP_EV_OFFCPU */
+	__u32 pid;		/* tgid, in the profiler's PID namespace */
+	__u32 tid;
+	__u16 cpu;
+	__u16 flags;		/* EP_F_* */
+	__u64 ts;		/* bpf_ktime_get_ns(); for OFFCPU the switch-out time */
+	__u64 end_ts;		/* OFFCPU: switch-in time; SAMPLE: 0 */
+	__u64 tstate;		/* this thread's PyThreadState, 0 if none */
+	__u64 gil_holder;	/* PyThreadState holding the GIL, 0 if unlocked */
+	__u16 depth;		/* frames that follow, innermost first */
+	__u8 gc_gen;		/* with EP_F_GC_GEN_KNOWN */
+	__u8 reason;		/* OFFCPU: enum ep_offcpu_reason */
+	__u32 pad;
+	struct ep_frame frames[EP_MAX_FRAMES];
+};
+
+#define EP_STACK_EVENT_HDR_SIZE	((unsigned long)&((struct ep_stack_event *)0)->frames)
+
+enum ep_offcpu_reason {
+	EP_OFF_PREEMPTED = 0,
+	EP_OFF_GIL = 1,
+	EP_OFF_LOCK = 2,
+	EP_OFF_IO = 3,
+	EP_OFF_SLEEP = 4,
+	EP_OFF_OTHER = 5,
+	EP_OFF_GIL_GC = 6,	/* GIL wait while the holder was collecting */
+};
+
+struct ep_gc_event {
+	__u32 kind;		/* EP_EV_GC */
+	__u32 pid;
+	__u32 tid;
+	__s32 generation;
+	__u64 start_ts;
+	__u64 end_ts;
+	__s64 collected;
+};
+
+/* Per-CPU counters, indexed by enum ep_counter. */
+enum ep_counter {
+	EP_CNT_SAMPLES = 0,
+	EP_CNT_LOST = 1,	/* ring buffer full: record dropped */
+	EP_CNT_NO_TSTATE = 2,
+	EP_CNT_GC_LOST = 3,
+	EP_CNT_MAX = 8,
+};
+
+#endif /* EBPFPROF_H */

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs every Debian package ebpfprof's build and tests need. Idempotent:
+# installs only what is missing. Needs root (apt-get).
+set -eu
+build="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc pkg-config"
+tests="libcmocka-dev python3 python3-pytest python3-jsonschema debootstrap python3.11-dbg util-linux procps nodejs npm chromium"
+missing=""
+for p in $build $tests; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "deps: installing$missing"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+echo "deps: Debian packages present"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds (once, then reuses) the Debian chroots the version tests profile:
+#   bullseye -> CPython 3.9, trixie -> 3.13, sid -> 3.14, each with its -dbg build too.
+# A process started inside one has its own root, the way a container's has, so the
+# profiler must find its interpreter through /proc/PID/root.
+# Usage: scripts/make-chroots.sh [SUITE...]   (default: bullseye trixie sid)
+# The cache lives in $EBPFPROF_CHROOTS (default /var/cache/ebpfprof/chroots).
+set -euo pipefail
+root=${EBPFPROF_CHROOTS:-/var/cache/ebpfprof/chroots}
+mirror=${EBPFPROF_MIRROR:-http://deb.debian.org/debian}
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(bullseye trixie sid)
+
+build_one() {
+	local suite=$1 dir=$root/$1
+	if [ -f "$dir/.ebpfprof-ready" ]; then
+		echo "chroot $suite: cached at $dir"
+		return 0
+	fi
+	echo "chroot $suite: building at $dir (a few minutes, once)"
+	rm -rf "$dir.tmp"
+	mkdir -p "$root"
+	debootstrap --variant=minbase --include=python3 "$suite" "$dir.tmp" "$mirror" \
+		>"$root/$suite.log" 2>&1 || { tail -20 "$root/$suite.log"; return 1; }
+	local pyver
+	pyver=$(chroot "$dir.tmp" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	# The debug interpreter (python3.X-dbg) is a second, differently built binary to test.
+	chroot "$dir.tmp" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "python$pyver-dbg" >>"$root/$suite.log" 2>&1 ||
+		echo "chroot $suite: python$pyver-dbg not installable (see $root/$suite.log)"
+	chroot "$dir.tmp" apt-get clean >/dev/null 2>&1 || true
+	touch "$dir.tmp/.ebpfprof-ready"
+	rm -rf "$dir"
+	mv "$dir.tmp" "$dir"
+	echo "chroot $suite: python $pyver ready"
+}
+
+for s in "${suites[@]}"; do
+	build_one "$s" &
+done
+rc=0
+for job in $(jobs -p); do
+	wait "$job" || rc=1
+done
+exit $rc

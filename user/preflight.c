@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "preflight.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON	38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF		39
+#endif
+
+int preflight_btf(char *err, size_t errlen)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		return 0;
+	snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): ebpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8 or later)");
+	return -1;
+}
+
+static int has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return (d[cap / 32].effective >> (cap % 32)) & 1;
+}
+
+int preflight_privileges(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	char missing[128] = "";
+	int admin;
+
+	if (syscall(SYS_capget, &hdr, data)) {
+		snprintf(err, errlen, "cannot read this process's capabilities: %s", strerror(errno));
+		return -1;
+	}
+	admin = has_cap(data, CAP_SYS_ADMIN);
+	if (!has_cap(data, CAP_BPF) && !admin)
+		strcat(missing, ", CAP_BPF");
+	if (!has_cap(data, CAP_PERFMON) && !admin)
+		strcat(missing, ", CAP_PERFMON");
+	if (!has_cap(data, CAP_SYS_PTRACE))
+		strcat(missing, ", CAP_SYS_PTRACE");
+	if (!missing[0])
+		return 0;
+	snprintf(err, errlen, "missing privileges: ebpfprof needs CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE; this process lacks %s (run it as root, e.g. with sudo)",
+		 missing + 2);
+	return -1;
+}
+
+int preflight_pid(pid_t pid, char *err, size_t errlen)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (pid > 0 && access(path, F_OK) == 0)
+		return 0;
+	snprintf(err, errlen, "no such process: %d", pid);
+	return -1;
+}
+
+int preflight_output(const char *path, char *err, size_t errlen)
+{
+	char *copy = strdup(path), *dir, tmp[4096];
+	struct stat st;
+	int fd, saved;
+
+	if (!copy)
+		return -1;
+	dir = dirname(copy);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "cannot write %s: it is a directory", path);
+		free(copy);
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/.ebpfprof-check-XXXXXX", dir);
+	fd = mkstemp(tmp);
+	saved = errno;
+	free(copy);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved));
+		return -1;
+	}
+	close(fd);
+	unlink(tmp);
+	return 0;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The recorded profile, as the writers see it: interned frames, and per
+ * thread a time-ordered list of samples. A sample is a stack (root first)
+ * with a start time and a weight, both in nanoseconds since the session
+ * started, so every thread of every process shares one time axis.
+ */
+#ifndef EP_PROFILE_H
+#define EP_PROFILE_H
+#include <stddef.h>
+#include <stdint.h>
+
+enum frame_kind {
+	FRAME_PYTHON = 0,	/* a Python function */
+	FRAME_MARKER = 1,	/* [GC gen 2], [truncated], [GIL wait]... */
+};
+
+struct frame_info {
+	char *name;		/* qualified name, UTF-8 */
+	char *file;		/* file name, UTF-8, or NULL for markers */
+	int line;		/* current line, or 0 when unknown */
+	int kind;		/* enum frame_kind */
+};
+
+/* What a thread was doing during a sample. */
+enum sample_state {
+	STATE_ON_CPU = 0,
+	STATE_GC,		/* on CPU, collecting garbage */
+	STATE_GIL_WAIT,
+	STATE_GIL_WAIT_GC,	/* waiting for the GIL while its holder collects */
+	STATE_LOCK_WAIT,
+	STATE_IO,
+	STATE_SLEEP,
+	STATE_PREEMPTED,
+	STATE_OTHER,		/* off CPU for another reason */
+	STATE_IDLE,		/* not observed: a gap in the thread's timeline */
+	STATE_MAX,
+};
+
+struct sample {
+	uint64_t start_ns;	/* since the session start */
+	uint64_t weight_ns;
+	uint32_t *frames;	/* frame ids, root first */
+	uint32_t nframes;
+	uint8_t state;		/* enum sample_state */
+	uint8_t holds_gil;
+};
+
+struct thread_profile {
+	int pid;
+	int tid;
+	char *name;		/* Python thread name, or the kernel's comm */
+	char *process;		/* process name for multi-process profiles */
+	struct sample *samples;
+	size_t nsamples, cap;
+};
+
+struct profile {
+	struct frame_info *frames;
+	size_t nframes, frames_cap;
+	void *frame_index;	/* hash index: private to profile.c */
+	struct thread_profile *threads;
+	size_t nthreads, threads_cap;
+	uint64_t duration_ns;	/* session length: the common time axis */
+	unsigned rate_hz;
+	const char *command;	/* what was profiled, for the writers' metadata */
+};
+
+void profile_init(struct profile *p);
+void profile_free(struct profile *p);
+/* Interns a frame; returns its id. Strings are copied. */
+uint32_t profile_frame(struct profile *p, const char *name, const char *file,
+		       int line, int kind);
+struct thread_profile *profile_thread(struct profile *p, int pid, int tid);
+/* Appends a sample; frames (root first) are copied. */
+int profile_add_sample(struct profile *p, struct thread_profile *t,
+		       const struct sample *s);
+/* Sorts every thread's samples by start time; writers expect this. */
+void profile_sort(struct profile *p);
+
+const char *sample_state_name(enum sample_state s);
+
+#endif

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Turns a version's layout and the target's addresses into the per-process
+ * configuration the kernel walk uses (struct ep_proc_cfg): absolute
+ * addresses of the GC flag and the GIL, and the offsets of the frame walk.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "py_target.h"
+#include "remote.h"
+
+static uint16_t off16(int off)
+{
+	return off < 0 || off >= EP_NO_OFFSET ? EP_NO_OFFSET : (uint16_t)off;
+}
+
+static int max4(int a, int b, int c, int d)
+{
+	int m = a > b ? a : b;
+
+	m = m > c ? m : c;
+	return m > d ? m : d;
+}
+
+/* Where the GC's `collecting` flag is: the runtime's GC state in 3.8, the
+ * interpreter's from 3.9 on. */
+static uint64_t gc_collecting_addr(const struct py_target *t)
+{
+	const struct py_layout *L = &t->layout;
+
+	if (L->gc_collecting < 0)
+		return 0;
+	if (L->runtime_gc >= 0)
+		return t->runtime_addr + L->runtime_gc + L->gc_collecting;
+	if (L->interp_gc >= 0)
+		return t->interp_addr + L->interp_gc + L->gc_collecting;
+	return 0;
+}
+
+/* The GIL: inline in the runtime up to 3.11, behind interp->ceval.gil after. */
+static uint64_t gil_addr(const struct py_target *t)
+{
+	const struct py_layout *L = &t->layout;
+	uint64_t gil = 0;
+
+	if (L->runtime_ceval_gil >= 0)
+		return t->runtime_addr + L->runtime_ceval_gil;
+	if (L->interp_ceval_gil >= 0 &&
+	    remote_read_u64(t->pid, t->interp_addr + L->interp_ceval_gil, &gil))
+		return 0;
+	return gil;
+}
+
+static void fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
+{
+	int owner = L->frame_owner < 0 ? 0 : L->frame_owner;
+
+	c->interp_threads_head = off16(L->interp_threads_head);
+	c->tstate_next = off16(L->tstate_next);
+	c->tstate_thread_id = off16(L->tstate_thread_id);
+	c->tstate_frame = off16(L->tstate_frame);
+	c->cframe_current_frame = off16(L->cframe_current_frame);
+	c->frame_previous = off16(L->frame_previous);
+	c->frame_code = off16(L->frame_code);
+	c->frame_instr = off16(L->frame_instr);
+	c->frame_owner = off16(L->frame_owner);
+	c->frame_read_size = max4(L->frame_previous + 8, L->frame_code + 8,
+				  L->frame_instr + 8, owner + 1);
+	c->code_adaptive = off16(L->code_adaptive);
+	c->code_firstlineno = off16(L->code_firstlineno);
+	c->code_tag_mask = L->code_tag_mask;
+	c->instr_kind = L->instr_kind;
+	c->owner_skip_min = L->owner_skip_min;
+}
+
+int py_target_prepare(struct py_target *t, char *err, size_t errlen)
+{
+	const struct py_layout *L = &t->layout;
+	struct ep_proc_cfg *c = &t->cfg;
+	uint64_t interp = 0, tstate = 0, gil;
+
+	if (L->major == 3 && L->minor >= 13 &&
+	    py_debug_offsets_read(t->pid, t->runtime_addr, &t->layout) &&
+	    !L->source) {
+		snprintf(err, errlen, "process %d: CPython %d.%d's debug offsets are unreadable",
+			 t->pid, t->major, t->minor);
+		return PY_TARGET_UNSUPPORTED;
+	}
+	if (remote_read_u64(t->pid, t->runtime_addr + L->runtime_interpreters_head, &interp)) {
+		snprintf(err, errlen, "process %d: cannot read its memory at _PyRuntime", t->pid);
+		return PY_TARGET_GONE;
+	}
+	if (!interp || remote_read_u64(t->pid, interp + L->interp_threads_head, &tstate) || !tstate)
+		return PY_TARGET_NOT_READY;
+	t->interp_addr = interp;
+	memset(c, 0, sizeof(*c));
+	c->interp_addr = interp;
+	c->py_version = (t->major << 24) | (t->minor << 16) | ((t->micro < 0 ? 0 : t->micro) << 8);
+	c->gc_collecting_addr = gc_collecting_addr(t);
+	gil = gil_addr(t);
+	if (gil && L->gil_locked >= 0 && L->gil_last_holder >= 0) {
+		c->gil_locked_addr = gil + L->gil_locked;
+		c->gil_holder_addr = gil + L->gil_last_holder;
+		c->gil_start = gil;
+		c->gil_end = gil + (L->gil_size > 0 ? L->gil_size : 256);
+	}
+	fill_frame_walk(c, L);
+	return PY_TARGET_OK;
+}

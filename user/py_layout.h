@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Where things are inside one CPython version's structures. Tables for
+ * 3.8 to 3.12 live as data in py_layout_table.c (each entry says where its
+ * figures came from); 3.13+ layouts are read from the target's own
+ * _Py_DebugOffsets (py_debug_offsets.c) and fall back to the table.
+ * A field that a version lacks is -1.
+ */
+#ifndef EP_PY_LAYOUT_H
+#define EP_PY_LAYOUT_H
+#include <stdint.h>
+#include <sys/types.h>
+#include "linetable.h"
+
+struct py_layout {
+	int major, minor;		/* 3, 11 */
+	const char *source;		/* where the figures came from */
+
+	/* _PyRuntimeState */
+	int runtime_interpreters_head;
+	int runtime_gc;			/* 3.8: the GC state lives in the runtime */
+	int runtime_ceval_gil;		/* up to 3.11: the GIL struct, inline */
+
+	/* PyInterpreterState */
+	int interp_threads_head;
+	int interp_gc;			/* 3.9+: offset of struct _gc_runtime_state */
+	int interp_ceval_gil;		/* 3.12+: struct _gil_runtime_state * */
+	int interp_modules;		/* sys.modules (PyObject *) */
+
+	/* struct _gc_runtime_state */
+	int gc_collecting;		/* int */
+
+	/* struct _gil_runtime_state */
+	int gil_size;
+	int gil_locked;			/* int (atomic) */
+	int gil_last_holder;		/* PyThreadState * (atomic) */
+
+	/* PyThreadState */
+	int tstate_next;
+	int tstate_thread_id;		/* unsigned long: pthread_self() */
+	int tstate_native_thread_id;	/* 3.11+ */
+	int tstate_frame;		/* ->frame (<=3.10), ->cframe (3.11, 3.12), ->current_frame (3.13+) */
+	int cframe_current_frame;	/* 3.11, 3.12: _PyCFrame.current_frame; else -1 */
+
+	/* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
+	int frame_previous;		/* f_back / previous */
+	int frame_code;			/* f_code / f_executable */
+	int frame_instr;		/* f_lasti / prev_instr / instr_ptr */
+	int frame_owner;		/* 3.11+ */
+	int instr_kind;			/* enum ep_instr_kind */
+	int owner_skip_min;		/* 3.12+: owners >= this are C-stack shims; 0 none */
+	uint64_t code_tag_mask;		/* 3.14: tag bits of _PyStackRef */
+
+	/* PyCodeObject */
+	int code_filename;
+	int code_name;
+	int code_qualname;		/* 3.11+ */
+	int code_firstlineno;
+	int code_linetable;		/* co_lnotab (3.8, 3.9) or co_linetable */
+	int code_adaptive;		/* co_code_adaptive, 3.11+ */
+	enum linetable_format linetable_format;
+
+	/* str and bytes objects */
+	int unicode_length;		/* PyASCIIObject.length */
+	int unicode_state;		/* PyASCIIObject.state */
+	int unicode_ascii_size;		/* sizeof(PyASCIIObject): data of compact ASCII */
+	int unicode_compact_size;	/* sizeof(PyCompactUnicodeObject): data of compact non-ASCII */
+	int bytes_size;			/* PyVarObject.ob_size */
+	int bytes_data;			/* offsetof(PyBytesObject, ob_sval) */
+};
+
+/* The table entry for 3.minor, or NULL if that version is not supported. */
+const struct py_layout *py_layout_for_version(int major, int minor);
+
+/* "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14" */
+const char *py_supported_versions(void);
+
+/*
+ * 3.13+: fills *out from the _Py_DebugOffsets at the start of the target's
+ * _PyRuntime (starting from the table entry *out already holds, for fields
+ * the debug offsets lack). Checks the "xdebugpy" cookie and that the
+ * version recorded there matches. Returns 0, or -1 if they cannot be used.
+ */
+int py_debug_offsets_read(pid_t pid, uint64_t runtime_addr, struct py_layout *out);
+
+#endif

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "elf_syms.h"
+#include "py_target.h"
+#include "remote.h"
+
+struct mapping {
+	uint64_t start, end, offset;
+	unsigned long inode;
+	char path[PATH_MAX];
+};
+
+/* Parses one /proc/PID/maps line; 0 for a file-backed mapping. */
+static int parse_map_line(const char *line, struct mapping *m)
+{
+	unsigned long long start, end, off;
+	unsigned long inode;
+	int path_at = 0;
+
+	if (sscanf(line, "%llx-%llx %*4s %llx %*x:%*x %lu %n",
+		   &start, &end, &off, &inode, &path_at) < 4 || !path_at)
+		return -1;
+	if (line[path_at] != '/' || !inode)
+		return -1;
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	m->inode = inode;
+	snprintf(m->path, sizeof(m->path), "%s", line + path_at);
+	m->path[strcspn(m->path, "\n")] = 0;
+	return 0;
+}
+
+/* An openable path for the mapped file: the same inode reached through the
+ * target's root (containers), as named (chroots show host paths), or through
+ * map_files. */
+static int openable_path(pid_t pid, const struct mapping *m, char *out, size_t len)
+{
+	char cands[3][PATH_MAX + 64];
+	struct stat st;
+	int i;
+
+	snprintf(cands[0], sizeof(cands[0]), "/proc/%d/root%s", pid, m->path);
+	snprintf(cands[1], sizeof(cands[1]), "%s", m->path);
+	snprintf(cands[2], sizeof(cands[2]), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	for (i = 0; i < 3; i++) {
+		if (stat(cands[i], &st) == 0 && st.st_ino == m->inode) {
+			snprintf(out, len, "%s", cands[i]);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int is_libpython(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libpython", 9);
+}
+
+/* "3.X" from a name such as libpython3.11.so.1.0, python3.9, python3.13d. */
+static int version_from_name(const char *path, int *major, int *minor)
+{
+	const char *base = strrchr(path, '/');
+	const char *p;
+
+	base = base ? base + 1 : path;
+	p = strstr(base, "python");
+	if (!p || sscanf(p + 6, "%d.%d", major, minor) != 2)
+		return -1;
+	return 0;
+}
+
+static int is_free_threaded_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	int major, minor, n = 0;
+
+	base = base ? base + 1 : path;
+	base = strstr(base, "python");
+	if (!base || sscanf(base + 6, "%d.%d%n", &major, &minor, &n) != 2)
+		return 0;
+	return base[6 + n] == 't';
+}
+
+struct rodata_version {
+	int major, minor, micro;
+};
+
+/* PY_VERSION ("3.9.2", "3.10.0rc1", "3.8.18+") as a string of its own in .rodata */
+static int match_version_string(const char *s, size_t len, void *arg)
+{
+	struct rodata_version *v = arg;
+	int major, minor, micro, n = 0;
+
+	if (len < 5 || len > 16 || s[0] != '3' || s[1] != '.')
+		return 0;
+	if (sscanf(s, "%d.%d.%d%n", &major, &minor, &micro, &n) != 3)
+		return 0;
+	if (minor < 0 || minor > 40 || micro < 0 || micro > 99)
+		return 0;
+	for (; (size_t)n < len; n++)
+		if (!isalnum((unsigned char)s[n]) && s[n] != '+')
+			return 0;
+	v->major = major;
+	v->minor = minor;
+	v->micro = micro;
+	return 1;
+}
+
+/* Version without running the target: Py_Version (3.11+), then the file's
+ * name, then the PY_VERSION string in .rodata. */
+static int detect_version(struct py_target *t, struct elf_file *ef)
+{
+	struct rodata_version rv = { 0 };
+	uint64_t addr;
+	uint32_t hex;
+	const char *soname = elf_soname(ef);
+
+	if (!elf_symbol(ef, "Py_Version", &addr, NULL) &&
+	    !elf_read_vaddr(ef, addr, &hex, sizeof(hex))) {
+		t->major = hex >> 24;
+		t->minor = (hex >> 16) & 0xff;
+		t->micro = (hex >> 8) & 0xff;
+		return 0;
+	}
+	if (elf_for_each_rodata_string(ef, match_version_string, &rv)) {
+		t->major = rv.major;
+		t->minor = rv.minor;
+		t->micro = rv.micro;
+		return 0;
+	}
+	t->micro = -1;
+	if (soname && !version_from_name(soname, &t->major, &t->minor))
+		return 0;
+	return version_from_name(t->shown_path, &t->major, &t->minor);
+}
+
+static void process_comm(pid_t pid, char *out, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(out, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, len, f))
+		out[strcspn(out, "\n")] = 0;
+	fclose(f);
+}
+
+/* Examines one mapped file; 1 if it holds _PyRuntime (t is filled). */
+static int try_candidate(struct py_target *t, const struct mapping *m, uint64_t map_base)
+{
+	struct elf_file *ef;
+	uint64_t runtime;
+
+	if (openable_path(t->pid, m, t->elf_path, sizeof(t->elf_path)))
+		return 0;
+	ef = elf_file_open(t->elf_path);
+	if (!ef)
+		return 0;
+	if (elf_symbol(ef, "_PyRuntime", &runtime, NULL)) {
+		elf_file_close(ef);
+		return 0;
+	}
+	snprintf(t->shown_path, sizeof(t->shown_path), "%s", m->path);
+	t->load_bias = elf_is_fixed(ef) ? 0 : map_base - elf_first_load_vaddr(ef);
+	t->runtime_addr = runtime + t->load_bias;
+	t->has_usdt = elf_has_usdt(ef);
+	t->has_symtab = elf_has_symtab(ef);
+	if (detect_version(t, ef))
+		t->major = t->minor = -1;
+	elf_file_close(ef);
+	return 1;
+}
+
+/* Walks the maps: the executable and any libpython3.X.so are candidates. */
+static int scan_maps(struct py_target *t, const char *exe, int *saw_python_name)
+{
+	char path[64], line[PATH_MAX + 128], seen[PATH_MAX] = "";
+	struct mapping m;
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (parse_map_line(line, &m) || m.offset != 0 || !strcmp(m.path, seen))
+			continue;
+		snprintf(seen, sizeof(seen), "%s", m.path);
+		if (strstr(m.path, "python") || strstr(m.path, "pypy"))
+			*saw_python_name = 1;
+		if (strcmp(m.path, exe) && !is_libpython(m.path))
+			continue;
+		t->in_executable = !strcmp(m.path, exe);
+		found = try_candidate(t, &m, m.start);
+	}
+	fclose(f);
+	return found;
+}
+
+int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
+{
+	char path[64], exe[PATH_MAX] = "", comm[64];
+	const struct py_layout *layout;
+	int saw_python_name = 0, found;
+	ssize_t n;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	process_comm(pid, comm, sizeof(comm));
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0 && errno == ENOENT) {
+		snprintf(err, errlen, "process %d exited", pid);
+		return PY_TARGET_GONE;
+	}
+	exe[n > 0 ? n : 0] = 0;
+	if (strlen(exe) > 10 && !strcmp(exe + strlen(exe) - 10, " (deleted)"))
+		exe[strlen(exe) - 10] = 0;
+	found = scan_maps(t, exe, &saw_python_name);
+	if (found < 0) {
+		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", pid, strerror(errno));
+		return errno == ENOENT || errno == ESRCH ? PY_TARGET_GONE : PY_TARGET_NOT_PYTHON;
+	}
+	if (!found) {
+		snprintf(err, errlen, "process %d (%s) is not a CPython process: no _PyRuntime in %s%s",
+			 pid, comm, exe[0] ? exe : "its executable",
+			 saw_python_name ? " or a mapped libpython" : "");
+		return PY_TARGET_NOT_PYTHON;
+	}
+	if (is_free_threaded_name(t->shown_path)) {
+		snprintf(err, errlen, "process %d runs a free-threaded CPython build (%s), which is not supported yet; supported: CPython %s with the GIL",
+			 pid, t->shown_path, py_supported_versions());
+		return PY_TARGET_UNSUPPORTED;
+	}
+	layout = t->major == 3 ? py_layout_for_version(t->major, t->minor) : NULL;
+	if (!layout) {
+		if (t->major < 0)
+			snprintf(err, errlen, "process %d: cannot tell the CPython version of %s; supported: CPython %s",
+				 pid, t->shown_path, py_supported_versions());
+		else
+			snprintf(err, errlen, "process %d runs CPython %d.%d, which is not supported; supported: CPython %s",
+				 pid, t->major, t->minor, py_supported_versions());
+		return PY_TARGET_UNSUPPORTED;
+	}
+	t->layout = *layout;
+	return PY_TARGET_OK;
+}
+
+uint64_t py_target_symbol(const struct py_target *t, const char *name)
+{
+	struct elf_file *ef = elf_file_open(t->elf_path);
+	uint64_t value = 0;
+
+	if (ef && elf_symbol(ef, name, &value, NULL))
+		value = 0;
+	elf_file_close(ef);
+	return value;
+}

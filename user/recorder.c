@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "py_threads.h"
+#include "recorder.h"
+#include "remote.h"
+#include "symbolizer.h"
+
+#define MAX_NAMED_THREADS	1024
+
+struct rec_thread {
+	int tid;
+	uint64_t tstate;
+	uint64_t ident;			/* tstate->thread_id: threading.get_ident() */
+	char py_name[128];
+	char comm[16];
+};
+
+struct rec_process {
+	struct py_target target;
+	struct symbolizer *sym;
+	char comm[16];
+	struct rec_thread *threads;
+	size_t nthreads, cap;
+};
+
+uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void read_comm(int pid, int tid, char *out, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, len, f))
+		out[strcspn(out, "\n")] = 0;
+	fclose(f);
+}
+
+int recorder_init(struct recorder *r, const struct recorder_opts *o)
+{
+	memset(r, 0, sizeof(*r));
+	r->opts = *o;
+	profile_init(&r->profile);
+	r->profile.rate_hz = o->rate_hz;
+	r->ids = calloc(EP_MAX_FRAMES + 8, sizeof(*r->ids));
+	return r->ids ? 0 : -1;
+}
+
+void recorder_free(struct recorder *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nprocs; i++) {
+		symbolizer_free(r->procs[i]->sym);
+		free(r->procs[i]->threads);
+		free(r->procs[i]);
+	}
+	free(r->procs);
+	free(r->ids);
+	profile_free(&r->profile);
+}
+
+int recorder_add_process(struct recorder *r, const struct py_target *t)
+{
+	struct rec_process *p = calloc(1, sizeof(*p)), **procs;
+
+	procs = realloc(r->procs, (r->nprocs + 1) * sizeof(*procs));
+	if (!p || !procs) {
+		free(p);
+		return -1;
+	}
+	r->procs = procs;
+	p->target = *t;
+	p->sym = symbolizer_new(t->pid, &t->layout);
+	read_comm(t->pid, t->pid, p->comm, sizeof(p->comm));
+	r->procs[r->nprocs++] = p;
+	return p->sym ? 0 : -1;
+}
+
+static struct rec_process *find_process(struct recorder *r, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->target.pid == pid)
+			return r->procs[i];
+	return NULL;
+}
+
+/* Per-thread facts, gathered the first time a thread (or a new thread
+ * state of it) shows up, while the target surely still runs. */
+static struct rec_thread *note_thread(struct rec_process *p, int tid, uint64_t tstate)
+{
+	struct rec_thread *t;
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			break;
+	if (i == p->nthreads) {
+		if (p->nthreads == p->cap) {
+			size_t cap = p->cap ? p->cap * 2 : 16;
+			struct rec_thread *n = realloc(p->threads, cap * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			p->threads = n;
+			p->cap = cap;
+		}
+		t = &p->threads[p->nthreads++];
+		memset(t, 0, sizeof(*t));
+		t->tid = tid;
+		read_comm(p->target.pid, tid, t->comm, sizeof(t->comm));
+	}
+	t = &p->threads[i];
+	if (tstate && tstate != t->tstate) {
+		t->tstate = tstate;
+		remote_read_u64(p->target.pid, tstate + p->target.layout.tstate_thread_id, &t->ident);
+	}
+	return t;
+}
+
+static uint32_t marker(struct recorder *r, const char *name)
+{
+	return profile_frame(&r->profile, name, NULL, 0, FRAME_MARKER);
+}
+
+static uint32_t python_frame(struct recorder *r, struct rec_process *p,
+			     const struct ep_frame *f)
+{
+	struct sym_frame sf;
+
+	symbolizer_frame(p->sym, f->code, f->firstlineno, f->instr, &sf);
+	return profile_frame(&r->profile, sf.name, sf.file,
+			     r->opts.by_function ? sf.firstlineno : sf.line, FRAME_PYTHON);
+}
+
+/* Root-first frame ids of the event's stack, with its markers. */
+static uint32_t build_stack(struct recorder *r, struct rec_process *p,
+			    const struct ep_stack_event *ev)
+{
+	uint32_t n = 0;
+	int i;
+
+	if (ev->flags & EP_F_TRUNCATED)
+		r->ids[n++] = marker(r, "[truncated]");
+	for (i = ev->depth - 1; i >= 0; i--)
+		r->ids[n++] = python_frame(r, p, &ev->frames[i]);
+	if (ev->flags & EP_F_IN_GC) {
+		char name[32];
+
+		if (ev->flags & EP_F_GC_GEN_KNOWN)
+			snprintf(name, sizeof(name), "[GC gen %u]", ev->gc_gen);
+		else
+			snprintf(name, sizeof(name), "[GC]");
+		r->ids[n++] = marker(r, name);
+	}
+	return n;
+}
+
+static uint64_t since_start(struct recorder *r, uint64_t ts)
+{
+	return ts > r->t0_ns ? ts - r->t0_ns : 0;
+}
+
+static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
+{
+	struct rec_process *p = find_process(r, ev->pid);
+	struct thread_profile *tp;
+	struct sample s = { 0 };
+
+	r->samples++;
+	if (!p || (ev->flags & EP_F_NO_TSTATE))
+		return;		/* not a Python thread: no Python frames to show */
+	note_thread(p, ev->tid, ev->tstate);
+	s.holds_gil = ev->gil_holder && ev->gil_holder == ev->tstate;
+	if (r->opts.gil_only && !s.holds_gil)
+		return;
+	s.nframes = build_stack(r, p, ev);
+	if (!s.nframes)
+		return;
+	s.frames = r->ids;
+	s.start_ns = since_start(r, ev->ts);
+	s.weight_ns = 1000000000ull / r->opts.rate_hz;
+	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
+	tp = profile_thread(&r->profile, ev->pid, ev->tid);
+	if (tp && !profile_add_sample(&r->profile, tp, &s))
+		r->kept++;
+}
+
+int recorder_on_event(void *ctx, void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	const struct ep_stack_event *ev = data;
+
+	r->events++;
+	if (len < sizeof(__u32))
+		return 0;
+	switch (ev->kind) {
+	case EP_EV_SAMPLE:
+		if (len >= EP_STACK_EVENT_HDR_SIZE &&
+		    len >= EP_STACK_EVENT_HDR_SIZE + ev->depth * sizeof(struct ep_frame))
+			on_sample(r, ev);
+		break;
+	}
+	return 0;
+}
+
+static void refresh_process_names(struct rec_process *p)
+{
+	struct py_thread_name *names = calloc(MAX_NAMED_THREADS, sizeof(*names));
+	size_t i;
+	int n, j;
+
+	if (!names)
+		return;
+	n = py_thread_names(p->target.pid, &p->target.layout, p->target.interp_addr,
+			    names, MAX_NAMED_THREADS);
+	for (i = 0; i < p->nthreads; i++)
+		for (j = 0; j < n; j++)
+			if (p->threads[i].ident && names[j].ident == p->threads[i].ident)
+				snprintf(p->threads[i].py_name, sizeof(p->threads[i].py_name),
+					 "%s", names[j].name);
+	free(names);
+}
+
+void recorder_refresh_names(struct recorder *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nprocs; i++)
+		refresh_process_names(r->procs[i]);
+}
+
+static void name_thread(struct recorder *r, struct thread_profile *tp)
+{
+	struct rec_process *p = find_process(r, tp->pid);
+	const char *name = NULL;
+	size_t i;
+
+	for (i = 0; p && i < p->nthreads; i++) {
+		if (p->threads[i].tid != tp->tid)
+			continue;
+		if (p->threads[i].py_name[0])
+			name = p->threads[i].py_name;
+		else if (tp->tid != tp->pid && p->threads[i].comm[0])
+			name = p->threads[i].comm;
+	}
+	if (!name && tp->tid == tp->pid)
+		name = "MainThread";
+	free(tp->name);
+	tp->name = strdup(name ? name : "?");
+	free(tp->process);
+	tp->process = strdup(p && p->comm[0] ? p->comm : "python");
+}
+
+void recorder_finish(struct recorder *r, uint64_t end_ns)
+{
+	size_t i;
+
+	for (i = 0; i < r->profile.nthreads; i++)
+		name_thread(r, &r->profile.threads[i]);
+	r->profile.duration_ns = since_start(r, end_ns);
+	profile_sort(&r->profile);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Turns the kernel's records into the profile: symbolizes each frame as it
+ * arrives (so a target that exits mid-run still has names), adds marker
+ * frames ([GC gen 2], [truncated]), keeps per-thread facts for naming.
+ */
+#ifndef EP_RECORDER_H
+#define EP_RECORDER_H
+#include <stdint.h>
+#include <sys/types.h>
+#include "profile.h"
+#include "py_target.h"
+
+struct recorder_opts {
+	unsigned rate_hz;
+	int gil_only;		/* keep only samples of the GIL holder */
+	int by_function;	/* one frame per function, not per line */
+};
+
+struct rec_process;
+
+struct recorder {
+	struct profile profile;
+	struct recorder_opts opts;
+	struct rec_process **procs;
+	size_t nprocs;
+	uint64_t t0_ns;			/* session start, CLOCK_MONOTONIC */
+	unsigned long samples;		/* on-CPU samples received */
+	unsigned long kept;		/* ... kept in the profile */
+	unsigned long events;
+	uint32_t *ids;			/* scratch: frame ids of one sample */
+};
+
+int recorder_init(struct recorder *r, const struct recorder_opts *o);
+void recorder_free(struct recorder *r);
+/* Adds a process whose interpreter is prepared (t->cfg valid). */
+int recorder_add_process(struct recorder *r, const struct py_target *t);
+/* ring_buffer callback */
+int recorder_on_event(void *ctx, void *data, size_t len);
+/* Reads the Python names of the threads seen so far while the target lives. */
+void recorder_refresh_names(struct recorder *r);
+/* Names every thread (Python name, else MainThread or the kernel's comm),
+ * sets the duration and sorts: the profile is then ready for the writers. */
+void recorder_finish(struct recorder *r, uint64_t end_ns);
+
+uint64_t monotonic_ns(void);
+
+#endif

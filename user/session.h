@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The kernel side of a recording: BPF programs loaded and attached, the
+ * ring buffer they fill, and the per-process configuration they read. */
+#ifndef EP_SESSION_H
+#define EP_SESSION_H
+#include <stdint.h>
+#include <sys/types.h>
+#include "ebpfprof.h"
+
+struct session;
+
+struct session_opts {
+	unsigned rate_hz;
+	uint64_t pidns_dev, pidns_ino;	/* nonzero: filter on pids of this PID namespace */
+	int verbose;
+	/* called for every record in the ring buffer */
+	int (*on_event)(void *ctx, void *data, size_t len);
+	void *ctx;
+};
+
+/* Loads and attaches the samplers. NULL with err filled on failure. */
+struct session *session_open(const struct session_opts *o, char *err, size_t errlen);
+/* Starts walking stacks of process pid with cfg. 0 or -1. */
+int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *cfg);
+void session_remove_process(struct session *s, pid_t pid);
+/* Delivers ready records to on_event; waits up to timeout_ms. <0 on error. */
+int session_poll(struct session *s, int timeout_ms);
+/* Sum over CPUs of the kernel-side counters (enum ep_counter). */
+void session_counters(struct session *s, uint64_t out[EP_CNT_MAX]);
+void session_close(struct session *s);
+
+#endif

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Code object -> (qualified name, file, line table), read from the target
+ * with bounded reads and cached by (address, co_firstlineno): the first line
+ * tells apart a code object freed and another allocated at the same address.
+ * The line of each sample is decoded from the cached table.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "linetable.h"
+#include "pystr.h"
+#include "remote.h"
+#include "symbolizer.h"
+
+#define NAME_MAX_CHARS		1024
+#define LINETABLE_MAX_BYTES	(1u << 20)
+
+struct code_entry {
+	uint64_t code;
+	int32_t firstlineno;
+	int used;
+	char *name;
+	char *file;
+	uint8_t *table;
+	size_t table_len;
+};
+
+struct symbolizer {
+	pid_t pid;
+	struct py_layout layout;
+	struct code_entry *entries;
+	size_t cap, used;
+	unsigned long failed;
+};
+
+struct symbolizer *symbolizer_new(pid_t pid, const struct py_layout *layout)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	s->layout = *layout;
+	s->cap = 1024;
+	s->entries = calloc(s->cap, sizeof(*s->entries));
+	if (!s->entries) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void entry_free(struct code_entry *e)
+{
+	free(e->name);
+	free(e->file);
+	free(e->table);
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->cap; i++)
+		if (s->entries[i].used)
+			entry_free(&s->entries[i]);
+	free(s->entries);
+	free(s);
+}
+
+void symbolizer_stats(const struct symbolizer *s, unsigned long *codes, unsigned long *failed)
+{
+	*codes = s->used;
+	*failed = s->failed;
+}
+
+static size_t slot_of(uint64_t code, int32_t firstlineno, size_t cap)
+{
+	uint64_t h = (code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint32_t)firstlineno;
+
+	return (h ^ (h >> 29)) & (cap - 1);
+}
+
+static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
+				    uint64_t code, int32_t firstlineno)
+{
+	size_t i = slot_of(code, firstlineno, cap);
+
+	while (tab[i].used && (tab[i].code != code || tab[i].firstlineno != firstlineno))
+		i = (i + 1) & (cap - 1);
+	return &tab[i];
+}
+
+static int grow(struct symbolizer *s)
+{
+	size_t i, cap = s->cap * 2;
+	struct code_entry *tab = calloc(cap, sizeof(*tab));
+
+	if (!tab)
+		return -1;
+	for (i = 0; i < s->cap; i++)
+		if (s->entries[i].used)
+			*find_slot(tab, cap, s->entries[i].code, s->entries[i].firstlineno) = s->entries[i];
+	free(s->entries);
+	s->entries = tab;
+	s->cap = cap;
+	return 0;
+}
+
+int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
+			char *out, size_t out_size)
+{
+	struct pystr_state st;
+	int64_t length;
+	uint32_t state;
+	uint64_t data;
+	void *buf;
+	int n;
+
+	if (remote_read(pid, obj + L->unicode_length, &length, sizeof(length)) ||
+	    remote_read(pid, obj + L->unicode_state, &state, sizeof(state)) ||
+	    pystr_parse_state(state, &st) || length < 0)
+		return -1;
+	if (length > NAME_MAX_CHARS)
+		length = NAME_MAX_CHARS;
+	if (st.compact)
+		data = obj + (st.ascii ? L->unicode_ascii_size : L->unicode_compact_size);
+	else if (remote_read_u64(pid, obj + L->unicode_compact_size, &data))
+		return -1;
+	buf = malloc(length * st.kind + 1);
+	if (!buf)
+		return -1;
+	n = remote_read(pid, data, buf, length * st.kind) ? -1 :
+		pystr_to_utf8(st.kind, buf, length * st.kind, length, out, out_size);
+	free(buf);
+	return n < 0 ? -1 : 0;
+}
+
+static char *read_str_field(struct symbolizer *s, uint64_t code, int off)
+{
+	char buf[NAME_MAX_CHARS * 4 + 1];
+	uint64_t obj;
+
+	if (off < 0 || remote_read_u64(s->pid, code + off, &obj) ||
+	    symbolizer_read_str(s->pid, &s->layout, obj, buf, sizeof(buf)))
+		return NULL;
+	return strdup(buf);
+}
+
+static void read_linetable(struct symbolizer *s, struct code_entry *e)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t bytes;
+	int64_t len;
+
+	if (remote_read_u64(s->pid, e->code + L->code_linetable, &bytes) ||
+	    remote_read(s->pid, bytes + L->bytes_size, &len, sizeof(len)) ||
+	    len <= 0 || (uint64_t)len > LINETABLE_MAX_BYTES)
+		return;
+	e->table = malloc(len);
+	if (e->table && !remote_read(s->pid, bytes + L->bytes_data, e->table, len)) {
+		e->table_len = len;
+		return;
+	}
+	free(e->table);
+	e->table = NULL;
+}
+
+static void fill_entry(struct symbolizer *s, struct code_entry *e)
+{
+	const struct py_layout *L = &s->layout;
+	int32_t firstlineno;
+
+	/* The code object may be gone since the sample: trust nothing that no
+	 * longer matches what the kernel saw. */
+	if (remote_read_i32(s->pid, e->code + L->code_firstlineno, &firstlineno) ||
+	    firstlineno != e->firstlineno) {
+		s->failed++;
+		return;
+	}
+	e->name = read_str_field(s, e->code, L->code_qualname >= 0 ? L->code_qualname : L->code_name);
+	e->file = read_str_field(s, e->code, L->code_filename);
+	if (!e->name)
+		s->failed++;
+	read_linetable(s, e);
+}
+
+static struct code_entry *lookup(struct symbolizer *s, uint64_t code, int32_t firstlineno)
+{
+	struct code_entry *e;
+
+	if ((s->used + 1) * 2 > s->cap && grow(s))
+		return NULL;
+	e = find_slot(s->entries, s->cap, code, firstlineno);
+	if (!e->used) {
+		e->used = 1;
+		e->code = code;
+		e->firstlineno = firstlineno;
+		s->used++;
+		fill_entry(s, e);
+	}
+	return e;
+}
+
+void symbolizer_frame(struct symbolizer *s, uint64_t code, int32_t firstlineno,
+		      uint32_t instr, struct sym_frame *out)
+{
+	struct code_entry *e = lookup(s, code, firstlineno);
+	int line = -1;
+
+	out->name = e && e->name ? e->name : "<unknown>";
+	out->file = e ? e->file : NULL;
+	out->firstlineno = firstlineno;
+	if (e && e->table && instr != ~0u)
+		line = linetable_line_for_offset(s->layout.linetable_format, e->table,
+						 e->table_len, firstlineno, instr);
+	out->line = line >= 0 ? line : (e && e->name ? firstlineno : 0);
+}
