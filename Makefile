@@ -13,7 +13,7 @@ CC         ?= cc
 ARCH       := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 MULTIARCH  := $(shell $(CC) -dumpmachine)
 CFLAGS     ?= -O2 -g
-CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -DEP_VERSION='"$(VERSION)"'
+CFLAGS     += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 INCLUDES   := -I$(OUTPUT) -Iinclude -Iuser
 LDLIBS     := -lbpf -lelf -lz
 BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Maps shared by every program of ebpfprof. The BPF objects are linked into
- * one (bpftool gen object): maps.bpf.c defines them, every other file sees
- * them as extern through this header.
+ * one (bpftool gen object): gc.bpf.c defines them (see there why), every
+ * other file sees them as extern through this header.
  */
 #ifndef EP_MAPS_BPF_H
 #define EP_MAPS_BPF_H

@@ -190,7 +190,8 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 		return 0;
 	ev->frames[w->depth].code = code;
 	ev->frames[w->depth].instr = instr < 0 ? ~0u : (__u32)instr;
-	ev->frames[w->depth].firstlineno = read_s32(code + cfg->code_firstlineno);
+	ev->frames[w->depth].ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
+						   read_u64(code + cfg->code_filename));
 	w->depth++;
 	return 0;
 }
@@ -220,6 +221,41 @@ static __always_inline __u64 gil_holder(const struct ep_proc_cfg *cfg)
 	if (!cfg->gil_locked_addr || !read_s32(cfg->gil_locked_addr))
 		return 0;
 	return read_u64(cfg->gil_holder_addr);
+}
+
+/* A fresh record of `kind` for the current thread in scratch slot sc. */
+static __always_inline struct ep_stack_event *start_stack_event(struct ep_scratch *sc,
+								__u32 kind, __u32 pid,
+								__u32 tid, __u64 ts)
+{
+	struct ep_stack_event *ev = &sc->ev;
+
+	ev->kind = kind;
+	ev->pid = pid;
+	ev->tid = tid;
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->flags = 0;
+	ev->ts = ts;
+	ev->end_ts = 0;
+	ev->tstate = 0;
+	ev->gil_holder = 0;
+	ev->depth = 0;
+	ev->gc_gen = 0;
+	ev->reason = 0;
+	ev->collected = -1;
+	return ev;
+}
+
+/* Fills tstate and the stack of the current thread (or flags it has none). */
+static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
+						 struct ep_scratch *sc, __u32 tid)
+{
+	sc->ev.tstate = find_tstate(cfg, tid);
+	if (!sc->ev.tstate) {
+		sc->ev.flags |= EP_F_NO_TSTATE;
+		return;
+	}
+	walk_python_stack(cfg, sc, sc->ev.tstate);
 }
 
 /* Sends the header and the walked frames; counts a full ring buffer. */

@@ -45,27 +45,14 @@ int sample_on_cpu(struct bpf_perf_event_data *ctx)
 	sc = scratch_slot(EP_SCRATCH_SAMPLE);
 	if (!sc)
 		return 0;
-	ev = &sc->ev;
-	ev->kind = EP_EV_SAMPLE;
-	ev->pid = pid;
-	ev->tid = tid;
-	ev->cpu = bpf_get_smp_processor_id();
-	ev->flags = 0;
-	ev->ts = bpf_ktime_get_ns();
-	ev->end_ts = 0;
-	ev->depth = 0;
-	ev->gc_gen = 0;
-	ev->reason = 0;
-	ev->tstate = find_tstate(cfg, tid);
+	ev = start_stack_event(sc, EP_EV_SAMPLE, pid, tid, bpf_ktime_get_ns());
 	ev->gil_holder = gil_holder(cfg);
 	count(EP_CNT_SAMPLES);
-	if (!ev->tstate) {
-		ev->flags |= EP_F_NO_TSTATE;
+	capture_python_stack(cfg, sc, tid);
+	if (ev->flags & EP_F_NO_TSTATE)
 		count(EP_CNT_NO_TSTATE);
-	} else {
+	else
 		mark_gc(cfg, ev, tid);
-		walk_python_stack(cfg, sc, ev->tstate);
-	}
 	emit_stack_event(ev);
 	return 0;
 }

@@ -53,15 +53,16 @@ struct ep_proc_cfg {
 	__u16 frame_read_size;		/* bytes covering all the frame fields above */
 	__u16 code_adaptive;		/* offsetof(PyCodeObject, co_code_adaptive), 3.11+ */
 	__u16 code_firstlineno;
+	__u16 code_filename;
 	__u8 instr_kind;		/* enum ep_instr_kind */
 	__u8 owner_skip_min;		/* skip frames with owner >= this (C-stack shims), 0: none */
-	__u8 pad[2];
 };
 
 enum ep_event_kind {
 	EP_EV_SAMPLE = 1,	/* an on-CPU sample */
-	EP_EV_OFFCPU = 2,	/* an interval off the CPU, with the stack at switch-out */
-	EP_EV_GC = 3,		/* one garbage collection */
+	EP_EV_OFFCPU = 2,	/* a thread left the CPU: its stack at switch-out */
+	EP_EV_GC = 3,		/* one garbage collection, with the stack that triggered it */
+	EP_EV_OFFCPU_END = 4,	/* the thread is back on a CPU (struct ep_offcpu_end) */
 };
 
 /* Sample flags. */
@@ -74,8 +75,19 @@ enum ep_event_kind {
 struct ep_frame {
 	__u64 code;		/* PyCodeObject * in the target */
 	__u32 instr;		/* byte offset of the current instruction, ~0 if unknown */
-	__s32 firstlineno;	/* co_firstlineno: tells a reused code address apart */
+	__u32 ident;		/* ep_code_ident(): tells a reused code address apart */
 };
+
+/*
+ * Identity of a code object beyond its address, which the allocator reuses:
+ * its first line and the address of its file name string. Module-level code
+ * always starts at line 1, so the line alone would let a freed <string> code
+ * object name the next module's code.
+ */
+static inline __u32 ep_code_ident(__s32 firstlineno, __u64 filename)
+{
+	return (__u32)firstlineno * 2654435761u ^ (__u32)(filename >> 3);
+}
 
 struct ep_stack_event {
 	__u32 kind;		/* EP_EV_SAMPLE or EP_EV_OFFCPU */
@@ -83,14 +95,15 @@ struct ep_stack_event {
 	__u32 tid;
 	__u16 cpu;
 	__u16 flags;		/* EP_F_* */
-	__u64 ts;		/* bpf_ktime_get_ns(); for OFFCPU the switch-out time */
-	__u64 end_ts;		/* OFFCPU: switch-in time; SAMPLE: 0 */
+	__u64 ts;		/* bpf_ktime_get_ns(): sample, switch-out or GC start */
+	__u64 end_ts;		/* GC: its end; else 0 */
 	__u64 tstate;		/* this thread's PyThreadState, 0 if none */
 	__u64 gil_holder;	/* PyThreadState holding the GIL, 0 if unlocked */
 	__u16 depth;		/* frames that follow, innermost first */
 	__u8 gc_gen;		/* with EP_F_GC_GEN_KNOWN */
 	__u8 reason;		/* OFFCPU: enum ep_offcpu_reason */
 	__u32 pad;
+	__s64 collected;	/* GC: objects collected, -1 if unknown */
 	struct ep_frame frames[EP_MAX_FRAMES];
 };
 
@@ -106,14 +119,15 @@ enum ep_offcpu_reason {
 	EP_OFF_GIL_GC = 6,	/* GIL wait while the holder was collecting */
 };
 
-struct ep_gc_event {
-	__u32 kind;		/* EP_EV_GC */
+/* Closes the interval an EP_EV_OFFCPU record opened. */
+struct ep_offcpu_end {
+	__u32 kind;		/* EP_EV_OFFCPU_END */
 	__u32 pid;
 	__u32 tid;
-	__s32 generation;
-	__u64 start_ts;
-	__u64 end_ts;
-	__s64 collected;
+	__u8 reason;		/* as at switch-out */
+	__u8 pad[3];
+	__u64 start_ts;		/* the switch-out time */
+	__u64 end_ts;		/* the switch-in time */
 };
 
 /* Per-CPU counters, indexed by enum ep_counter. */
@@ -121,7 +135,8 @@ enum ep_counter {
 	EP_CNT_SAMPLES = 0,
 	EP_CNT_LOST = 1,	/* ring buffer full: record dropped */
 	EP_CNT_NO_TSTATE = 2,
-	EP_CNT_GC_LOST = 3,
+	EP_CNT_GC_LOST = 3,	/* collection ends with no start seen */
+	EP_CNT_OFFCPU = 4,
 	EP_CNT_MAX = 8,
 };
 

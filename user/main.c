@@ -19,6 +19,7 @@
 #include "preflight.h"
 #include "py_target.h"
 #include "recorder.h"
+#include "report.h"
 #include "session.h"
 #include "writer.h"
 
@@ -37,6 +38,9 @@ struct options {
 	const char *output;
 	const struct output_writer *writer;
 	int gil_only;
+	int idle;
+	const char *gc_log;
+	double wait_threshold_ms;
 	int by_function;
 	int verbose;
 	char **command;		/* launch mode */
@@ -68,6 +72,9 @@ static const struct argp_option option_list[] = {
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
 	{ "format", 'f', "FORMAT", 0, "speedscope (default), collapsed, chrome or pprof", 0 },
 	{ "gil", 'g', NULL, 0, "Keep only samples of the thread holding the GIL", 0 },
+	{ "idle", 'i', NULL, 0, "Add off-CPU time (GIL, lock, I/O waits, sleep, preemption) as samples weighted by its duration", 0 },
+	{ "gc-log", 'G', "FILE", 0, "Write every GC pause and every long wait to FILE as JSON lines", 0 },
+	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
@@ -119,6 +126,17 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'F':
 		o->by_function = 1;
 		break;
+	case 'i':
+		o->idle = 1;
+		break;
+	case 'G':
+		o->gc_log = arg;
+		break;
+	case 'W':
+		o->wait_threshold_ms = strtod(arg, &end);
+		if (*end || end == arg || o->wait_threshold_ms < 0)
+			argp_error(state, "invalid wait threshold: %s (milliseconds)", arg);
+		break;
 	case 'v':
 		o->verbose = 1;
 		break;
@@ -169,6 +187,7 @@ struct run {
 	struct session *session;
 	struct recorder rec;
 	struct py_target target;
+	enum gc_probe_kind gc_probe;
 };
 
 /* Waits (launch mode) until the command has started a CPython interpreter. */
@@ -219,11 +238,16 @@ static void record(struct run *run)
 {
 	uint64_t deadline = 0, next_names = 0;
 
+	uint64_t end;
+
+	run->gc_probe = session_attach_gc(run->session, &run->target);
+	if (run->gc_probe != GC_PROBE_NONE)
+		analysis_set_exact_gc(&run->rec.analysis, run->pid);
 	run->rec.t0_ns = monotonic_ns();
-	if (session_add_process(run->session, run->pid, &run->target.cfg))
-		die("cannot configure the BPF maps for the target");
 	if (recorder_add_process(&run->rec, &run->target))
 		die("out of memory");
+	if (session_add_process(run->session, run->pid, &run->target.cfg))
+		die("cannot configure the BPF maps for the target");
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
 	while (!should_stop(run, deadline)) {
@@ -235,10 +259,11 @@ static void record(struct run *run)
 			next_names = monotonic_ns() + 1000000000ull;
 		}
 	}
-	recorder_finish(&run->rec, monotonic_ns());
+	end = monotonic_ns();
 	session_remove_process(run->session, run->pid);
 	while (session_poll(run->session, 0) > 0)
 		;
+	recorder_finish(&run->rec, end);
 }
 
 static const char *stop_reason(const struct run *run)
@@ -258,10 +283,16 @@ static void print_summary(struct run *run, const char *path)
 	struct profile *p = &run->rec.profile;
 
 	session_counters(run->session, counters);
-	fprintf(stderr, "ebpfprof: recorded %.2f s (%s): %lu samples, %llu lost, %zu thread%s, CPython %d.%d\n",
+	fprintf(stderr, "ebpfprof: recorded %.2f s (%s): %lu samples, %llu lost, %zu thread%s, CPython %d.%d, GC timed by %s\n",
 		p->duration_ns / 1e9, stop_reason(run), run->rec.kept,
 		(unsigned long long)counters[EP_CNT_LOST], p->nthreads,
-		p->nthreads == 1 ? "" : "s", run->target.major, run->target.minor);
+		p->nthreads == 1 ? "" : "s", run->target.major, run->target.minor,
+		gc_probe_name(run->gc_probe));
+	report_thread_table(stderr, &run->rec.analysis, p);
+	report_longest_gc(stderr, &run->rec.analysis, p, 5);
+	if (run->o->gc_log)
+		fprintf(stderr, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
+			run->o->wait_threshold_ms, run->o->gc_log);
 	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
 }
 
@@ -289,11 +320,13 @@ static void check_environment(struct options *o, char *output, size_t outlen)
 		default_output(o, o->pid ? o->pid : getpid(), output, outlen);
 	if (preflight_output(output, err, sizeof(err)))
 		die(err);
+	if (o->gc_log && preflight_output(o->gc_log, err, sizeof(err)))
+		die(err);
 }
 
 int main(int argc, char **argv)
 {
-	struct options o = { .rate_hz = 100, .writer = &speedscope_writer };
+	struct options o = { .rate_hz = 100, .writer = &speedscope_writer, .wait_threshold_ms = 10 };
 	struct argp argp = { option_list, parse_option, "[record] --pid PID | [record] -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
 	struct recorder_opts ropts;
 	struct session_opts sopts = { 0 };
@@ -301,11 +334,12 @@ int main(int argc, char **argv)
 	char output[PATH_MAX], err[ERRLEN];
 	struct run run = { .o = &o, .pidfd = -1 };
 
+	argp_err_exit_status = 2;
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
 	check_environment(&o, output, sizeof(output));
 	install_signals();
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
-					.by_function = o.by_function };
+					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))
 		die("out of memory");
 	sopts.rate_hz = o.rate_hz;
@@ -331,6 +365,11 @@ int main(int argc, char **argv)
 	record(&run);
 	if (writer_write_file(o.writer, &run.rec.profile, &wopts, output)) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", output, strerror(errno));
+		die(err);
+	}
+	if (o.gc_log && report_gc_log(o.gc_log, &run.rec.analysis, &run.rec.profile,
+				      (uint64_t)(o.wait_threshold_ms * 1e6))) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", o.gc_log, strerror(errno));
 		die(err);
 	}
 	print_summary(&run, output);

@@ -68,6 +68,7 @@ static void fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 				  L->frame_instr + 8, owner + 1);
 	c->code_adaptive = off16(L->code_adaptive);
 	c->code_firstlineno = off16(L->code_firstlineno);
+	c->code_filename = off16(L->code_filename);
 	c->code_tag_mask = L->code_tag_mask;
 	c->instr_kind = L->instr_kind;
 	c->owner_skip_min = L->owner_skip_min;

@@ -17,6 +17,12 @@ struct rec_thread {
 	uint64_t ident;			/* tstate->thread_id: threading.get_ident() */
 	char py_name[128];
 	char comm[16];
+	/* the stack it left the CPU with, until it is back */
+	uint32_t *off_frames;
+	uint32_t off_nframes;
+	uint64_t off_ts;
+	int off_reason;
+	int off_pending;
 };
 
 struct rec_process {
@@ -55,6 +61,7 @@ int recorder_init(struct recorder *r, const struct recorder_opts *o)
 	memset(r, 0, sizeof(*r));
 	r->opts = *o;
 	profile_init(&r->profile);
+	analysis_init(&r->analysis);
 	r->profile.rate_hz = o->rate_hz;
 	r->ids = calloc(EP_MAX_FRAMES + 8, sizeof(*r->ids));
 	return r->ids ? 0 : -1;
@@ -65,12 +72,17 @@ void recorder_free(struct recorder *r)
 	size_t i;
 
 	for (i = 0; i < r->nprocs; i++) {
+		size_t j;
+
+		for (j = 0; j < r->procs[i]->nthreads; j++)
+			free(r->procs[i]->threads[j].off_frames);
 		symbolizer_free(r->procs[i]->sym);
 		free(r->procs[i]->threads);
 		free(r->procs[i]);
 	}
 	free(r->procs);
 	free(r->ids);
+	analysis_free(&r->analysis);
 	profile_free(&r->profile);
 }
 
@@ -144,7 +156,7 @@ static uint32_t python_frame(struct recorder *r, struct rec_process *p,
 {
 	struct sym_frame sf;
 
-	symbolizer_frame(p->sym, f->code, f->firstlineno, f->instr, &sf);
+	symbolizer_frame(p->sym, f->code, f->ident, f->instr, &sf);
 	return profile_frame(&r->profile, sf.name, sf.file,
 			     r->opts.by_function ? sf.firstlineno : sf.line, FRAME_PYTHON);
 }
@@ -202,6 +214,92 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 		r->kept++;
 }
 
+static int reason_state(int reason)
+{
+	switch (reason) {
+	case EP_OFF_PREEMPTED: return STATE_PREEMPTED;
+	case EP_OFF_GIL: return STATE_GIL_WAIT;
+	case EP_OFF_GIL_GC: return STATE_GIL_WAIT_GC;
+	case EP_OFF_LOCK: return STATE_LOCK_WAIT;
+	case EP_OFF_IO: return STATE_IO;
+	case EP_OFF_SLEEP: return STATE_SLEEP;
+	default: return STATE_OTHER;
+	}
+}
+
+/* A thread left the CPU: keep its stack until it comes back. */
+static void on_offcpu(struct recorder *r, const struct ep_stack_event *ev)
+{
+	struct rec_process *p = find_process(r, ev->pid);
+	struct rec_thread *t;
+	uint32_t n, *copy;
+
+	r->offcpu_events++;
+	if (!p || (ev->flags & EP_F_NO_TSTATE))
+		return;
+	t = note_thread(p, ev->tid, ev->tstate);
+	if (!t)
+		return;
+	n = build_stack(r, p, ev);
+	copy = realloc(t->off_frames, (n ? n : 1) * sizeof(*copy));
+	if (!copy)
+		return;
+	memcpy(copy, r->ids, n * sizeof(*copy));
+	t->off_frames = copy;
+	t->off_nframes = n;
+	t->off_ts = ev->ts;
+	t->off_reason = ev->reason;
+	t->off_pending = 1;
+}
+
+/* ... and is back: the interval is complete. */
+static void on_offcpu_end(struct recorder *r, const struct ep_offcpu_end *end)
+{
+	struct rec_process *p = find_process(r, end->pid);
+	struct interval iv = { 0 };
+	size_t i;
+
+	for (i = 0; p && i < p->nthreads; i++) {
+		struct rec_thread *t = &p->threads[i];
+
+		if (t->tid != (int)end->tid || !t->off_pending || t->off_ts != end->start_ts)
+			continue;
+		t->off_pending = 0;
+		iv.pid = end->pid;
+		iv.tid = end->tid;
+		iv.start_ns = since_start(r, end->start_ts);
+		iv.end_ns = since_start(r, end->end_ts);
+		iv.state = reason_state(end->reason);
+		iv.frames = t->off_frames;
+		iv.nframes = t->off_nframes;
+		if (iv.end_ns > iv.start_ns)
+			analysis_add(&r->analysis.waits, &iv);
+		return;
+	}
+}
+
+static void on_gc(struct recorder *r, const struct ep_stack_event *ev)
+{
+	struct rec_process *p = find_process(r, ev->pid);
+	struct interval iv = { 0 };
+
+	r->gc_events++;
+	if (!p)
+		return;
+	if (ev->tstate)
+		note_thread(p, ev->tid, ev->tstate);
+	iv.pid = ev->pid;
+	iv.tid = ev->tid;
+	iv.start_ns = since_start(r, ev->ts);
+	iv.end_ns = since_start(r, ev->end_ts);
+	iv.state = STATE_GC;
+	iv.generation = ev->gc_gen;
+	iv.collected = ev->collected;
+	iv.nframes = (ev->flags & EP_F_NO_TSTATE) ? 0 : build_stack(r, p, ev);
+	iv.frames = r->ids;
+	analysis_add(&r->analysis.gcs, &iv);
+}
+
 int recorder_on_event(void *ctx, void *data, size_t len)
 {
 	struct recorder *r = ctx;
@@ -210,11 +308,23 @@ int recorder_on_event(void *ctx, void *data, size_t len)
 	r->events++;
 	if (len < sizeof(__u32))
 		return 0;
+	if (ev->kind == EP_EV_OFFCPU_END) {
+		if (len >= sizeof(struct ep_offcpu_end))
+			on_offcpu_end(r, data);
+		return 0;
+	}
+	if (len < EP_STACK_EVENT_HDR_SIZE ||
+	    len < EP_STACK_EVENT_HDR_SIZE + ev->depth * sizeof(struct ep_frame))
+		return 0;
 	switch (ev->kind) {
 	case EP_EV_SAMPLE:
-		if (len >= EP_STACK_EVENT_HDR_SIZE &&
-		    len >= EP_STACK_EVENT_HDR_SIZE + ev->depth * sizeof(struct ep_frame))
-			on_sample(r, ev);
+		on_sample(r, ev);
+		break;
+	case EP_EV_OFFCPU:
+		on_offcpu(r, ev);
+		break;
+	case EP_EV_GC:
+		on_gc(r, ev);
 		break;
 	}
 	return 0;
@@ -268,9 +378,32 @@ static void name_thread(struct recorder *r, struct thread_profile *tp)
 	tp->process = strdup(p && p->comm[0] ? p->comm : "python");
 }
 
+/* Threads still off the CPU when the recording ends: their interval ends now. */
+static void close_pending(struct recorder *r, uint64_t end_ns)
+{
+	size_t i, j;
+
+	for (i = 0; i < r->nprocs; i++) {
+		for (j = 0; j < r->procs[i]->nthreads; j++) {
+			struct rec_thread *t = &r->procs[i]->threads[j];
+			struct ep_offcpu_end end = { .pid = r->procs[i]->target.pid, .tid = t->tid,
+						     .start_ts = t->off_ts, .end_ts = end_ns,
+						     .reason = t->off_reason };
+
+			if (t->off_pending)
+				on_offcpu_end(r, &end);
+		}
+	}
+}
+
 void recorder_finish(struct recorder *r, uint64_t end_ns)
 {
 	size_t i;
+
+	close_pending(r, end_ns);
+	analysis_split_gc_waits(&r->analysis);
+	if (r->opts.idle)
+		analysis_add_idle_samples(&r->analysis, &r->profile);
 
 	for (i = 0; i < r->profile.nthreads; i++)
 		name_thread(r, &r->profile.threads[i]);

@@ -8,6 +8,7 @@
 #define EP_RECORDER_H
 #include <stdint.h>
 #include <sys/types.h>
+#include "analysis.h"
 #include "profile.h"
 #include "py_target.h"
 
@@ -15,12 +16,14 @@ struct recorder_opts {
 	unsigned rate_hz;
 	int gil_only;		/* keep only samples of the GIL holder */
 	int by_function;	/* one frame per function, not per line */
+	int idle;		/* add off-CPU time as samples with a reason frame */
 };
 
 struct rec_process;
 
 struct recorder {
 	struct profile profile;
+	struct analysis analysis;
 	struct recorder_opts opts;
 	struct rec_process **procs;
 	size_t nprocs;
@@ -28,6 +31,8 @@ struct recorder {
 	unsigned long samples;		/* on-CPU samples received */
 	unsigned long kept;		/* ... kept in the profile */
 	unsigned long events;
+	unsigned long gc_events;
+	unsigned long offcpu_events;
 	uint32_t *ids;			/* scratch: frame ids of one sample */
 };
 

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "ebpfprof.skel.h"
+#include "py_target.h"
 #include "session.h"
 
 struct session {
@@ -19,6 +20,9 @@ struct session {
 	struct bpf_link **links;
 	int *perf_fds;
 	int ncpu;
+	struct bpf_link *offcpu_link;
+	struct bpf_link *gc_links[64];	/* two per profiled process */
+	int ngc_links;
 };
 
 static int verbose_libbpf;
@@ -101,6 +105,11 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	if (attach_samplers(s, o->rate_hz, err, errlen))
 		goto fail;
+	s->offcpu_link = bpf_program__attach(s->skel->progs.offcpu_switch);
+	if (!s->offcpu_link) {
+		snprintf(err, errlen, "cannot attach to the sched_switch tracepoint: %s", strerror(errno));
+		goto fail;
+	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
 	if (!s->rb) {
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
@@ -152,12 +161,96 @@ void session_counters(struct session *s, uint64_t out[EP_CNT_MAX])
 	free(vals);
 }
 
+/* Collector functions that take the generation as their second argument,
+ * newest first; 3.8's collect() only exists as constprop clones whose
+ * arguments cannot be trusted, so it gets no uprobe. */
+static const char *const collector_functions[] = {
+	"gc_collect_main",	/* 3.10 to 3.14 */
+	"collect",		/* 3.9 */
+};
+
+static int keep_gc_link(struct session *s, struct bpf_link *link)
+{
+	if (!link || s->ngc_links >= (int)(sizeof(s->gc_links) / sizeof(s->gc_links[0]))) {
+		bpf_link__destroy(link);
+		return -1;
+	}
+	s->gc_links[s->ngc_links++] = link;
+	return 0;
+}
+
+static int attach_gc_usdt(struct session *s, const struct py_target *t)
+{
+	struct bpf_link *start, *done;
+
+	start = bpf_program__attach_usdt(s->skel->progs.gc_start_usdt, t->pid, t->elf_path,
+					 "python", "gc__start", NULL);
+	done = bpf_program__attach_usdt(s->skel->progs.gc_done_usdt, t->pid, t->elf_path,
+					"python", "gc__done", NULL);
+	if (!start || !done) {
+		bpf_link__destroy(start);
+		bpf_link__destroy(done);
+		return -1;
+	}
+	keep_gc_link(s, start);
+	return keep_gc_link(s, done);
+}
+
+static int attach_gc_uprobe(struct session *s, const struct py_target *t, const char *fn)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, entry, .func_name = fn);
+	LIBBPF_OPTS(bpf_uprobe_opts, ret, .func_name = fn, .retprobe = true);
+	struct bpf_link *start, *done;
+
+	start = bpf_program__attach_uprobe_opts(s->skel->progs.gc_start_uprobe, t->pid,
+						t->elf_path, 0, &entry);
+	done = bpf_program__attach_uprobe_opts(s->skel->progs.gc_done_uprobe, t->pid,
+					       t->elf_path, 0, &ret);
+	if (!start || !done) {
+		bpf_link__destroy(start);
+		bpf_link__destroy(done);
+		return -1;
+	}
+	keep_gc_link(s, start);
+	return keep_gc_link(s, done);
+}
+
+enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t)
+{
+	size_t i;
+
+	if (t->has_usdt && !attach_gc_usdt(s, t))
+		return GC_PROBE_USDT;
+	if (!t->has_symtab)
+		return GC_PROBE_NONE;
+	for (i = 0; i < sizeof(collector_functions) / sizeof(collector_functions[0]); i++)
+		if (py_target_symbol(t, collector_functions[i]) &&
+		    !attach_gc_uprobe(s, t, collector_functions[i]))
+			return GC_PROBE_UPROBE;
+	return GC_PROBE_NONE;
+}
+
+const char *gc_probe_name(enum gc_probe_kind k)
+{
+	switch (k) {
+	case GC_PROBE_USDT:
+		return "USDT probes";
+	case GC_PROBE_UPROBE:
+		return "uprobes on the collector";
+	default:
+		return "the collecting flag only";
+	}
+}
+
 void session_close(struct session *s)
 {
-	int cpu;
+	int cpu, i;
 
 	if (!s)
 		return;
+	for (i = 0; i < s->ngc_links; i++)
+		bpf_link__destroy(s->gc_links[i]);
+	bpf_link__destroy(s->offcpu_link);
 	if (s->rb)
 		ring_buffer__free(s->rb);
 	for (cpu = 0; s->links && cpu < s->ncpu; cpu++)

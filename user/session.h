@@ -20,6 +20,19 @@ struct session_opts {
 
 /* Loads and attaches the samplers. NULL with err filled on failure. */
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen);
+enum gc_probe_kind {
+	GC_PROBE_NONE = 0,	/* only the collecting flag, read by the sampler */
+	GC_PROBE_USDT,		/* python:gc__start / gc__done */
+	GC_PROBE_UPROBE,	/* uprobe + uretprobe on the collector function */
+};
+
+struct py_target;
+
+/* Attaches the GC probes for a target: USDT if its binary has them, else
+ * uprobes on the collector if its symbols name it. Returns the kind used. */
+enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t);
+const char *gc_probe_name(enum gc_probe_kind k);
+
 /* Starts walking stacks of process pid with cfg. 0 or -1. */
 int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *cfg);
 void session_remove_process(struct session *s, pid_t pid);

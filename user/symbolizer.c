@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Code object -> (qualified name, file, line table), read from the target
- * with bounded reads and cached by (address, co_firstlineno): the first line
- * tells apart a code object freed and another allocated at the same address.
+ * with bounded reads and cached by (address, identity): the identity the
+ * kernel computed (ep_code_ident) tells apart a code object freed and
+ * another allocated at the same address.
  * The line of each sample is decoded from the cached table.
  */
 #include <stdlib.h>
 #include <string.h>
+#include "ebpfprof.h"
 #include "linetable.h"
 #include "pystr.h"
 #include "remote.h"
@@ -17,6 +19,7 @@
 
 struct code_entry {
 	uint64_t code;
+	uint32_t ident;
 	int32_t firstlineno;
 	int used;
 	char *name;
@@ -76,19 +79,19 @@ void symbolizer_stats(const struct symbolizer *s, unsigned long *codes, unsigned
 	*failed = s->failed;
 }
 
-static size_t slot_of(uint64_t code, int32_t firstlineno, size_t cap)
+static size_t slot_of(uint64_t code, uint32_t ident, size_t cap)
 {
-	uint64_t h = (code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint32_t)firstlineno;
+	uint64_t h = (code >> 4) * 0x9e3779b97f4a7c15ull ^ ident;
 
 	return (h ^ (h >> 29)) & (cap - 1);
 }
 
 static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
-				    uint64_t code, int32_t firstlineno)
+				    uint64_t code, uint32_t ident)
 {
-	size_t i = slot_of(code, firstlineno, cap);
+	size_t i = slot_of(code, ident, cap);
 
-	while (tab[i].used && (tab[i].code != code || tab[i].firstlineno != firstlineno))
+	while (tab[i].used && (tab[i].code != code || tab[i].ident != ident))
 		i = (i + 1) & (cap - 1);
 	return &tab[i];
 }
@@ -102,7 +105,7 @@ static int grow(struct symbolizer *s)
 		return -1;
 	for (i = 0; i < s->cap; i++)
 		if (s->entries[i].used)
-			*find_slot(tab, cap, s->entries[i].code, s->entries[i].firstlineno) = s->entries[i];
+			*find_slot(tab, cap, s->entries[i].code, s->entries[i].ident) = s->entries[i];
 	free(s->entries);
 	s->entries = tab;
 	s->cap = cap;
@@ -171,13 +174,15 @@ static void read_linetable(struct symbolizer *s, struct code_entry *e)
 static void fill_entry(struct symbolizer *s, struct code_entry *e)
 {
 	const struct py_layout *L = &s->layout;
-	int32_t firstlineno;
+	uint64_t filename;
 
 	/* The code object may be gone since the sample: trust nothing that no
 	 * longer matches what the kernel saw. */
-	if (remote_read_i32(s->pid, e->code + L->code_firstlineno, &firstlineno) ||
-	    firstlineno != e->firstlineno) {
+	if (remote_read_i32(s->pid, e->code + L->code_firstlineno, &e->firstlineno) ||
+	    remote_read_u64(s->pid, e->code + L->code_filename, &filename) ||
+	    ep_code_ident(e->firstlineno, filename) != e->ident) {
 		s->failed++;
+		e->firstlineno = 0;
 		return;
 	}
 	e->name = read_str_field(s, e->code, L->code_qualname >= 0 ? L->code_qualname : L->code_name);
@@ -187,34 +192,34 @@ static void fill_entry(struct symbolizer *s, struct code_entry *e)
 	read_linetable(s, e);
 }
 
-static struct code_entry *lookup(struct symbolizer *s, uint64_t code, int32_t firstlineno)
+static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t ident)
 {
 	struct code_entry *e;
 
 	if ((s->used + 1) * 2 > s->cap && grow(s))
 		return NULL;
-	e = find_slot(s->entries, s->cap, code, firstlineno);
+	e = find_slot(s->entries, s->cap, code, ident);
 	if (!e->used) {
 		e->used = 1;
 		e->code = code;
-		e->firstlineno = firstlineno;
+		e->ident = ident;
 		s->used++;
 		fill_entry(s, e);
 	}
 	return e;
 }
 
-void symbolizer_frame(struct symbolizer *s, uint64_t code, int32_t firstlineno,
+void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
 		      uint32_t instr, struct sym_frame *out)
 {
-	struct code_entry *e = lookup(s, code, firstlineno);
+	struct code_entry *e = lookup(s, code, ident);
 	int line = -1;
 
 	out->name = e && e->name ? e->name : "<unknown>";
 	out->file = e ? e->file : NULL;
-	out->firstlineno = firstlineno;
+	out->firstlineno = e ? e->firstlineno : 0;
 	if (e && e->table && instr != ~0u)
 		line = linetable_line_for_offset(s->layout.linetable_format, e->table,
-						 e->table_len, firstlineno, instr);
-	out->line = line >= 0 ? line : (e && e->name ? firstlineno : 0);
+						 e->table_len, e->firstlineno, instr);
+	out->line = line >= 0 ? line : out->firstlineno;
 }

@@ -18,7 +18,7 @@ struct sym_frame {
 struct symbolizer *symbolizer_new(pid_t pid, const struct py_layout *layout);
 void symbolizer_free(struct symbolizer *s);
 /* Pointers in *out stay valid until symbolizer_free. */
-void symbolizer_frame(struct symbolizer *s, uint64_t code, int32_t firstlineno,
+void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
 		      uint32_t instr, struct sym_frame *out);
 /* Reads a str object of the target as UTF-8 into out; 0, or -1 if unreadable. */
 int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,

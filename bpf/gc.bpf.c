@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Garbage collections as exact intervals: CPython's python:gc__start and
+ * python:gc__done USDT probes where the binary has them (Debian's builds),
+ * else a uprobe and uretprobe on the collector function (unstripped builds).
+ * The sampler reads gc_running to put a [GC gen N] frame on samples taken
+ * inside a collection. Each collection is sent with the Python stack that
+ * triggered it.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+#include "ebpfprof.h"
+/* The shared maps are defined in this object: usdt.bpf.h brings weak maps
+ * that the BPF linker cannot combine with extern maps from another object. */
+#define EP_DEFINE_MAPS
+#include "maps.bpf.h"
+#include "pystack.bpf.h"
+
+static __always_inline void gc_begin(int generation)
+{
+	struct ep_gc_running run = {};
+	__u32 pid, tid;
+
+	if (!current_ids(&pid, &tid) || !bpf_map_lookup_elem(&procs, &pid))
+		return;
+	run.start_ts = bpf_ktime_get_ns();
+	run.generation = generation;
+	bpf_map_update_elem(&gc_running, &tid, &run, BPF_ANY);
+}
+
+static __always_inline void gc_end(long collected)
+{
+	struct ep_gc_running *run;
+	struct ep_proc_cfg *cfg;
+	struct ep_scratch *sc;
+	struct ep_stack_event *ev;
+	__u32 pid, tid;
+
+	if (!current_ids(&pid, &tid))
+		return;
+	cfg = bpf_map_lookup_elem(&procs, &pid);
+	run = bpf_map_lookup_elem(&gc_running, &tid);
+	if (!cfg || !run) {
+		if (cfg)
+			count(EP_CNT_GC_LOST);
+		return;
+	}
+	sc = scratch_slot(EP_SCRATCH_GC);
+	if (sc) {
+		ev = start_stack_event(sc, EP_EV_GC, pid, tid, run->start_ts);
+		ev->end_ts = bpf_ktime_get_ns();
+		ev->gc_gen = run->generation;
+		ev->flags = EP_F_GC_GEN_KNOWN;
+		ev->collected = collected;
+		/* the collection runs inside the frame that allocated: its stack is the trigger */
+		capture_python_stack(cfg, sc, tid);
+		emit_stack_event(ev);
+	}
+	bpf_map_delete_elem(&gc_running, &tid);
+}
+
+SEC("usdt")
+int BPF_USDT(gc_start_usdt, int generation)
+{
+	gc_begin(generation);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(gc_done_usdt, long collected)
+{
+	gc_end(collected);
+	return 0;
+}
+
+/* Every collector function we probe (3.9's collect, 3.10+'s gc_collect_main)
+ * takes the generation as its second argument. */
+SEC("uprobe")
+int BPF_KPROBE(gc_start_uprobe, void *tstate, long generation)
+{
+	gc_begin((int)generation);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gc_done_uprobe, long ret)
+{
+	gc_end(ret);
+	return 0;
+}

@@ -1,0 +1,212 @@
+"""Fixtures for the integration tests: real Python processes under the real
+profiler, as root, with the kernel's BPF. Nothing on the kernel side is faked.
+
+A test that cannot run here (not root, no BTF, an interpreter missing) says why
+and is skipped; under CI (CI=true) the same condition fails the test instead,
+so nothing is silently skipped there."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EBPFPROF = ROOT / "ebpfprof"
+WORKLOADS = ROOT / "tests" / "workloads"
+SPEEDSCOPE_CHECK = ROOT / "tests" / "speedscope" / "check.js"
+SCHEMA = ROOT / "tests" / "speedscope" / "node_modules" / "speedscope" / "dist" / "release" / "file-format-schema.json"
+IN_CI = os.environ.get("CI") == "true"
+CHROOTS = Path(os.environ.get("EBPFPROF_CHROOTS", "/var/cache/ebpfprof/chroots"))
+PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
+
+
+def cannot_run(reason):
+    """Skip locally, fail in CI: CI must run every test."""
+    if IN_CI:
+        pytest.fail(f"cannot run in CI: {reason}")
+    pytest.skip(reason)
+
+
+def need_bpf():
+    if os.geteuid() != 0:
+        cannot_run("needs root (BPF, perf events, reading another process's memory)")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        cannot_run("kernel has no BTF (/sys/kernel/btf/vmlinux)")
+    if not EBPFPROF.exists():
+        cannot_run(f"{EBPFPROF} is not built (run make)")
+
+
+class Interpreter:
+    """A way to run Python: a command prefix, and for chroots the directory the
+    workloads must be copied into (their paths inside differ from the host's)."""
+
+    def __init__(self, name, argv, version, chroot=None):
+        self.name, self.argv, self.version, self.chroot = name, argv, version, chroot
+
+    def workload_path(self, script):
+        if not self.chroot:
+            return str(WORKLOADS / script)
+        inside = Path(self.chroot) / "ebpfprof-workloads"
+        if not (inside / script).exists() or (inside / script).stat().st_mtime < (WORKLOADS / script).stat().st_mtime:
+            shutil.copytree(WORKLOADS, inside, dirs_exist_ok=True)
+        return f"/ebpfprof-workloads/{script}"
+
+    def __repr__(self):
+        return self.name
+
+
+def _pyenv(minor, build="shared"):
+    hits = sorted(PYENV.glob(f"3.{minor}.*/bin/python3.{minor}"))
+    return str(hits[-1]) if hits else None
+
+
+def interpreters():
+    """Every interpreter the version tests cover, available or not."""
+    out = {
+        "debian-3.11": Interpreter("debian-3.11", ["/usr/bin/python3.11"], (3, 11)),
+        "debian-3.11-dbg": Interpreter("debian-3.11-dbg", ["/usr/bin/python3.11d"], (3, 11)),
+    }
+    for minor in (8, 9, 10, 11, 12, 13):
+        path = _pyenv(minor)
+        out[f"pyenv-3.{minor}"] = Interpreter(f"pyenv-3.{minor}", [path] if path else None, (3, minor))
+    for suite, minor in (("bullseye", 9), ("trixie", 13), ("sid", 14)):
+        d = CHROOTS / suite
+        out[f"chroot-3.{minor}"] = Interpreter(f"chroot-3.{minor}", ["chroot", str(d), f"python3.{minor}"], (3, minor), chroot=str(d))
+        out[f"chroot-3.{minor}-dbg"] = Interpreter(f"chroot-3.{minor}-dbg", ["chroot", str(d), f"python3.{minor}d"], (3, minor), chroot=str(d))
+    return out
+
+
+def require_interpreter(name):
+    it = interpreters()[name]
+    if it.argv is None:
+        cannot_run(f"{name}: interpreter not installed")
+    if it.chroot:
+        if not (Path(it.chroot) / ".ebpfprof-ready").exists():
+            cannot_run(f"{name}: chroot {it.chroot} not built (scripts/make-chroots.sh)")
+        if not (Path(it.chroot) / "usr" / "bin" / it.argv[-1]).exists():
+            cannot_run(f"{name}: {it.argv[-1]} not in {it.chroot}")
+    elif not os.path.exists(it.argv[0]):
+        cannot_run(f"{name}: {it.argv[0]} not installed")
+    return it
+
+
+class Workload:
+    """A workload process; its pid comes from the pid=N line it prints first."""
+
+    def __init__(self, interp, script, *args, seconds=6, truth=None):
+        self.truth_path = truth
+        argv = interp.argv + [interp.workload_path(script), "--seconds", str(seconds), *args]
+        if truth:
+            argv += ["--truth", truth if not interp.chroot else self._chroot_truth(interp, truth)]
+        self.interp = interp
+        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()
+        if not line.startswith("pid="):
+            self.proc.kill()
+            raise RuntimeError(f"workload did not start: {line!r} {self.proc.stderr.read()}")
+        self.pid = int(line.strip().split("=")[1])
+
+    def _chroot_truth(self, interp, truth):
+        self.truth_path = str(Path(interp.chroot) / "tmp" / Path(truth).name)
+        return "/tmp/" + Path(truth).name
+
+    def wait(self, timeout=60):
+        self.proc.wait(timeout=timeout)
+        return self.proc.returncode
+
+    def truth(self):
+        self.wait()
+        with open(self.truth_path) as f:
+            return json.load(f)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def workloads():
+    started = []
+
+    def start(interp, script, *args, **kw):
+        w = Workload(interp, script, *args, **kw)
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+def run_ebpfprof(*args, timeout=90, preexec=None, check=False):
+    res = subprocess.run([str(EBPFPROF), *map(str, args)], capture_output=True, text=True,
+                         timeout=timeout)
+    if check and res.returncode != 0:
+        raise AssertionError(f"ebpfprof failed ({res.returncode}): {res.stderr}")
+    return res
+
+
+def check_speedscope_import(path):
+    """The profile must import in speedscope itself: its published schema, and
+    its app in headless Chromium (tests/speedscope/check.js)."""
+    if not SPEEDSCOPE_CHECK.exists() or not SCHEMA.exists():
+        cannot_run("speedscope check not installed (scripts/deps-speedscope.sh)")
+    res = subprocess.run(["node", str(SPEEDSCOPE_CHECK), str(path)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, f"speedscope rejected {path}: {res.stdout} {res.stderr}"
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+class Profile:
+    """A parsed speedscope file, per thread: stacks of frame dicts, root first."""
+
+    def __init__(self, path, check_import=True):
+        with open(path) as f:
+            self.doc = json.load(f)
+        self.frames = self.doc["shared"]["frames"]
+        if check_import:
+            self.imported = check_speedscope_import(path)
+
+    def threads(self):
+        return [p["name"] for p in self.doc["profiles"]]
+
+    def profile(self, name_part):
+        hits = [p for p in self.doc["profiles"] if name_part in p["name"]]
+        assert hits, f"no profile named like {name_part!r} in {self.threads()}"
+        return hits[0]
+
+    def stacks(self, profile=None):
+        """(names root first, weight) of every non-empty sample."""
+        for p in [profile] if profile else self.doc["profiles"]:
+            for s, w in zip(p["samples"], p["weights"]):
+                if s:
+                    yield [self.frames[i]["name"] for i in s], w
+
+    def weight_with(self, fn, profile=None):
+        return sum(w for names, w in self.stacks(profile) if fn in names)
+
+
+@pytest.fixture
+def out(tmp_path):
+    """A fresh output path for each profile a test writes."""
+    counter = iter(range(1000))
+
+    def make(suffix=".speedscope.json"):
+        return tmp_path / f"profile{next(counter)}{suffix}"
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def _bpf_tests_need_root(request):
+    if request.node.get_closest_marker("nobpf") is None:
+        need_bpf()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "nobpf: runs without root or BPF")

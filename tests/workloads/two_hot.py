@@ -1,0 +1,38 @@
+"""One thread alternating between two functions of the same body: crunch_a()
+gets about twice the CPU of crunch_b(). The truth is their measured CPU time."""
+import sys
+import time
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+import common  # noqa: E402
+
+
+def body(rounds):
+    acc = 0
+    for i in range(rounds):
+        acc ^= (i * 31) % 11
+    return acc
+
+
+def crunch_a(rounds):
+    return body(rounds)
+
+
+def crunch_b(rounds):
+    return body(rounds)
+
+
+def main():
+    args = common.parse()
+    spent = {"crunch_a": 0.0, "crunch_b": 0.0}
+    deadline = time.monotonic() + args.seconds
+    while time.monotonic() < deadline:
+        for name, fn, rounds in (("crunch_a", crunch_a, 6000), ("crunch_b", crunch_b, 3000)):
+            t = time.thread_time()
+            fn(rounds)
+            spent[name] += time.thread_time() - t
+    common.write_truth(args, {"cpu_seconds": spent})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * JSON string escaping. Names and file names come out of the target's
+ * memory and may be any bytes, so the output must be valid JSON whatever
+ * the input: invalid UTF-8 becomes U+FFFD, one per maximal invalid subpart
+ * (the Unicode recommendation), so a reader sees where the damage was.
+ */
+#include <string.h>
+#include "json.h"
+
+/* The UTF-8 of U+FFFD. */
+#define REPLACEMENT	"\xef\xbf\xbd"
+
+/* Longest escaped form of one input character: \u00XX. */
+#define PIECE_MAX	6
+
+static int is_cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+/*
+ * Length of the valid UTF-8 sequence at s, or 0 if s does not start one.
+ * When 0, *bad gets the length of the maximal invalid subpart to replace
+ * (at least 1), so that a truncated sequence costs one U+FFFD, not several.
+ */
+static size_t utf8_len(const unsigned char *s, size_t *bad)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;	/* allowed range of byte 2 */
+	size_t need, i;
+
+	*bad = 1;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 3;
+		if (c == 0xe0)
+			lo = 0xa0;	/* overlong */
+		else if (c == 0xed)
+			hi = 0x9f;	/* UTF-16 surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 4;
+		if (c == 0xf0)
+			lo = 0x90;	/* overlong */
+		else if (c == 0xf4)
+			hi = 0x8f;	/* above U+10FFFF */
+	} else {
+		return 0;	/* continuation byte, C0, C1 or F5..FF */
+	}
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < need; i++) {
+		if (!is_cont(s[i])) {
+			*bad = i;
+			return 0;
+		}
+	}
+	return need;
+}
+
+/* The two-character escape JSON has for c, or NULL. */
+static const char *short_escape(unsigned char c)
+{
+	switch (c) {
+	case '"':
+		return "\\\"";
+	case '\\':
+		return "\\\\";
+	case '\b':
+		return "\\b";
+	case '\f':
+		return "\\f";
+	case '\n':
+		return "\\n";
+	case '\r':
+		return "\\r";
+	case '\t':
+		return "\\t";
+	}
+	return NULL;
+}
+
+/*
+ * Escapes the character at s into piece (not NUL-terminated). Returns the
+ * piece's length and stores how many input bytes it stands for in *used.
+ */
+static size_t escape_one(const unsigned char *s, char *piece, size_t *used)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *esc = short_escape(s[0]);
+	size_t n, bad;
+
+	*used = 1;
+	if (esc) {
+		memcpy(piece, esc, 2);
+		return 2;
+	}
+	if (s[0] < 0x20) {
+		memcpy(piece, "\\u00", 4);
+		piece[4] = hex[s[0] >> 4];
+		piece[5] = hex[s[0] & 0xf];
+		return 6;
+	}
+	n = utf8_len(s, &bad);
+	if (!n) {
+		*used = bad;
+		memcpy(piece, REPLACEMENT, 3);
+		return 3;
+	}
+	*used = n;
+	memcpy(piece, s, n);
+	return n;
+}
+
+int json_write_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char buf[512];
+	size_t len = 0, used;
+
+	buf[len++] = '"';
+	while (*p) {
+		if (len + PIECE_MAX > sizeof(buf)) {
+			if (fwrite(buf, 1, len, f) != len)
+				return -1;
+			len = 0;
+		}
+		len += escape_one(p, buf + len, &used);
+		p += used;
+	}
+	buf[len++] = '"';
+	if (fwrite(buf, 1, len, f) != len)
+		return -1;
+	return 0;
+}
+
+size_t json_escape(const char *s, char *out, size_t out_size)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char piece[PIECE_MAX];
+	size_t len = 0, n, used;
+
+	if (out_size == 0)
+		return 0;
+	/* Not even "" fits: an empty C string says nothing false. */
+	if (out_size < 3) {
+		out[0] = '\0';
+		return 0;
+	}
+	out[len++] = '"';
+	while (*p) {
+		n = escape_one(p, piece, &used);
+		/* Keep room for the closing quote and the NUL. */
+		if (len + n + 2 > out_size)
+			break;
+		memcpy(out + len, piece, n);
+		len += n;
+		p += used;
+	}
+	out[len++] = '"';
+	out[len] = '\0';
+	return len;
+}

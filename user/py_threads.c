@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Python thread names, read from outside the target:
+ *
+ *   interp->modules (sys.modules)["threading"] -> module md_dict
+ *     ["_active"] -> { ident (int): Thread } -> Thread attributes["_name"]
+ *
+ * The target keeps running and may change these dicts while we read them,
+ * and anything read may be garbage: every count is bounded, and a value
+ * that does not look right ends the lookup that needed it. Keys are
+ * compared by content, not looked up by hash: str hashes are randomised
+ * per process, so a scan of the entries is the only way from outside.
+ */
+#include <string.h>
+#include "pystr.h"
+#include "py_threads.h"
+#include "remote.h"
+#include "symbolizer.h"
+
+/* How an instance keeps its attributes. */
+enum attr_kind {
+	ATTR_DICTOFFSET,	/* dict pointer at obj + type->tp_dictoffset */
+	ATTR_VALUES_PTR,	/* values pointer at obj + managed_values, dict at obj + managed_dict */
+	ATTR_DICT_OR_VALUES,	/* one word at obj + managed_dict: a dict, or values - 1 (low bit set) */
+	ATTR_INLINE_VALUES,	/* values at obj + tp_basicsize, dict at obj + managed_dict */
+};
+
+/*
+ * The object layouts struct py_layout does not cover. Offsets in bytes;
+ * -1 where a version lacks the field. Taken with offsetof/sizeof from each
+ * header set (-DPy_BUILD_CORE, internal headers included), except where a
+ * struct is private to a .c file and not installed (noted in the entry).
+ */
+struct obj_layout {
+	int minor;
+	/* PyTypeObject, PyHeapTypeObject */
+	int tp_basicsize, tp_flags, tp_dictoffset, ht_cached_keys;
+	/* PyModuleObject */
+	int md_dict;
+	/* PyDictObject */
+	int ma_keys, ma_values;
+	/* PyDictKeysObject: dk_size (Py_ssize_t) up to 3.10, log2 bytes after */
+	int dk_size, dk_log2_size, dk_log2_index_bytes, dk_kind;
+	int dk_nentries, dk_indices;
+	/* PyDictKeyEntry; PyDictUnicodeEntry (3.11+, when dk_kind != general) */
+	int entry_size, entry_key, entry_value;
+	int uentry_size, uentry_key, uentry_value;
+	/* PyDictValues (a bare PyObject *[] up to 3.10) */
+	int values_array, values_capacity, values_valid;
+	/* instance attributes */
+	enum attr_kind attr_kind;
+	int managed_dict, managed_values;
+	/* PyLongObject: ob_size (sign, digit count) or lv_tag (3.12+), digits */
+	int long_size, long_digits, long_tagged;
+};
+
+static const struct obj_layout obj_layouts[] = {
+	/*
+	 * pyenv 3.8.18 headers. PyDictKeysObject and PyModuleObject are
+	 * private there (Objects/dict-common.h, Objects/moduleobject.c): their
+	 * figures were checked against live 3.8.18 objects with ctypes.
+	 */
+	{ .minor = 8, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
+	  .dk_nentries = 32, .dk_indices = 40,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.9.18 headers; dict keys and module as for 3.8 (ctypes) */
+	{ .minor = 9, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 864, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
+	  .dk_nentries = 32, .dk_indices = 40,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.10.13 headers; dict keys as for 3.8 (ctypes) */
+	{ .minor = 10, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
+	  .dk_nentries = 32, .dk_indices = 40,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.11.7 headers (Debian 12 3.11.2 and 3.11.2 Py_DEBUG agree) */
+	{ .minor = 11, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = ATTR_VALUES_PTR, .managed_dict = -24, .managed_values = -32,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.12.1 headers */
+	{ .minor = 12, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = ATTR_DICT_OR_VALUES, .managed_dict = -24, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	/* pyenv 3.13.0 headers */
+	{ .minor = 13, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
+	  .attr_kind = ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	/* Debian sid python3.14-dev 3.14.10 headers (its Py_DEBUG set agrees) */
+	{ .minor = 14, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
+	  .attr_kind = ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+};
+
+/* Facts the same in every supported version (object.h, longintrepr.h). */
+#define OB_TYPE			8		/* PyObject.ob_type */
+#define TPF_INLINE_VALUES	(1ul << 2)	/* 3.13+ */
+#define TPF_MANAGED_DICT	(1ul << 4)	/* 3.11+ */
+#define TPF_LONG_SUBCLASS	(1ul << 24)
+#define TPF_UNICODE_SUBCLASS	(1ul << 28)
+#define TPF_DICT_SUBCLASS	(1ul << 29)
+#define DICT_KEYS_GENERAL	0		/* dk_kind with hash in each entry */
+#define LONG_SHIFT		30		/* bits per digit */
+#define LONG_SIGN_MASK		3		/* lv_tag: 0 positive, 1 zero, 2 negative */
+#define LONG_SIGN_NEGATIVE	2
+#define LONG_NON_SIZE_BITS	3		/* lv_tag >> this = digit count */
+
+/* Beyond any real sys.modules or thread count: more is garbage or too slow. */
+#define DICT_MAX_ENTRIES	(1u << 17)
+#define DK_LOG2_MAX		30
+#define DICT_CHUNK		64		/* entries read per process_vm_readv */
+#define ENTRY_MAX		24		/* largest entry_size */
+#define KEYS_HDR_MAX		64		/* bytes up to dk_indices */
+#define KEY_NAME_MAX		16		/* longest name looked up, "threading" */
+#define STR_HDR_MAX		64		/* sizeof(PyASCIIObject) and less */
+#define BASICSIZE_MAX		4096		/* of a Thread (sub)class instance */
+#define DICTOFFSET_MAX		4096
+
+struct ctx {
+	pid_t pid;
+	const struct py_layout *L;
+	const struct obj_layout *O;
+};
+
+/* The live part of a dict: entries and, for a split table, its values. */
+struct dict_view {
+	uint64_t entries;
+	uint64_t values;	/* 0: values are in the entries */
+	uint32_t n;		/* entries to look at */
+	int stride, key, value;
+};
+
+static const struct obj_layout *obj_layout_for(int major, int minor)
+{
+	size_t i;
+
+	for (i = 0; major == 3 && i < sizeof(obj_layouts) / sizeof(obj_layouts[0]); i++)
+		if (obj_layouts[i].minor == minor)
+			return &obj_layouts[i];
+	return NULL;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int obj_type_flags(const struct ctx *c, uint64_t obj, uint64_t *type, uint64_t *flags)
+{
+	return remote_read_u64(c->pid, obj + OB_TYPE, type) ||
+	       remote_read_u64(c->pid, *type + c->O->tp_flags, flags);
+}
+
+/* Index bytes, entries and entry kind of a PyDictKeysObject. */
+static int keys_view(const struct ctx *c, uint64_t keys, uint64_t values, struct dict_view *v)
+{
+	const struct obj_layout *O = c->O;
+	uint8_t hdr[KEYS_HDR_MAX], capacity;
+	uint64_t size, index_bytes;
+	int64_t nentries;
+	int general = 1;
+
+	if (O->dk_indices > KEYS_HDR_MAX || remote_read(c->pid, keys, hdr, O->dk_indices))
+		return -1;
+	memcpy(&nentries, hdr + O->dk_nentries, sizeof(nentries));
+	if (O->dk_size >= 0) {
+		/* Up to 3.10: index width follows from the table size. */
+		size = get_u64(hdr + O->dk_size);
+		if (size < 8 || size > (1ull << DK_LOG2_MAX) || (size & (size - 1)))
+			return -1;
+		index_bytes = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+		v->entries = keys + O->dk_indices + size * index_bytes;
+	} else {
+		unsigned log2_size = hdr[O->dk_log2_size];
+		unsigned log2_index = hdr[O->dk_log2_index_bytes];
+
+		if (log2_size < 3 || log2_size > DK_LOG2_MAX ||
+		    log2_index < log2_size || log2_index > log2_size + 3 || hdr[O->dk_kind] > 2)
+			return -1;
+		size = 1ull << log2_size;
+		general = hdr[O->dk_kind] == DICT_KEYS_GENERAL;
+		v->entries = keys + O->dk_indices + (1ull << log2_index);
+	}
+	if (nentries < 0 || (uint64_t)nentries > size)
+		return -1;
+	v->stride = general ? O->entry_size : O->uentry_size;
+	v->key = general ? O->entry_key : O->uentry_key;
+	v->value = general ? O->entry_value : O->uentry_value;
+	v->values = values ? values + O->values_array : 0;
+	/* 3.13+: an object's values array may be shorter than the shared keys. */
+	if (values && O->values_capacity >= 0) {
+		if (remote_read(c->pid, values + O->values_capacity, &capacity, 1))
+			return -1;
+		if (nentries > capacity)
+			nentries = capacity;
+	}
+	v->n = nentries < DICT_MAX_ENTRIES ? nentries : DICT_MAX_ENTRIES;
+	return 0;
+}
+
+static int dict_view(const struct ctx *c, uint64_t dict, struct dict_view *v)
+{
+	uint64_t type, flags, keys, values;
+
+	if (obj_type_flags(c, dict, &type, &flags) || !(flags & TPF_DICT_SUBCLASS) ||
+	    remote_read_u64(c->pid, dict + c->O->ma_keys, &keys) ||
+	    remote_read_u64(c->pid, dict + c->O->ma_values, &values))
+		return -1;
+	return keys_view(c, keys, values, v);
+}
+
+typedef int (*entry_fn)(const struct ctx *c, uint64_t key, uint64_t value, void *arg);
+
+/* Calls fn on each live entry until it returns nonzero; returns that, or 0,
+ * or -1 if the entries cannot be read. */
+static int view_for_each(const struct ctx *c, const struct dict_view *v, entry_fn fn, void *arg)
+{
+	uint8_t ebuf[DICT_CHUNK * ENTRY_MAX];
+	uint64_t vbuf[DICT_CHUNK], key, value;
+	uint32_t i, j, k;
+	int r;
+
+	if (v->stride <= 0 || v->stride > ENTRY_MAX)
+		return -1;
+	for (i = 0; i < v->n; i += k) {
+		k = v->n - i < DICT_CHUNK ? v->n - i : DICT_CHUNK;
+		if (remote_read(c->pid, v->entries + (uint64_t)i * v->stride, ebuf, k * v->stride) ||
+		    (v->values && remote_read(c->pid, v->values + i * 8ull, vbuf, k * 8)))
+			return -1;
+		for (j = 0; j < k; j++) {
+			key = get_u64(ebuf + j * v->stride + v->key);
+			value = v->values ? vbuf[j] : get_u64(ebuf + j * v->stride + v->value);
+			/* Deleted entries have no value (and no key from 3.11). */
+			if (!key || !value)
+				continue;
+			r = fn(c, key, value, arg);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+struct lookup {
+	const char *name;
+	size_t len;
+	uint64_t value;
+};
+
+/* Identifiers are interned compact ASCII str: compare header and bytes. */
+static int match_name(const struct ctx *c, uint64_t key, uint64_t value, void *arg)
+{
+	const struct py_layout *L = c->L;
+	struct lookup *lk = arg;
+	uint8_t buf[STR_HDR_MAX + KEY_NAME_MAX];
+	struct pystr_state st;
+	int64_t length;
+	uint32_t state;
+
+	if (remote_read(c->pid, key, buf, L->unicode_ascii_size + lk->len))
+		return 0;
+	memcpy(&length, buf + L->unicode_length, sizeof(length));
+	memcpy(&state, buf + L->unicode_state, sizeof(state));
+	if (pystr_parse_state(state, &st) || !st.compact || !st.ascii ||
+	    length != (int64_t)lk->len || memcmp(buf + L->unicode_ascii_size, lk->name, lk->len))
+		return 0;
+	lk->value = value;
+	return 1;
+}
+
+/* 1 and *value if the view has a str key `name`, 0 if not, -1 if unreadable. */
+static int view_lookup(const struct ctx *c, const struct dict_view *v, const char *name,
+		       uint64_t *value)
+{
+	struct lookup lk = { .name = name, .len = strlen(name) };
+	int r;
+
+	if (lk.len > KEY_NAME_MAX || c->L->unicode_ascii_size > STR_HDR_MAX)
+		return -1;
+	r = view_for_each(c, v, match_name, &lk);
+	if (r == 1)
+		*value = lk.value;
+	return r;
+}
+
+static int dict_lookup(const struct ctx *c, uint64_t dict, const char *name, uint64_t *value)
+{
+	struct dict_view v;
+
+	return dict_view(c, dict, &v) ? -1 : view_lookup(c, &v, name, value);
+}
+
+/* 3.13+: inline values are given up (valid = 0) once a dict takes over. */
+static int inline_values(const struct ctx *c, uint64_t obj, uint64_t type, uint64_t *values)
+{
+	int64_t basicsize;
+	uint8_t valid;
+
+	if (remote_read(c->pid, type + c->O->tp_basicsize, &basicsize, sizeof(basicsize)) ||
+	    basicsize < 16 || basicsize > BASICSIZE_MAX || basicsize % 8 ||
+	    remote_read(c->pid, obj + basicsize + c->O->values_valid, &valid, 1) || !valid)
+		return -1;
+	*values = obj + basicsize;
+	return 0;
+}
+
+/* The attributes of an instance: its __dict__, or values keyed by the
+ * class's shared keys when no dict has been made (3.11+). */
+static int instance_view(const struct ctx *c, uint64_t obj, struct dict_view *v)
+{
+	const struct obj_layout *O = c->O;
+	uint64_t type, flags, dict = 0, values = 0, keys;
+	int64_t off;
+
+	if (obj_type_flags(c, obj, &type, &flags))
+		return -1;
+	if (O->attr_kind == ATTR_DICTOFFSET || !(flags & TPF_MANAGED_DICT)) {
+		if (remote_read(c->pid, type + O->tp_dictoffset, &off, sizeof(off)) ||
+		    off <= 0 || off > DICTOFFSET_MAX || remote_read_u64(c->pid, obj + off, &dict))
+			return -1;
+		return dict_view(c, dict, v);
+	}
+	if (remote_read_u64(c->pid, obj + O->managed_dict, &dict))
+		return -1;
+	switch (O->attr_kind) {
+	case ATTR_VALUES_PTR:
+		if (!dict && remote_read_u64(c->pid, obj + O->managed_values, &values))
+			return -1;
+		break;
+	case ATTR_DICT_OR_VALUES:
+		if (dict & 1) {
+			values = dict + 1;
+			dict = 0;
+		}
+		break;
+	case ATTR_INLINE_VALUES:
+		if (!dict && (!(flags & TPF_INLINE_VALUES) || inline_values(c, obj, type, &values)))
+			return -1;
+		break;
+	default:
+		return -1;
+	}
+	if (dict)
+		return dict_view(c, dict, v);
+	if (!values || remote_read_u64(c->pid, type + O->ht_cached_keys, &keys))
+		return -1;
+	return keys_view(c, keys, values, v);
+}
+
+/* threading's keys are get_ident() values: non-negative, below 2**64. */
+static int read_ident(const struct ctx *c, uint64_t obj, uint64_t *ident)
+{
+	const struct obj_layout *O = c->O;
+	uint64_t type, flags, ndigits;
+	uint32_t digit[3];
+	int64_t size;
+	int i;
+
+	if (obj_type_flags(c, obj, &type, &flags) || !(flags & TPF_LONG_SUBCLASS) ||
+	    remote_read(c->pid, obj + O->long_size, &size, sizeof(size)))
+		return -1;
+	if (O->long_tagged) {
+		if ((size & LONG_SIGN_MASK) == LONG_SIGN_NEGATIVE)
+			return -1;
+		ndigits = (uint64_t)size >> LONG_NON_SIZE_BITS;
+	} else {
+		if (size < 0)
+			return -1;
+		ndigits = size;
+	}
+	if (ndigits > 3 || remote_read(c->pid, obj + O->long_digits, digit, ndigits * 4))
+		return -1;
+	*ident = 0;
+	for (i = (int)ndigits - 1; i >= 0; i--) {
+		if (digit[i] >> LONG_SHIFT || (i == 2 && digit[i] >> (64 - 2 * LONG_SHIFT)))
+			return -1;
+		*ident = *ident << LONG_SHIFT | digit[i];
+	}
+	return 0;
+}
+
+struct names {
+	struct py_thread_name *out;
+	int max, n;
+};
+
+/* One _active item; a thread that cannot be read is skipped. */
+static int add_thread(const struct ctx *c, uint64_t key, uint64_t thread, void *arg)
+{
+	struct names *nm = arg;
+	struct py_thread_name *t;
+	struct dict_view attrs;
+	uint64_t name, type, flags;
+
+	if (nm->n >= nm->max)
+		return 1;
+	t = &nm->out[nm->n];
+	if (read_ident(c, key, &t->ident) || instance_view(c, thread, &attrs) ||
+	    view_lookup(c, &attrs, "_name", &name) != 1 ||
+	    obj_type_flags(c, name, &type, &flags) || !(flags & TPF_UNICODE_SUBCLASS) ||
+	    symbolizer_read_str(c->pid, c->L, name, t->name, sizeof(t->name)))
+		return 0;
+	nm->n++;
+	return 0;
+}
+
+int py_thread_names(pid_t pid, const struct py_layout *L, uint64_t interp_addr,
+		    struct py_thread_name *out, int max)
+{
+	struct ctx c = { .pid = pid, .L = L, .O = obj_layout_for(L->major, L->minor) };
+	struct names nm = { .out = out, .max = max };
+	uint64_t modules, module, md_dict, active;
+	struct dict_view v;
+	int r;
+
+	if (!c.O || max < 0 || L->interp_modules < 0 ||
+	    remote_read_u64(pid, interp_addr + L->interp_modules, &modules))
+		return -1;
+	r = dict_lookup(&c, modules, "threading", &module);
+	if (r <= 0)
+		return r;
+	if (remote_read_u64(pid, module + c.O->md_dict, &md_dict))
+		return -1;
+	r = dict_lookup(&c, md_dict, "_active", &active);
+	if (r <= 0)
+		return r;
+	if (dict_view(&c, active, &v))
+		return -1;
+	/* A chunk that fails to read mid-way (the dict was resized under us)
+	 * still leaves the names found before it good. */
+	if (view_for_each(&c, &v, add_thread, &nm) < 0 && !nm.n)
+		return -1;
+	return nm.n;
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "json.h"
+#include "report.h"
+
+/* The columns of the table, in the order a reader scans for trouble. */
+static const struct {
+	int state;
+	const char *title;
+} columns[] = {
+	{ STATE_ON_CPU, "on-CPU" },
+	{ STATE_GC, "GC" },
+	{ STATE_GIL_WAIT, "GIL wait" },
+	{ STATE_GIL_WAIT_GC, "wait GC" },
+	{ STATE_LOCK_WAIT, "lock wait" },
+	{ STATE_IO, "I/O" },
+	{ STATE_SLEEP, "sleep" },
+	{ STATE_PREEMPTED, "preempted" },
+	{ STATE_OTHER, "other" },
+};
+#define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
+
+static const struct thread_profile *find_thread(const struct profile *p, int pid, int tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
+static const char *thread_name(const struct profile *p, int pid, int tid)
+{
+	const struct thread_profile *t = find_thread(p, pid, tid);
+
+	return t && t->name ? t->name : "?";
+}
+
+void report_thread_table(FILE *f, const struct analysis *a, const struct profile *p)
+{
+	struct thread_states *ts;
+	size_t i, j, n = analysis_thread_states(a, p, &ts);
+	double total = p->duration_ns ? p->duration_ns : 1;
+
+	fprintf(f, "  %-24s", "thread");
+	for (j = 0; j < NCOLUMNS; j++)
+		fprintf(f, " %12s", columns[j].title);
+	fputc('\n', f);
+	for (i = 0; i < n; i++) {
+		char label[64];
+
+		snprintf(label, sizeof(label), "%d %s", ts[i].tid, thread_name(p, ts[i].pid, ts[i].tid));
+		fprintf(f, "  %-24.24s", label);
+		for (j = 0; j < NCOLUMNS; j++) {
+			uint64_t ns = ts[i].ns[columns[j].state];
+
+			fprintf(f, " %6.2fs %3.0f%%", ns / 1e9, 100.0 * ns / total);
+		}
+		fputc('\n', f);
+	}
+	free(ts);
+}
+
+/* "f (file:line) < g (file:line) < ...": innermost first, a few frames. */
+static void print_stack(FILE *f, const struct profile *p, const struct interval *iv, int max)
+{
+	int i, shown = 0;
+
+	for (i = (int)iv->nframes - 1; i >= 0 && shown < max; i--, shown++) {
+		const struct frame_info *fr = &p->frames[iv->frames[i]];
+
+		fprintf(f, "%s%s", shown ? " < " : "", fr->name);
+		if (fr->file)
+			fprintf(f, " (%s:%d)", fr->file, fr->line);
+	}
+	if (!iv->nframes)
+		fprintf(f, "(no Python stack)");
+}
+
+static int by_duration_desc(const void *x, const void *y)
+{
+	const struct interval *a = *(const struct interval *const *)x;
+	const struct interval *b = *(const struct interval *const *)y;
+	uint64_t da = a->end_ns - a->start_ns, db = b->end_ns - b->start_ns;
+
+	return da < db ? 1 : da > db ? -1 : 0;
+}
+
+void report_longest_gc(FILE *f, const struct analysis *a, const struct profile *p, size_t max)
+{
+	const struct interval **order;
+	uint64_t total = 0;
+	size_t i;
+
+	if (!a->gcs.n)
+		return;
+	order = malloc(a->gcs.n * sizeof(*order));
+	if (!order)
+		return;
+	for (i = 0; i < a->gcs.n; i++) {
+		order[i] = &a->gcs.v[i];
+		total += a->gcs.v[i].end_ns - a->gcs.v[i].start_ns;
+	}
+	qsort(order, a->gcs.n, sizeof(*order), by_duration_desc);
+	fprintf(f, "ebpfprof: %zu garbage collections, %.3f s in total; the longest:\n",
+		a->gcs.n, total / 1e9);
+	for (i = 0; i < a->gcs.n && i < max; i++) {
+		const struct interval *g = order[i];
+
+		fprintf(f, "  gen %d %8.2f ms  thread %d %s  in ", g->generation,
+			(g->end_ns - g->start_ns) / 1e6, g->tid, thread_name(p, g->pid, g->tid));
+		print_stack(f, p, g, 4);
+		fputc('\n', f);
+	}
+	free(order);
+}
+
+static void json_stack(FILE *f, const struct profile *p, const struct interval *iv)
+{
+	int i;
+
+	fputs("\"stack\":[", f);
+	for (i = (int)iv->nframes - 1; i >= 0; i--) {
+		const struct frame_info *fr = &p->frames[iv->frames[i]];
+
+		fputs(i == (int)iv->nframes - 1 ? "{\"name\":" : ",{\"name\":", f);
+		json_write_string(f, fr->name);
+		if (fr->file) {
+			fputs(",\"file\":", f);
+			json_write_string(f, fr->file);
+			fprintf(f, ",\"line\":%d", fr->line);
+		}
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static void json_interval(FILE *f, const struct profile *p, const struct interval *iv,
+			  const char *type)
+{
+	fprintf(f, "{\"type\":\"%s\",\"pid\":%d,\"tid\":%d,\"thread\":", type, iv->pid, iv->tid);
+	json_write_string(f, thread_name(p, iv->pid, iv->tid));
+	fprintf(f, ",\"start_s\":%.9f,\"duration_s\":%.9f", iv->start_ns / 1e9,
+		(iv->end_ns - iv->start_ns) / 1e9);
+	if (iv->state == STATE_GC)
+		fprintf(f, ",\"generation\":%d,\"collected\":%lld", iv->generation,
+			(long long)iv->collected);
+	else
+		fprintf(f, ",\"reason\":\"%s\"", sample_state_name(iv->state));
+	fputc(',', f);
+	json_stack(f, p, iv);
+	fputs("}\n", f);
+}
+
+static int write_log(FILE *f, const struct analysis *a, const struct profile *p,
+		     uint64_t min_wait_ns)
+{
+	size_t i;
+
+	for (i = 0; i < a->gcs.n; i++)
+		json_interval(f, p, &a->gcs.v[i], "gc");
+	for (i = 0; i < a->waits.n; i++)
+		if (a->waits.v[i].end_ns - a->waits.v[i].start_ns >= min_wait_ns)
+			json_interval(f, p, &a->waits.v[i], "wait");
+	return ferror(f) ? -1 : 0;
+}
+
+int report_gc_log(const char *path, const struct analysis *a, const struct profile *p,
+		  uint64_t min_wait_ns)
+{
+	char tmp[4096];
+	FILE *f;
+	int fd, saved;
+
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -1;
+	f = fdopen(fd, "w");
+	if (!f) {
+		saved = errno;
+		close(fd);
+		unlink(tmp);
+		errno = saved;
+		return -1;
+	}
+	if (write_log(f, a, p, min_wait_ns) || fflush(f) || fsync(fd)) {
+		saved = errno;
+		fclose(f);
+		unlink(tmp);
+		errno = saved;
+		return -1;
+	}
+	fchmod(fd, 0644);
+	if (fclose(f) || rename(tmp, path)) {
+		saved = errno;
+		unlink(tmp);
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Chrome's Trace Event Format (the JSON object form), as chrome://tracing,
+ * Perfetto and speedscope read it.
+ *
+ * A sampler sees stacks, not calls: a call is rebuilt as the run of
+ * consecutive samples whose stacks share it at the same depth, and becomes
+ * one "X" (complete) event from the first sample's start to the last one's
+ * end. A gap in the thread's samples ends every call open across it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json.h"
+#include "writer.h"
+
+#ifndef EP_VERSION
+#define EP_VERSION "0.1.0"
+#endif
+
+/* The event list being written: a comma goes before all but the first. */
+struct trace_out {
+	FILE *f;
+	size_t nevents;
+};
+
+/* One rebuilt call. */
+struct call {
+	uint64_t start, end;	/* ns since the session start */
+	uint32_t frame;
+	uint32_t depth;		/* 0 for the root */
+};
+
+struct call_list {
+	struct call *calls;
+	size_t n, cap;
+	struct call *open;	/* the calls in progress, root first */
+	size_t nopen, open_cap;
+};
+
+static int push(struct call **arr, size_t *n, size_t *cap, const struct call *c)
+{
+	struct call *a;
+	size_t want;
+
+	if (*n == *cap) {
+		want = *cap ? *cap * 2 : 64;
+		a = realloc(*arr, want * sizeof(*a));
+		if (!a)
+			return -1;
+		*arr = a;
+		*cap = want;
+	}
+	(*arr)[(*n)++] = *c;
+	return 0;
+}
+
+/* Ends the open calls at depth `keep` and deeper at time `at`. */
+static int close_calls(struct call_list *cl, size_t keep, uint64_t at)
+{
+	struct call c;
+
+	while (cl->nopen > keep) {
+		c = cl->open[--cl->nopen];
+		c.end = at;
+		if (push(&cl->calls, &cl->n, &cl->cap, &c))
+			return -1;
+	}
+	return 0;
+}
+
+static size_t common_depth(const struct call_list *cl, const struct sample *s)
+{
+	size_t d = 0;
+
+	while (d < cl->nopen && d < s->nframes && cl->open[d].frame == s->frames[d])
+		d++;
+	return d;
+}
+
+/* Continues the calls the sample shares with the open ones; starts the rest. */
+static int add_sample(struct call_list *cl, const struct sample *s,
+		      uint64_t start)
+{
+	size_t d = common_depth(cl, s);
+	struct call c;
+
+	if (close_calls(cl, d, start))
+		return -1;
+	for (; d < s->nframes; d++) {
+		c.start = start;
+		c.end = start;
+		c.frame = s->frames[d];
+		c.depth = d;
+		if (push(&cl->open, &cl->nopen, &cl->open_cap, &c))
+			return -1;
+	}
+	return 0;
+}
+
+static uint64_t sample_end(const struct sample *s)
+{
+	uint64_t end = s->start_ns + s->weight_ns;
+
+	return end < s->start_ns ? UINT64_MAX : end;
+}
+
+/*
+ * Where the sample's time ends: its own end, or the next sample's start if
+ * that comes first. An on-CPU sample's extent is one period by assumption;
+ * the next sample's start is a measurement, so it wins.
+ */
+static uint64_t clipped_end(const struct thread_profile *t, size_t i)
+{
+	uint64_t end = sample_end(&t->samples[i]);
+
+	if (i + 1 < t->nsamples && t->samples[i + 1].start_ns < end)
+		end = t->samples[i + 1].start_ns;
+	return end;
+}
+
+/*
+ * The thread's calls. Samples are cut where the next one starts, so calls
+ * nest properly even when the recorded samples overlap.
+ */
+static int build_calls(const struct thread_profile *t, struct call_list *cl)
+{
+	uint64_t cursor = 0, start, end;
+	const struct sample *s;
+	size_t i;
+
+	cl->n = 0;
+	cl->nopen = 0;
+	for (i = 0; i < t->nsamples; i++) {
+		s = &t->samples[i];
+		start = s->start_ns > cursor ? s->start_ns : cursor;
+		end = clipped_end(t, i);
+		if (end <= start)
+			continue;
+		if (start > cursor && close_calls(cl, 0, cursor))
+			return -1;
+		if (s->state == STATE_IDLE) {
+			if (close_calls(cl, 0, start))
+				return -1;
+		} else if (add_sample(cl, s, start)) {
+			return -1;
+		}
+		cursor = end;
+	}
+	return close_calls(cl, 0, cursor);
+}
+
+/* Time order, callers before their callees: the order viewers nest by. */
+static int call_cmp(const void *a, const void *b)
+{
+	const struct call *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+/* Microseconds, exactly: the format's unit, with nanoseconds as decimals. */
+static int put_us(FILE *f, const char *key, uint64_t ns)
+{
+	return fprintf(f, ",\"%s\":%" PRIu64 ".%03u", key, ns / 1000,
+		       (unsigned)(ns % 1000)) < 0 ? -1 : 0;
+}
+
+static int event_start(struct trace_out *out)
+{
+	return fputs(out->nevents++ ? ",\n{" : "\n{", out->f) < 0 ? -1 : 0;
+}
+
+static int put_call(struct trace_out *out, const struct profile *p,
+		    const struct thread_profile *t, const struct call *c)
+{
+	const struct frame_info *fr = &p->frames[c->frame];
+	FILE *f = out->f;
+
+	if (event_start(out) || fputs("\"ph\":\"X\",\"name\":", f) < 0 ||
+	    json_write_string(f, fr->name) ||
+	    fprintf(f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d",
+		    fr->kind == FRAME_MARKER ? "marker" : "python", t->pid, t->tid) < 0 ||
+	    put_us(f, "ts", c->start) || put_us(f, "dur", c->end - c->start))
+		return -1;
+	if (fr->kind != FRAME_MARKER && fr->file) {
+		if (fputs(",\"args\":{\"file\":", f) < 0 || json_write_string(f, fr->file))
+			return -1;
+		if (fr->line > 0 && fprintf(f, ",\"line\":%d", fr->line) < 0)
+			return -1;
+		if (fputc('}', f) == EOF)
+			return -1;
+	}
+	return fputc('}', f) == EOF ? -1 : 0;
+}
+
+static int put_thread_calls(struct trace_out *out, const struct profile *p,
+			    const struct thread_profile *t, struct call_list *cl)
+{
+	size_t i;
+
+	if (build_calls(t, cl))
+		return -1;
+	qsort(cl->calls, cl->n, sizeof(*cl->calls), call_cmp);
+	for (i = 0; i < cl->n; i++) {
+		/* A stack with an id from no interned frame has no name to show. */
+		if (cl->calls[i].frame >= p->nframes)
+			continue;
+		if (put_call(out, p, t, &cl->calls[i]))
+			return -1;
+	}
+	return 0;
+}
+
+/* A metadata event naming the process (tid < 0) or a thread. */
+static int put_meta(struct trace_out *out, const char *what, int pid, int tid,
+		    const char *name)
+{
+	FILE *f = out->f;
+
+	if (event_start(out) ||
+	    fprintf(f, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d", what, pid) < 0)
+		return -1;
+	if (tid >= 0 && fprintf(f, ",\"tid\":%d", tid) < 0)
+		return -1;
+	if (fputs(",\"args\":{\"name\":", f) < 0 || json_write_string(f, name))
+		return -1;
+	return fputs("}}", f) < 0 ? -1 : 0;
+}
+
+static int first_of_process(const struct profile *p, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (p->threads[j].pid == p->threads[i].pid)
+			return 0;
+	return 1;
+}
+
+static int put_names(struct trace_out *out, const struct thread_profile *t,
+		     int first)
+{
+	char fallback[32];
+
+	if (first) {
+		snprintf(fallback, sizeof(fallback), "pid %d", t->pid);
+		if (put_meta(out, "process_name", t->pid, -1,
+			     t->process ? t->process : fallback))
+			return -1;
+	}
+	snprintf(fallback, sizeof(fallback), "Thread %d", t->tid);
+	return put_meta(out, "thread_name", t->pid, t->tid, t->name ? t->name : fallback);
+}
+
+static int put_header(FILE *f, const struct profile *p)
+{
+	if (fputs("{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"command\":", f) < 0 ||
+	    json_write_string(f, p->command ? p->command : "") ||
+	    fprintf(f, ",\"exporter\":\"ebpfprof " EP_VERSION "\",\"rate_hz\":%u"
+		    ",\"duration_ns\":%" PRIu64 "},\n", p->rate_hz, p->duration_ns) < 0)
+		return -1;
+	return fputs("\"traceEvents\":[", f) < 0 ? -1 : 0;
+}
+
+static int chrome_write(const struct profile *p, const struct writer_options *o,
+			FILE *f)
+{
+	struct trace_out out = { .f = f };
+	struct call_list cl = { 0 };
+	size_t i;
+	int err;
+
+	(void)o;
+	err = put_header(f, p);
+	for (i = 0; !err && i < p->nthreads; i++)
+		err = put_names(&out, &p->threads[i], first_of_process(p, i));
+	for (i = 0; !err && i < p->nthreads; i++)
+		err = put_thread_calls(&out, p, &p->threads[i], &cl);
+	if (!err && fputs("\n]}\n", f) < 0)
+		err = -1;
+	free(cl.calls);
+	free(cl.open);
+	if (err && !errno)
+		errno = EIO;
+	return err;
+}
+
+const struct output_writer chrome_trace_writer = {
+	.name = "chrome",
+	.suffix = ".trace.json",
+	.binary = 0,
+	.write = chrome_write,
+};

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Brendan Gregg's folded stacks, as flamegraph.pl, inferno and speedscope
+ * read them: one line per distinct stack, "process;thread;frame;... COUNT",
+ * root first, COUNT in samples at the session's rate.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "writer.h"
+
+/* A sample to count, with its thread's place in the output order. */
+struct stack_ref {
+	size_t thread_rank;
+	const struct thread_profile *t;
+	const struct sample *s;
+};
+
+static int thread_cmp(const void *a, const void *b)
+{
+	const struct thread_profile *x = *(const struct thread_profile *const *)a;
+	const struct thread_profile *y = *(const struct thread_profile *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* By thread, then by stack: equal stacks of a thread end up side by side. */
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct stack_ref *x = a, *y = b;
+	uint32_t i, n;
+
+	if (x->thread_rank != y->thread_rank)
+		return x->thread_rank < y->thread_rank ? -1 : 1;
+	n = x->s->nframes < y->s->nframes ? x->s->nframes : y->s->nframes;
+	for (i = 0; i < n; i++)
+		if (x->s->frames[i] != y->s->frames[i])
+			return x->s->frames[i] < y->s->frames[i] ? -1 : 1;
+	if (x->s->nframes != y->s->nframes)
+		return x->s->nframes < y->s->nframes ? -1 : 1;
+	return 0;
+}
+
+static int same_stack(const struct stack_ref *x, const struct stack_ref *y)
+{
+	return ref_cmp(x, y) == 0;
+}
+
+/* Idle time and stackless samples say nothing about where time went. */
+static int counted(const struct sample *s)
+{
+	return s->state != STATE_IDLE && s->nframes;
+}
+
+/* How many samples at rate_hz the weight stands for; at least one. */
+static uint64_t sample_count(const struct profile *p, const struct sample *s)
+{
+	uint64_t period, n;
+
+	if (!p->rate_hz)
+		return 1;
+	period = 1000000000ull / p->rate_hz;
+	if (!period)
+		return 1;
+	n = (s->weight_ns + period / 2) / period;
+	return n ? n : 1;
+}
+
+/* The samples to count into *out, sorted so that equal stacks are adjacent. */
+static int collect(const struct profile *p, struct stack_ref **out, size_t *n)
+{
+	const struct thread_profile **order;
+	struct stack_ref *refs;
+	size_t i, j, total = 0;
+
+	for (i = 0; i < p->nthreads; i++)
+		total += p->threads[i].nsamples;
+	order = calloc(p->nthreads + 1, sizeof(*order));
+	refs = calloc(total + 1, sizeof(*refs));
+	if (!order || !refs) {
+		free(order);
+		free(refs);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (i = 0; i < p->nthreads; i++)
+		order[i] = &p->threads[i];
+	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
+	*n = 0;
+	for (i = 0; i < p->nthreads; i++) {
+		for (j = 0; j < order[i]->nsamples; j++) {
+			if (!counted(&order[i]->samples[j]))
+				continue;
+			refs[*n].thread_rank = i;
+			refs[*n].t = order[i];
+			refs[*n].s = &order[i]->samples[j];
+			(*n)++;
+		}
+	}
+	free(order);
+	qsort(refs, *n, sizeof(*refs), ref_cmp);
+	*out = refs;
+	return 0;
+}
+
+/*
+ * Writes s with the characters that would break the format replaced: ';'
+ * separates frames and a line break ends the record.
+ */
+static int put_clean(FILE *f, const char *s)
+{
+	unsigned char c;
+
+	for (; *s; s++) {
+		c = *s;
+		if (c == ';')
+			c = ',';
+		else if (c < 0x20 || c == 0x7f)
+			c = ' ';
+		if (fputc(c, f) == EOF)
+			return -1;
+	}
+	return 0;
+}
+
+static int put_thread(FILE *f, const struct thread_profile *t)
+{
+	if (t->process && put_clean(f, t->process))
+		return -1;
+	if (fprintf(f, "%s(pid %d);Thread %d", t->process ? " " : "", t->pid,
+		    t->tid) < 0)
+		return -1;
+	if (!t->name)
+		return 0;
+	if (fputs(" \"", f) < 0 || put_clean(f, t->name) || fputc('"', f) == EOF)
+		return -1;
+	return 0;
+}
+
+static int put_frame(FILE *f, const struct frame_info *fr)
+{
+	if (put_clean(f, fr->name))
+		return -1;
+	if (fr->kind == FRAME_MARKER || !fr->file)
+		return 0;
+	if (fputs(" (", f) < 0 || put_clean(f, fr->file))
+		return -1;
+	if (fr->line > 0 && fprintf(f, ":%d", fr->line) < 0)
+		return -1;
+	return fputc(')', f) == EOF ? -1 : 0;
+}
+
+static int put_line(FILE *f, const struct profile *p, const struct stack_ref *r,
+		    uint64_t count)
+{
+	uint32_t i;
+
+	if (put_thread(f, r->t))
+		return -1;
+	for (i = 0; i < r->s->nframes; i++) {
+		if (fputc(';', f) == EOF)
+			return -1;
+		if (r->s->frames[i] < p->nframes) {
+			if (put_frame(f, &p->frames[r->s->frames[i]]))
+				return -1;
+		} else if (fputs("[unknown]", f) < 0) {
+			return -1;
+		}
+	}
+	return fprintf(f, " %" PRIu64 "\n", count) < 0 ? -1 : 0;
+}
+
+static int collapsed_write(const struct profile *p, const struct writer_options *o,
+			   FILE *f)
+{
+	struct stack_ref *refs;
+	uint64_t count;
+	size_t n, i, j;
+	int err = 0;
+
+	(void)o;
+	if (collect(p, &refs, &n))
+		return -1;
+	for (i = 0; !err && i < n; i = j) {
+		count = 0;
+		for (j = i; j < n && same_stack(&refs[i], &refs[j]); j++)
+			count += sample_count(p, refs[j].s);
+		err = put_line(f, p, &refs[i], count);
+	}
+	free(refs);
+	if (err && !errno)
+		errno = EIO;
+	return err;
+}
+
+const struct output_writer collapsed_writer = {
+	.name = "collapsed",
+	.suffix = ".collapsed.txt",
+	.binary = 0,
+	.write = collapsed_write,
+};

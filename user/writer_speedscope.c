@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * speedscope's JSON file format (https://www.speedscope.app/file-format-schema.json):
+ * one "sampled" profile per thread, weights in nanoseconds.
+ *
+ * speedscope draws each profile's time-ordered view from 0 to the sum of its
+ * weights, placing samples end to end. So that every thread shares the
+ * session's time axis, each profile covers [0, duration) exactly: time no
+ * sample covers is a sample with an empty stack, which speedscope draws as
+ * empty space.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json.h"
+#include "writer.h"
+
+#ifndef EP_VERSION
+#define EP_VERSION "0.1.0"
+#endif
+
+#define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
+
+/* A stretch of a thread's timeline: a sample's stack, or a gap (NULL). */
+struct span {
+	const struct sample *stack;
+	uint64_t weight;
+};
+
+struct timeline {
+	struct span *spans;
+	size_t n, cap;
+};
+
+static int same_stack(const struct sample *a, const struct sample *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a->nframes == b->nframes &&
+	       memcmp(a->frames, b->frames, a->nframes * sizeof(*a->frames)) == 0;
+}
+
+/* Appends a span, merged into the last one when the stack is the same. */
+static int timeline_add(struct timeline *tl, const struct sample *stack,
+			uint64_t weight)
+{
+	struct span *s;
+	size_t cap;
+
+	if (!weight)
+		return 0;
+	if (tl->n && same_stack(tl->spans[tl->n - 1].stack, stack)) {
+		tl->spans[tl->n - 1].weight += weight;
+		return 0;
+	}
+	if (tl->n == tl->cap) {
+		cap = tl->cap ? tl->cap * 2 : 64;
+		s = realloc(tl->spans, cap * sizeof(*s));
+		if (!s)
+			return -1;
+		tl->spans = s;
+		tl->cap = cap;
+	}
+	tl->spans[tl->n].stack = stack;
+	tl->spans[tl->n].weight = weight;
+	tl->n++;
+	return 0;
+}
+
+static uint64_t sample_end(const struct sample *s)
+{
+	uint64_t end = s->start_ns + s->weight_ns;
+
+	return end < s->start_ns ? UINT64_MAX : end;
+}
+
+/* Samples that show nothing the thread did are drawn as gaps. */
+static const struct sample *shown_stack(const struct sample *s)
+{
+	if (s->state == STATE_IDLE || !s->nframes)
+		return NULL;
+	return s;
+}
+
+/*
+ * Where the sample's time ends: its own end, or the next sample's start if
+ * that comes first. An on-CPU sample's extent is one period by assumption;
+ * the next sample's start is a measurement, so it wins.
+ */
+static uint64_t clipped_end(const struct thread_profile *t, size_t i)
+{
+	uint64_t end = sample_end(&t->samples[i]);
+
+	if (i + 1 < t->nsamples && t->samples[i + 1].start_ns < end)
+		end = t->samples[i + 1].start_ns;
+	return end;
+}
+
+/*
+ * The thread's timeline over [0, axis_end): its samples in start order,
+ * each cut where the next begins so that time only moves forward, and the
+ * time between them as gaps.
+ */
+static int build_timeline(const struct thread_profile *t, uint64_t axis_end,
+			  struct timeline *tl)
+{
+	uint64_t cursor = 0, start, end;
+	const struct sample *s;
+	size_t i;
+
+	tl->n = 0;
+	for (i = 0; i < t->nsamples; i++) {
+		s = &t->samples[i];
+		start = s->start_ns > cursor ? s->start_ns : cursor;
+		end = clipped_end(t, i) < axis_end ? clipped_end(t, i) : axis_end;
+		if (end <= start)
+			continue;
+		if (timeline_add(tl, NULL, start - cursor) ||
+		    timeline_add(tl, shown_stack(s), end - start))
+			return -1;
+		cursor = end;
+	}
+	return timeline_add(tl, NULL, axis_end - cursor);
+}
+
+/* The time axis: the session's length or, if unknown, the last sample's end. */
+static uint64_t axis_end(const struct profile *p)
+{
+	uint64_t end = 0;
+	size_t i, j;
+
+	if (p->duration_ns)
+		return p->duration_ns;
+	for (i = 0; i < p->nthreads; i++)
+		for (j = 0; j < p->threads[i].nsamples; j++)
+			if (sample_end(&p->threads[i].samples[j]) > end)
+				end = sample_end(&p->threads[i].samples[j]);
+	return end;
+}
+
+static int many_processes(const struct profile *p)
+{
+	size_t i;
+
+	for (i = 1; i < p->nthreads; i++)
+		if (p->threads[i].pid != p->threads[0].pid)
+			return 1;
+	return 0;
+}
+
+/* py-spy's naming: Thread 4242 "MainThread", after the process if several. */
+static char *profile_name(const struct thread_profile *t, int with_process)
+{
+	const char *process = "";
+	char pid[32] = "";
+	char *name;
+	int n;
+
+	if (with_process) {
+		process = t->process ? t->process : "";
+		snprintf(pid, sizeof(pid), "%s(pid %d) ", *process ? " " : "", t->pid);
+	}
+	if (t->name)
+		n = asprintf(&name, "%s%sThread %d \"%s\"", process, pid, t->tid, t->name);
+	else
+		n = asprintf(&name, "%s%sThread %d", process, pid, t->tid);
+	return n < 0 ? NULL : name;
+}
+
+/* Profiles in a stable order: by process, its main thread first, then by tid. */
+static int thread_cmp(const void *a, const void *b)
+{
+	const struct thread_profile *x = *(const struct thread_profile *const *)a;
+	const struct thread_profile *y = *(const struct thread_profile *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if ((x->tid == x->pid) != (y->tid == y->pid))
+		return x->tid == x->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int write_frame(FILE *f, const struct frame_info *fr)
+{
+	if (fputs("{\"name\":", f) < 0 || json_write_string(f, fr->name))
+		return -1;
+	/* Markers are not code: a file or line would send a reader looking for it. */
+	if (fr->kind != FRAME_MARKER && fr->file) {
+		if (fputs(",\"file\":", f) < 0 || json_write_string(f, fr->file))
+			return -1;
+		if (fr->line > 0 && fprintf(f, ",\"line\":%d", fr->line) < 0)
+			return -1;
+	}
+	return fputc('}', f) == EOF ? -1 : 0;
+}
+
+static int write_frames(const struct profile *p, FILE *f)
+{
+	size_t i;
+
+	if (fputs("\"shared\":{\"frames\":[", f) < 0)
+		return -1;
+	for (i = 0; i < p->nframes; i++) {
+		if (i && fputc(',', f) == EOF)
+			return -1;
+		if (fputc('\n', f) == EOF || write_frame(f, &p->frames[i]))
+			return -1;
+	}
+	return fputs("]},\n", f) < 0 ? -1 : 0;
+}
+
+static int write_stack(FILE *f, const struct sample *s, uint32_t nframes)
+{
+	const char *sep = "";
+	uint32_t i;
+
+	if (fputc('[', f) == EOF)
+		return -1;
+	for (i = 0; s && i < s->nframes; i++) {
+		/* An id no frame was interned for would make speedscope reject the file. */
+		if (s->frames[i] >= nframes)
+			continue;
+		if (fprintf(f, "%s%" PRIu32, sep, s->frames[i]) < 0)
+			return -1;
+		sep = ",";
+	}
+	return fputc(']', f) == EOF ? -1 : 0;
+}
+
+static int write_spans(FILE *f, const struct timeline *tl, uint32_t nframes)
+{
+	size_t i;
+
+	if (fputs(",\"samples\":[", f) < 0)
+		return -1;
+	for (i = 0; i < tl->n; i++) {
+		if (i && fputc(',', f) == EOF)
+			return -1;
+		if (write_stack(f, tl->spans[i].stack, nframes))
+			return -1;
+	}
+	if (fputs("],\"weights\":[", f) < 0)
+		return -1;
+	for (i = 0; i < tl->n; i++)
+		if (fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, tl->spans[i].weight) < 0)
+			return -1;
+	return fputs("]}", f) < 0 ? -1 : 0;
+}
+
+static int write_thread(FILE *f, const struct profile *p,
+			const struct thread_profile *t, int with_process,
+			uint64_t end, struct timeline *tl)
+{
+	char *name = profile_name(t, with_process);
+	int err;
+
+	if (!name || build_timeline(t, end, tl)) {
+		free(name);
+		return -1;
+	}
+	err = fputs("{\"type\":\"sampled\",\"name\":", f) < 0 ||
+	      json_write_string(f, name) ||
+	      fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,"
+		      "\"endValue\":%" PRIu64, end) < 0 ||
+	      write_spans(f, tl, p->nframes);
+	free(name);
+	return err ? -1 : 0;
+}
+
+static int write_profiles(const struct profile *p, FILE *f)
+{
+	const struct thread_profile **order;
+	struct timeline tl = { 0 };
+	int with_process = many_processes(p), err = 0;
+	uint64_t end = axis_end(p);
+	size_t i;
+
+	order = calloc(p->nthreads ? p->nthreads : 1, sizeof(*order));
+	if (!order)
+		return -1;
+	for (i = 0; i < p->nthreads; i++)
+		order[i] = &p->threads[i];
+	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
+	if (fputs("\"profiles\":[", f) < 0)
+		err = -1;
+	for (i = 0; !err && i < p->nthreads; i++) {
+		if ((i && fputc(',', f) == EOF) || fputc('\n', f) == EOF ||
+		    write_thread(f, p, order[i], with_process, end, &tl))
+			err = -1;
+	}
+	if (!err && fputs("]", f) < 0)
+		err = -1;
+	free(tl.spans);
+	free(order);
+	return err;
+}
+
+static int speedscope_write(const struct profile *p, const struct writer_options *o,
+			    FILE *f)
+{
+	(void)o;	/* the time axis is always filled: see the top of this file */
+	if (fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"name\":", f) < 0 ||
+	    json_write_string(f, p->command ? p->command : "ebpfprof") ||
+	    fputs(",\n\"exporter\":\"ebpfprof " EP_VERSION "\",\n"
+		  "\"activeProfileIndex\":0,\n", f) < 0 ||
+	    write_frames(p, f) || write_profiles(p, f) ||
+	    fputs("}\n", f) < 0)
+		goto fail;
+	return 0;
+fail:
+	if (!errno)
+		errno = EIO;
+	return -1;
+}
+
+const struct output_writer speedscope_writer = {
+	.name = "speedscope",
+	.suffix = ".speedscope.json",
+	.binary = 0,
+	.write = speedscope_write,
+};
