@@ -119,6 +119,82 @@ enum ep_offcpu_reason {
 	EP_OFF_GIL_GC = 6,	/* GIL wait while the holder was collecting */
 };
 
+/* x86-64 syscall numbers the off-CPU classifier knows */
+#define EP_NR_read		0
+#define EP_NR_write		1
+#define EP_NR_poll		7
+#define EP_NR_pread64		17
+#define EP_NR_readv		19
+#define EP_NR_select		23
+#define EP_NR_nanosleep		35
+#define EP_NR_connect		42
+#define EP_NR_accept		43
+#define EP_NR_sendto		44
+#define EP_NR_recvfrom		45
+#define EP_NR_sendmsg		46
+#define EP_NR_recvmsg		47
+#define EP_NR_wait4		61
+#define EP_NR_futex		202
+#define EP_NR_io_getevents	208
+#define EP_NR_clock_nanosleep	230
+#define EP_NR_epoll_wait	232
+#define EP_NR_pselect6		270
+#define EP_NR_ppoll		271
+#define EP_NR_epoll_pwait	281
+#define EP_NR_accept4		288
+#define EP_NR_preadv		295
+#define EP_NR_recvmmsg		299
+#define EP_NR_io_uring_enter	426
+#define EP_NR_epoll_pwait2	441
+#define EP_NR_futex_waitv	449
+
+static inline int ep_is_io_syscall(long nr)
+{
+	switch (nr) {
+	case EP_NR_read: case EP_NR_write: case EP_NR_poll: case EP_NR_pread64:
+	case EP_NR_readv: case EP_NR_connect: case EP_NR_accept: case EP_NR_sendto:
+	case EP_NR_recvfrom: case EP_NR_sendmsg: case EP_NR_recvmsg:
+	case EP_NR_io_getevents: case EP_NR_epoll_wait: case EP_NR_ppoll:
+	case EP_NR_epoll_pwait: case EP_NR_accept4: case EP_NR_preadv:
+	case EP_NR_recvmmsg: case EP_NR_io_uring_enter: case EP_NR_epoll_pwait2:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Why a thread that is not runnable is off the CPU, from the syscall it is
+ * blocked in (-1: none) and that syscall's first argument. Used by the
+ * kernel at switch-out and by userspace for threads already blocked when a
+ * recording starts, so both agree.
+ */
+static inline __u8 ep_classify_blocked(long nr, __u64 arg0, int uninterruptible,
+				       __u64 gil_start, __u64 gil_end)
+{
+	if (nr == EP_NR_futex || nr == EP_NR_futex_waitv) {
+		if (nr == EP_NR_futex && arg0 >= gil_start && arg0 < gil_end)
+			return EP_OFF_GIL;
+		return EP_OFF_LOCK;
+	}
+	if (nr == EP_NR_nanosleep || nr == EP_NR_clock_nanosleep)
+		return EP_OFF_SLEEP;
+	/* select() and pselect() with no descriptors are how older Pythons sleep */
+	if (nr == EP_NR_select || nr == EP_NR_pselect6)
+		return arg0 == 0 ? EP_OFF_SLEEP : EP_OFF_IO;
+	if (ep_is_io_syscall(nr) || uninterruptible)	/* uninterruptible: page faults, disk */
+		return EP_OFF_IO;
+	return EP_OFF_OTHER;
+}
+
+/* A thread off the CPU since ts (map offcpu_since, keyed by host tid). */
+struct ep_offcpu_start {
+	__u64 ts;
+	__u32 pid;		/* ids in the profiler's namespace, for the end record */
+	__u32 tid;
+	__u8 reason;
+	__u8 pad[7];
+};
+
 /* Closes the interval an EP_EV_OFFCPU record opened. */
 struct ep_offcpu_end {
 	__u32 kind;		/* EP_EV_OFFCPU_END */

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "blocked.h"
 #include "launch.h"
 #include "preflight.h"
 #include "py_target.h"
@@ -248,6 +249,8 @@ static void record(struct run *run)
 		die("out of memory");
 	if (session_add_process(run->session, run->pid, &run->target.cfg))
 		die("cannot configure the BPF maps for the target");
+	/* host pids only: inside a PID namespace the kernel's keys are not ours */
+	seed_blocked_threads(run->session, &run->rec, &run->target, run->rec.t0_ns);
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
 	while (!should_stop(run, deadline)) {

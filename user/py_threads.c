@@ -154,11 +154,15 @@ static const struct obj_layout obj_layouts[] = {
 #define STR_HDR_MAX		64		/* sizeof(PyASCIIObject) and less */
 #define BASICSIZE_MAX		4096		/* of a Thread (sub)class instance */
 #define DICTOFFSET_MAX		4096
+/* Each read is one syscall (~1 us): a few thousand modules and threads
+ * need tens of thousands; this stops garbage at well under a second. */
+#define READS_MAX		(1u << 18)
 
 struct ctx {
 	pid_t pid;
 	const struct py_layout *L;
 	const struct obj_layout *O;
+	unsigned reads_left;	/* garbage can chain big dicts: cap the whole call */
 };
 
 /* The live part of a dict: entries and, for a split table, its values. */
@@ -179,6 +183,19 @@ static const struct obj_layout *obj_layout_for(int major, int minor)
 	return NULL;
 }
 
+static int rd(struct ctx *c, uint64_t addr, void *buf, size_t len)
+{
+	if (!c->reads_left)
+		return -1;
+	c->reads_left--;
+	return remote_read(c->pid, addr, buf, len);
+}
+
+static int rd_u64(struct ctx *c, uint64_t addr, uint64_t *out)
+{
+	return rd(c, addr, out, sizeof(*out));
+}
+
 static uint64_t get_u64(const uint8_t *p)
 {
 	uint64_t v;
@@ -187,14 +204,14 @@ static uint64_t get_u64(const uint8_t *p)
 	return v;
 }
 
-static int obj_type_flags(const struct ctx *c, uint64_t obj, uint64_t *type, uint64_t *flags)
+static int obj_type_flags(struct ctx *c, uint64_t obj, uint64_t *type, uint64_t *flags)
 {
-	return remote_read_u64(c->pid, obj + OB_TYPE, type) ||
-	       remote_read_u64(c->pid, *type + c->O->tp_flags, flags);
+	return rd_u64(c, obj + OB_TYPE, type) ||
+	       rd_u64(c, *type + c->O->tp_flags, flags);
 }
 
 /* Index bytes, entries and entry kind of a PyDictKeysObject. */
-static int keys_view(const struct ctx *c, uint64_t keys, uint64_t values, struct dict_view *v)
+static int keys_view(struct ctx *c, uint64_t keys, uint64_t values, struct dict_view *v)
 {
 	const struct obj_layout *O = c->O;
 	uint8_t hdr[KEYS_HDR_MAX], capacity;
@@ -202,7 +219,7 @@ static int keys_view(const struct ctx *c, uint64_t keys, uint64_t values, struct
 	int64_t nentries;
 	int general = 1;
 
-	if (O->dk_indices > KEYS_HDR_MAX || remote_read(c->pid, keys, hdr, O->dk_indices))
+	if (O->dk_indices > KEYS_HDR_MAX || rd(c, keys, hdr, O->dk_indices))
 		return -1;
 	memcpy(&nentries, hdr + O->dk_nentries, sizeof(nentries));
 	if (O->dk_size >= 0) {
@@ -231,7 +248,7 @@ static int keys_view(const struct ctx *c, uint64_t keys, uint64_t values, struct
 	v->values = values ? values + O->values_array : 0;
 	/* 3.13+: an object's values array may be shorter than the shared keys. */
 	if (values && O->values_capacity >= 0) {
-		if (remote_read(c->pid, values + O->values_capacity, &capacity, 1))
+		if (rd(c, values + O->values_capacity, &capacity, 1))
 			return -1;
 		if (nentries > capacity)
 			nentries = capacity;
@@ -240,22 +257,22 @@ static int keys_view(const struct ctx *c, uint64_t keys, uint64_t values, struct
 	return 0;
 }
 
-static int dict_view(const struct ctx *c, uint64_t dict, struct dict_view *v)
+static int dict_view(struct ctx *c, uint64_t dict, struct dict_view *v)
 {
 	uint64_t type, flags, keys, values;
 
 	if (obj_type_flags(c, dict, &type, &flags) || !(flags & TPF_DICT_SUBCLASS) ||
-	    remote_read_u64(c->pid, dict + c->O->ma_keys, &keys) ||
-	    remote_read_u64(c->pid, dict + c->O->ma_values, &values))
+	    rd_u64(c, dict + c->O->ma_keys, &keys) ||
+	    rd_u64(c, dict + c->O->ma_values, &values))
 		return -1;
 	return keys_view(c, keys, values, v);
 }
 
-typedef int (*entry_fn)(const struct ctx *c, uint64_t key, uint64_t value, void *arg);
+typedef int (*entry_fn)(struct ctx *c, uint64_t key, uint64_t value, void *arg);
 
 /* Calls fn on each live entry until it returns nonzero; returns that, or 0,
  * or -1 if the entries cannot be read. */
-static int view_for_each(const struct ctx *c, const struct dict_view *v, entry_fn fn, void *arg)
+static int view_for_each(struct ctx *c, const struct dict_view *v, entry_fn fn, void *arg)
 {
 	uint8_t ebuf[DICT_CHUNK * ENTRY_MAX];
 	uint64_t vbuf[DICT_CHUNK], key, value;
@@ -266,8 +283,8 @@ static int view_for_each(const struct ctx *c, const struct dict_view *v, entry_f
 		return -1;
 	for (i = 0; i < v->n; i += k) {
 		k = v->n - i < DICT_CHUNK ? v->n - i : DICT_CHUNK;
-		if (remote_read(c->pid, v->entries + (uint64_t)i * v->stride, ebuf, k * v->stride) ||
-		    (v->values && remote_read(c->pid, v->values + i * 8ull, vbuf, k * 8)))
+		if (rd(c, v->entries + (uint64_t)i * v->stride, ebuf, k * v->stride) ||
+		    (v->values && rd(c, v->values + i * 8ull, vbuf, k * 8)))
 			return -1;
 		for (j = 0; j < k; j++) {
 			key = get_u64(ebuf + j * v->stride + v->key);
@@ -290,7 +307,7 @@ struct lookup {
 };
 
 /* Identifiers are interned compact ASCII str: compare header and bytes. */
-static int match_name(const struct ctx *c, uint64_t key, uint64_t value, void *arg)
+static int match_name(struct ctx *c, uint64_t key, uint64_t value, void *arg)
 {
 	const struct py_layout *L = c->L;
 	struct lookup *lk = arg;
@@ -299,7 +316,7 @@ static int match_name(const struct ctx *c, uint64_t key, uint64_t value, void *a
 	int64_t length;
 	uint32_t state;
 
-	if (remote_read(c->pid, key, buf, L->unicode_ascii_size + lk->len))
+	if (rd(c, key, buf, L->unicode_ascii_size + lk->len))
 		return 0;
 	memcpy(&length, buf + L->unicode_length, sizeof(length));
 	memcpy(&state, buf + L->unicode_state, sizeof(state));
@@ -311,7 +328,7 @@ static int match_name(const struct ctx *c, uint64_t key, uint64_t value, void *a
 }
 
 /* 1 and *value if the view has a str key `name`, 0 if not, -1 if unreadable. */
-static int view_lookup(const struct ctx *c, const struct dict_view *v, const char *name,
+static int view_lookup(struct ctx *c, const struct dict_view *v, const char *name,
 		       uint64_t *value)
 {
 	struct lookup lk = { .name = name, .len = strlen(name) };
@@ -325,7 +342,7 @@ static int view_lookup(const struct ctx *c, const struct dict_view *v, const cha
 	return r;
 }
 
-static int dict_lookup(const struct ctx *c, uint64_t dict, const char *name, uint64_t *value)
+static int dict_lookup(struct ctx *c, uint64_t dict, const char *name, uint64_t *value)
 {
 	struct dict_view v;
 
@@ -333,14 +350,14 @@ static int dict_lookup(const struct ctx *c, uint64_t dict, const char *name, uin
 }
 
 /* 3.13+: inline values are given up (valid = 0) once a dict takes over. */
-static int inline_values(const struct ctx *c, uint64_t obj, uint64_t type, uint64_t *values)
+static int inline_values(struct ctx *c, uint64_t obj, uint64_t type, uint64_t *values)
 {
 	int64_t basicsize;
 	uint8_t valid;
 
-	if (remote_read(c->pid, type + c->O->tp_basicsize, &basicsize, sizeof(basicsize)) ||
+	if (rd(c, type + c->O->tp_basicsize, &basicsize, sizeof(basicsize)) ||
 	    basicsize < 16 || basicsize > BASICSIZE_MAX || basicsize % 8 ||
-	    remote_read(c->pid, obj + basicsize + c->O->values_valid, &valid, 1) || !valid)
+	    rd(c, obj + basicsize + c->O->values_valid, &valid, 1) || !valid)
 		return -1;
 	*values = obj + basicsize;
 	return 0;
@@ -348,7 +365,7 @@ static int inline_values(const struct ctx *c, uint64_t obj, uint64_t type, uint6
 
 /* The attributes of an instance: its __dict__, or values keyed by the
  * class's shared keys when no dict has been made (3.11+). */
-static int instance_view(const struct ctx *c, uint64_t obj, struct dict_view *v)
+static int instance_view(struct ctx *c, uint64_t obj, struct dict_view *v)
 {
 	const struct obj_layout *O = c->O;
 	uint64_t type, flags, dict = 0, values = 0, keys;
@@ -357,16 +374,16 @@ static int instance_view(const struct ctx *c, uint64_t obj, struct dict_view *v)
 	if (obj_type_flags(c, obj, &type, &flags))
 		return -1;
 	if (O->attr_kind == ATTR_DICTOFFSET || !(flags & TPF_MANAGED_DICT)) {
-		if (remote_read(c->pid, type + O->tp_dictoffset, &off, sizeof(off)) ||
-		    off <= 0 || off > DICTOFFSET_MAX || remote_read_u64(c->pid, obj + off, &dict))
+		if (rd(c, type + O->tp_dictoffset, &off, sizeof(off)) ||
+		    off <= 0 || off > DICTOFFSET_MAX || rd_u64(c, obj + off, &dict))
 			return -1;
 		return dict_view(c, dict, v);
 	}
-	if (remote_read_u64(c->pid, obj + O->managed_dict, &dict))
+	if (rd_u64(c, obj + O->managed_dict, &dict))
 		return -1;
 	switch (O->attr_kind) {
 	case ATTR_VALUES_PTR:
-		if (!dict && remote_read_u64(c->pid, obj + O->managed_values, &values))
+		if (!dict && rd_u64(c, obj + O->managed_values, &values))
 			return -1;
 		break;
 	case ATTR_DICT_OR_VALUES:
@@ -384,13 +401,13 @@ static int instance_view(const struct ctx *c, uint64_t obj, struct dict_view *v)
 	}
 	if (dict)
 		return dict_view(c, dict, v);
-	if (!values || remote_read_u64(c->pid, type + O->ht_cached_keys, &keys))
+	if (!values || rd_u64(c, type + O->ht_cached_keys, &keys))
 		return -1;
 	return keys_view(c, keys, values, v);
 }
 
 /* threading's keys are get_ident() values: non-negative, below 2**64. */
-static int read_ident(const struct ctx *c, uint64_t obj, uint64_t *ident)
+static int read_ident(struct ctx *c, uint64_t obj, uint64_t *ident)
 {
 	const struct obj_layout *O = c->O;
 	uint64_t type, flags, ndigits;
@@ -399,7 +416,7 @@ static int read_ident(const struct ctx *c, uint64_t obj, uint64_t *ident)
 	int i;
 
 	if (obj_type_flags(c, obj, &type, &flags) || !(flags & TPF_LONG_SUBCLASS) ||
-	    remote_read(c->pid, obj + O->long_size, &size, sizeof(size)))
+	    rd(c, obj + O->long_size, &size, sizeof(size)))
 		return -1;
 	if (O->long_tagged) {
 		if ((size & LONG_SIGN_MASK) == LONG_SIGN_NEGATIVE)
@@ -410,7 +427,7 @@ static int read_ident(const struct ctx *c, uint64_t obj, uint64_t *ident)
 			return -1;
 		ndigits = size;
 	}
-	if (ndigits > 3 || remote_read(c->pid, obj + O->long_digits, digit, ndigits * 4))
+	if (ndigits > 3 || rd(c, obj + O->long_digits, digit, ndigits * 4))
 		return -1;
 	*ident = 0;
 	for (i = (int)ndigits - 1; i >= 0; i--) {
@@ -427,7 +444,7 @@ struct names {
 };
 
 /* One _active item; a thread that cannot be read is skipped. */
-static int add_thread(const struct ctx *c, uint64_t key, uint64_t thread, void *arg)
+static int add_thread(struct ctx *c, uint64_t key, uint64_t thread, void *arg)
 {
 	struct names *nm = arg;
 	struct py_thread_name *t;
@@ -449,19 +466,20 @@ static int add_thread(const struct ctx *c, uint64_t key, uint64_t thread, void *
 int py_thread_names(pid_t pid, const struct py_layout *L, uint64_t interp_addr,
 		    struct py_thread_name *out, int max)
 {
-	struct ctx c = { .pid = pid, .L = L, .O = obj_layout_for(L->major, L->minor) };
+	struct ctx c = { .pid = pid, .L = L, .O = obj_layout_for(L->major, L->minor),
+			 .reads_left = READS_MAX };
 	struct names nm = { .out = out, .max = max };
 	uint64_t modules, module, md_dict, active;
 	struct dict_view v;
 	int r;
 
 	if (!c.O || max < 0 || L->interp_modules < 0 ||
-	    remote_read_u64(pid, interp_addr + L->interp_modules, &modules))
+	    rd_u64(&c, interp_addr + L->interp_modules, &modules))
 		return -1;
 	r = dict_lookup(&c, modules, "threading", &module);
 	if (r <= 0)
 		return r;
-	if (remote_read_u64(pid, module + c.O->md_dict, &md_dict))
+	if (rd_u64(&c, module + c.O->md_dict, &md_dict))
 		return -1;
 	r = dict_lookup(&c, md_dict, "_active", &active);
 	if (r <= 0)

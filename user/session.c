@@ -135,6 +135,13 @@ void session_remove_process(struct session *s, pid_t pid)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
 }
 
+int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_start *start)
+{
+	__u32 key = host_tid;
+
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_since), &key, start, BPF_NOEXIST);
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);

@@ -36,6 +36,9 @@ const char *gc_probe_name(enum gc_probe_kind k);
 /* Starts walking stacks of process pid with cfg. 0 or -1. */
 int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *cfg);
 void session_remove_process(struct session *s, pid_t pid);
+/* Marks host thread tid as off the CPU since start->ts, so the kernel closes
+ * the interval when it runs again. 0 or -1. */
+int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_start *start);
 /* Delivers ready records to on_event; waits up to timeout_ms. <0 on error. */
 int session_poll(struct session *s, int timeout_ms);
 /* Sum over CPUs of the kernel-side counters (enum ep_counter). */

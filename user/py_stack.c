@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <string.h>
+#include "py_stack.h"
+#include "remote.h"
+
+#define MAX_THREADS_SCAN EP_MAX_THREADS_SCAN
+
+uint64_t py_tstate_of_tid(const struct py_target *t, int tid)
+{
+	const struct py_layout *L = &t->layout;
+	uint64_t tstate = 0, native;
+	int i;
+
+	if (L->tstate_native_thread_id < 0 ||
+	    remote_read_u64(t->pid, t->interp_addr + L->interp_threads_head, &tstate))
+		return 0;
+	for (i = 0; tstate && i < MAX_THREADS_SCAN; i++) {
+		if (!remote_read_u64(t->pid, tstate + L->tstate_native_thread_id, &native) &&
+		    (int)native == tid)
+			return tstate;
+		if (remote_read_u64(t->pid, tstate + L->tstate_next, &tstate))
+			return 0;
+	}
+	return 0;
+}
+
+static uint64_t get_u64(const uint8_t *buf, unsigned off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static int64_t instr_offset(const struct ep_proc_cfg *c, const uint8_t *buf, uint64_t code)
+{
+	int32_t lasti;
+
+	memcpy(&lasti, buf + c->frame_instr, sizeof(lasti));
+	switch (c->instr_kind) {
+	case EP_INSTR_LASTI_BYTES:
+		return lasti;
+	case EP_INSTR_LASTI_UNITS:
+		return (int64_t)lasti * 2;
+	default:
+		return (int64_t)(get_u64(buf, c->frame_instr) - (code + c->code_adaptive));
+	}
+}
+
+/* One frame: appends it unless it is a shim or not started. Returns the
+ * previous frame's address, or 0 to stop. */
+static uint64_t walk_one(const struct py_target *t, uint64_t frame, struct ep_stack_event *ev)
+{
+	const struct ep_proc_cfg *c = &t->cfg;
+	uint8_t buf[EP_FRAME_READ_MAX + 16] = { 0 };
+	uint64_t code, prev, filename = 0;
+	int32_t firstlineno = 0;
+	int64_t instr;
+
+	if (remote_read(t->pid, frame, buf, c->frame_read_size)) {
+		ev->flags |= EP_F_READ_ERROR;
+		return 0;
+	}
+	prev = get_u64(buf, c->frame_previous);
+	if (c->frame_owner != EP_NO_OFFSET && c->owner_skip_min &&
+	    buf[c->frame_owner] >= c->owner_skip_min)
+		return prev;
+	code = get_u64(buf, c->frame_code) & ~c->code_tag_mask;
+	if (!code)
+		return prev;
+	instr = instr_offset(c, buf, code);
+	if (instr < 0 && c->instr_kind == EP_INSTR_POINTER)
+		return prev;
+	remote_read_i32(t->pid, code + c->code_firstlineno, &firstlineno);
+	remote_read_u64(t->pid, code + c->code_filename, &filename);
+	ev->frames[ev->depth].code = code;
+	ev->frames[ev->depth].instr = instr < 0 ? ~0u : (uint32_t)instr;
+	ev->frames[ev->depth].ident = ep_code_ident(firstlineno, filename);
+	ev->depth++;
+	return prev;
+}
+
+void py_stack_walk(const struct py_target *t, uint64_t tstate, struct ep_stack_event *ev)
+{
+	const struct ep_proc_cfg *c = &t->cfg;
+	uint64_t frame = 0;
+
+	ev->depth = 0;
+	if (c->frame_read_size > EP_FRAME_READ_MAX ||
+	    remote_read_u64(t->pid, tstate + c->tstate_frame, &frame))
+		return;
+	if (c->cframe_current_frame != EP_NO_OFFSET && frame &&
+	    remote_read_u64(t->pid, frame + c->cframe_current_frame, &frame))
+		return;
+	while (frame) {
+		if (ev->depth >= EP_MAX_FRAMES) {
+			ev->flags |= EP_F_TRUNCATED;
+			return;
+		}
+		frame = walk_one(t, frame, ev);
+	}
+}
