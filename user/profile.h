@@ -62,6 +62,7 @@ struct profile {
 	struct thread_profile *threads;
 	size_t nthreads, threads_cap;
 	uint64_t duration_ns;	/* session length: the common time axis */
+	uint64_t start_monotonic_ns;	/* CLOCK_MONOTONIC at the session start */
 	unsigned rate_hz;
 	const char *command;	/* what was profiled, for the writers' metadata */
 };

@@ -17,12 +17,16 @@
 #include "remote.h"
 #include "symbolizer.h"
 
-/* How an instance keeps its attributes. */
+/*
+ * How an instance keeps its attributes: in a dict, or (3.11+, until some
+ * code asks for __dict__) in a bare values array keyed by the class's
+ * shared keys, ht_cached_keys.
+ */
 enum attr_kind {
-	ATTR_DICTOFFSET,	/* dict pointer at obj + type->tp_dictoffset */
-	ATTR_VALUES_PTR,	/* values pointer at obj + managed_values, dict at obj + managed_dict */
-	ATTR_DICT_OR_VALUES,	/* one word at obj + managed_dict: a dict, or values - 1 (low bit set) */
-	ATTR_INLINE_VALUES,	/* values at obj + tp_basicsize, dict at obj + managed_dict */
+	ATTR_DICTOFFSET,	/* dict at obj + type->tp_dictoffset */
+	ATTR_VALUES_PTR,	/* values at obj + managed_values; dict at obj + managed_dict */
+	ATTR_DICT_OR_VALUES,	/* obj + managed_dict: a dict, or values - 1 (low bit set) */
+	ATTR_INLINE_VALUES,	/* values at obj + tp_basicsize; dict at obj + managed_dict */
 };
 
 /*
@@ -138,7 +142,8 @@ static const struct obj_layout obj_layouts[] = {
 #define TPF_LONG_SUBCLASS	(1ul << 24)
 #define TPF_UNICODE_SUBCLASS	(1ul << 28)
 #define TPF_DICT_SUBCLASS	(1ul << 29)
-#define DICT_KEYS_GENERAL	0		/* dk_kind with hash in each entry */
+#define DICT_KEYS_GENERAL	0		/* dk_kind: entries carry their hash */
+#define DICT_KEYS_SPLIT		2		/* the highest dk_kind */
 #define LONG_SHIFT		30		/* bits per digit */
 #define LONG_SIGN_MASK		3		/* lv_tag: 0 positive, 1 zero, 2 negative */
 #define LONG_SIGN_NEGATIVE	2
@@ -234,7 +239,8 @@ static int keys_view(struct ctx *c, uint64_t keys, uint64_t values, struct dict_
 		unsigned log2_index = hdr[O->dk_log2_index_bytes];
 
 		if (log2_size < 3 || log2_size > DK_LOG2_MAX ||
-		    log2_index < log2_size || log2_index > log2_size + 3 || hdr[O->dk_kind] > 2)
+		    log2_index < log2_size || log2_index > log2_size + 3 ||
+		    hdr[O->dk_kind] > DICT_KEYS_SPLIT)
 			return -1;
 		size = 1ull << log2_size;
 		general = hdr[O->dk_kind] == DICT_KEYS_GENERAL;

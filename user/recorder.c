@@ -408,5 +408,6 @@ void recorder_finish(struct recorder *r, uint64_t end_ns)
 	for (i = 0; i < r->profile.nthreads; i++)
 		name_thread(r, &r->profile.threads[i]);
 	r->profile.duration_ns = since_start(r, end_ns);
+	r->profile.start_monotonic_ns = r->t0_ns;
 	profile_sort(&r->profile);
 }

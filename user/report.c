@@ -163,6 +163,11 @@ static int write_log(FILE *f, const struct analysis *a, const struct profile *p,
 {
 	size_t i;
 
+	/* start_s values are relative to this CLOCK_MONOTONIC instant, the clock
+	 * of Python's time.monotonic(), so the log lines up with the app's own */
+	fprintf(f, "{\"type\":\"session\",\"monotonic_start_s\":%.9f,\"duration_s\":%.9f}\n",
+		p->start_monotonic_ns / 1e9, p->duration_ns / 1e9);
+
 	for (i = 0; i < a->gcs.n; i++)
 		json_interval(f, p, &a->gcs.v[i], "gc");
 	for (i = 0; i < a->waits.n; i++)

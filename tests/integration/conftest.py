@@ -151,26 +151,36 @@ def run_ebpfprof(*args, timeout=90, preexec=None, check=False):
     return res
 
 
-def check_speedscope_import(path):
-    """The profile must import in speedscope itself: its published schema, and
-    its app in headless Chromium (tests/speedscope/check.js)."""
-    if not SPEEDSCOPE_CHECK.exists() or not SCHEMA.exists():
-        cannot_run("speedscope check not installed (scripts/deps-speedscope.sh)")
-    res = subprocess.run(["node", str(SPEEDSCOPE_CHECK), str(path)], capture_output=True,
-                         text=True, timeout=120)
-    assert res.returncode == 0, f"speedscope rejected {path}: {res.stdout} {res.stderr}"
-    return json.loads(res.stdout.strip().splitlines()[-1])
+# Every speedscope file the tests write is kept here; test_zz_speedscope_app.py,
+# which runs last, imports them all in speedscope's app in one browser session.
+COLLECTED = ROOT / "build" / "test-profiles"
+_collected = iter(range(100000))
+
+
+def check_speedscope_schema(path, test_name):
+    """The profile must follow speedscope's published schema (checked here, at
+    once) and import in its app (checked for every file at the end)."""
+    import jsonschema
+    if not SCHEMA.exists():
+        cannot_run("speedscope schema not installed (scripts/deps-speedscope.sh)")
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    with open(path) as f:
+        jsonschema.validate(json.load(f), schema)
+    COLLECTED.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in test_name)[:80]
+    shutil.copy(path, COLLECTED / f"{safe}-{next(_collected)}.json")
 
 
 class Profile:
     """A parsed speedscope file, per thread: stacks of frame dicts, root first."""
 
-    def __init__(self, path, check_import=True):
+    def __init__(self, path, check=True):
         with open(path) as f:
             self.doc = json.load(f)
         self.frames = self.doc["shared"]["frames"]
-        if check_import:
-            self.imported = check_speedscope_import(path)
+        if check:
+            check_speedscope_schema(path, os.environ.get("PYTEST_CURRENT_TEST", "profile").split(" ")[0])
 
     def threads(self):
         return [p["name"] for p in self.doc["profiles"]]
@@ -189,6 +199,18 @@ class Profile:
 
     def weight_with(self, fn, profile=None):
         return sum(w for names, w in self.stacks(profile) if fn in names)
+
+    def weight_with_leaf(self, leaf, profile=None):
+        return sum(w for names, w in self.stacks(profile) if names[-1] == leaf)
+
+
+def read_gc_log(path):
+    """(session header, collections, waits) of a --gc-log file."""
+    with open(path) as f:
+        lines = [json.loads(l) for l in f]
+    head = [l for l in lines if l["type"] == "session"]
+    assert len(head) == 1, "the log starts with one session line"
+    return head[0], [l for l in lines if l["type"] == "gc"], [l for l in lines if l["type"] == "wait"]
 
 
 @pytest.fixture
@@ -210,3 +232,12 @@ def _bpf_tests_need_root(request):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "nobpf: runs without root or BPF")
+
+
+def pytest_sessionstart(session):
+    shutil.rmtree(COLLECTED, ignore_errors=True)
+
+
+def wait_for_go(path):
+    """Tells a workload started with --go FILE to begin."""
+    Path(path).write_text("go")

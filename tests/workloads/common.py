@@ -3,18 +3,26 @@ import argparse
 import json
 import os
 import sys
+import time
 
 
 def parse(extra=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--truth", help="write what really happened here, as JSON")
+    ap.add_argument("--go", help="wait until this file exists before the measured part")
     for name, kw in (extra or {}).items():
         ap.add_argument(name, **kw)
     args = ap.parse_args()
     # The test harness waits for this line before it attaches.
     print(f"pid={os.getpid()}", file=sys.stderr, flush=True)
     return args
+
+
+def wait_for_go(args):
+    """Lets the harness attach the profiler before the part it measures."""
+    while args.go and not os.path.exists(args.go):
+        time.sleep(0.005)
 
 
 def write_truth(args, truth):
