@@ -25,10 +25,11 @@ USER_SRCS  := $(wildcard user/*.c)
 USER_OBJS  := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
-# what each unit test links besides itself: the pure (no BPF, no /proc) modules
-UNIT_LIBS  := $(filter-out $(OUTPUT)/user/main.o $(OUTPUT)/user/session.o,$(USER_OBJS))
+# unit tests link the modules they use from an archive of everything but main
+LIB        := $(OUTPUT)/libebpfprof.a
+PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps test unit integration bench vmtest clean
+.PHONY: all deps test unit unit-bins integration bench vmtest clean
 all: ebpfprof
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
@@ -57,19 +58,25 @@ $(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) include/ebpfprof.h | $(OUTPUT)
 ebpfprof: $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(UNIT_LIBS) | $(OUTPUT)/tests
-	$(CC) $(CFLAGS) $(INCLUDES) -Itests/unit $< $(UNIT_LIBS) $(LDLIBS) -lcmocka -o $@
+$(LIB): $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
+	$(AR) rcs $@ $^
+
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB) | $(OUTPUT)/tests
+	$(CC) $(CFLAGS) $(INCLUDES) -Itests/unit $< $(LIB) $(LDLIBS) -lcmocka -o $@
 
 deps:
 	scripts/deps.sh
+
+unit-bins: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)
 	scripts/run-unit-tests.sh $(UNIT_BINS)
 
 integration: ebpfprof
-	python3 -m pytest -ra tests/integration
+	$(PYTHON) -m pytest -ra tests/integration
 
-test: deps
+# deps, build, unit tests, integration tests: what CI runs (.ci/run)
+test:
 	scripts/test.sh
 
 bench: ebpfprof

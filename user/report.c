@@ -42,6 +42,33 @@ static const char *thread_name(const struct profile *p, int pid, int tid)
 	return t && t->name ? t->name : "?";
 }
 
+/* Copies at most max bytes of UTF-8 s, never cutting a character. */
+static void utf8_cut(char *out, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;	/* s[n] continues a character: cut before it starts */
+	}
+	memcpy(out, s, n);
+	out[n] = 0;
+}
+
+/* Pads UTF-8 s with spaces to `width` characters (not bytes). */
+static void print_padded(FILE *f, const char *s, int width)
+{
+	int chars = 0;
+	const char *c;
+
+	for (c = s; *c; c++)
+		chars += ((unsigned char)*c & 0xc0) != 0x80;
+	fputs(s, f);
+	for (; chars < width; chars++)
+		fputc(' ', f);
+}
+
 void report_thread_table(FILE *f, const struct analysis *a, const struct profile *p)
 {
 	struct thread_states *ts;
@@ -53,10 +80,12 @@ void report_thread_table(FILE *f, const struct analysis *a, const struct profile
 		fprintf(f, " %12s", columns[j].title);
 	fputc('\n', f);
 	for (i = 0; i < n; i++) {
-		char label[64];
+		char label[128], cut[32];
 
 		snprintf(label, sizeof(label), "%d %s", ts[i].tid, thread_name(p, ts[i].pid, ts[i].tid));
-		fprintf(f, "  %-24.24s", label);
+		utf8_cut(cut, label, 24);
+		fputs("  ", f);
+		print_padded(f, cut, 24);
 		for (j = 0; j < NCOLUMNS; j++) {
 			uint64_t ns = ts[i].ns[columns[j].state];
 

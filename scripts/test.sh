@@ -1,0 +1,19 @@
+#!/bin/bash
+# The whole test suite, as CI runs it: installs what is missing (Debian
+# packages, the speedscope checker, the version chroots), builds, runs the
+# cmocka unit tests, then the pytest integration tests against real Python
+# processes with the real BPF programs. Exits non-zero if anything failed;
+# pytest's closing line comes last.
+set -u
+cd "$(dirname "$0")/.."
+status=0
+
+scripts/deps.sh || exit 1
+scripts/deps-speedscope.sh || exit 1
+# the 3.9, 3.13 and 3.14 interpreters (cached after the first run)
+scripts/make-chroots.sh || echo "test.sh: some chroots could not be built; their tests will say so"
+
+make -j"$(nproc)" ebpfprof unit-bins || exit 1
+make unit || status=1
+make integration || status=1
+exit $status
