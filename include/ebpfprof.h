@@ -63,6 +63,18 @@ enum ep_event_kind {
 	EP_EV_OFFCPU = 2,	/* a thread left the CPU: its stack at switch-out */
 	EP_EV_GC = 3,		/* one garbage collection, with the stack that triggered it */
 	EP_EV_OFFCPU_END = 4,	/* the thread is back on a CPU (struct ep_offcpu_end) */
+	EP_EV_FORK = 5,		/* a followed process forked a child (struct ep_proc_event) */
+	EP_EV_EXEC = 6,		/* a followed process exec'ed a new program */
+	EP_EV_EXIT = 7,		/* a followed process exited */
+};
+
+/* --subprocesses: a child appeared, or a followed process changed program. */
+struct ep_proc_event {
+	__u32 kind;		/* EP_EV_FORK, EP_EV_EXEC or EP_EV_EXIT */
+	__u32 pid;
+	__u32 ppid;		/* FORK: the parent */
+	__u32 pad;
+	__u64 ts;
 };
 
 /* Sample flags. */

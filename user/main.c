@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "blocked.h"
+#include "follow.h"
 #include "launch.h"
 #include "preflight.h"
 #include "py_target.h"
@@ -43,6 +45,7 @@ struct options {
 	const char *gc_log;
 	double wait_threshold_ms;
 	int by_function;
+	int subprocesses;
 	int verbose;
 	char **command;		/* launch mode */
 };
@@ -77,6 +80,7 @@ static const struct argp_option option_list[] = {
 	{ "gc-log", 'G', "FILE", 0, "Write every GC pause and every long wait to FILE as JSON lines", 0 },
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
+	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
@@ -126,6 +130,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'F':
 		o->by_function = 1;
+		break;
+	case 's':
+		o->subprocesses = 1;
 		break;
 	case 'i':
 		o->idle = 1;
@@ -189,6 +196,8 @@ struct run {
 	struct recorder rec;
 	struct py_target target;
 	enum gc_probe_kind gc_probe;
+	struct follower follower;
+	int in_pidns;		/* the profiler runs inside a PID namespace */
 };
 
 /* Waits (launch mode) until the command has started a CPython interpreter. */
@@ -250,12 +259,16 @@ static void record(struct run *run)
 	if (session_add_process(run->session, run->pid, &run->target.cfg))
 		die("cannot configure the BPF maps for the target");
 	/* host pids only: inside a PID namespace the kernel's keys are not ours */
-	seed_blocked_threads(run->session, &run->rec, &run->target, run->rec.t0_ns);
+	if (!run->in_pidns)
+		seed_blocked_threads(run->session, &run->rec, &run->target, run->rec.t0_ns);
+	if (run->o->subprocesses)
+		session_follow(run->session, run->pid);
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
 	while (!should_stop(run, deadline)) {
 		if (session_poll(run->session, 50) < 0 && errno != EINTR)
 			break;
+		follower_step(&run->follower);
 		/* thread names can change and threads come and go: look again each second */
 		if (monotonic_ns() >= next_names && !run->target_exited) {
 			recorder_refresh_names(&run->rec);
@@ -291,12 +304,31 @@ static void print_summary(struct run *run, const char *path)
 		(unsigned long long)counters[EP_CNT_LOST], p->nthreads,
 		p->nthreads == 1 ? "" : "s", run->target.major, run->target.minor,
 		gc_probe_name(run->gc_probe));
+	if (run->o->subprocesses)
+		fprintf(stderr, "ebpfprof: followed %zu child process%s\n", run->rec.nprocs - 1,
+			run->rec.nprocs == 2 ? "" : "es");
 	report_thread_table(stderr, &run->rec.analysis, p);
 	report_longest_gc(stderr, &run->rec.analysis, p, 5);
 	if (run->o->gc_log)
 		fprintf(stderr, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
 			run->o->wait_threshold_ms, run->o->gc_log);
 	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
+}
+
+/* The profiler's own PID namespace, when it is not the initial one: pids on
+ * the command line and in /proc are then that namespace's, and the kernel
+ * side must translate (bpf_get_ns_current_pid_tgid). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu
+
+static int own_pidns(uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
+		return 0;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 1;
 }
 
 static void install_signals(void)
@@ -345,6 +377,10 @@ int main(int argc, char **argv)
 					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))
 		die("out of memory");
+	run.in_pidns = own_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
+	if (run.in_pidns && o.subprocesses)
+		die("--subprocesses is not supported yet when ebpfprof runs inside a PID namespace; run it from the host");
+	sopts.follow_children = o.subprocesses;
 	sopts.rate_hz = o.rate_hz;
 	sopts.verbose = o.verbose;
 	sopts.on_event = recorder_on_event;
@@ -365,6 +401,7 @@ int main(int argc, char **argv)
 	run.pidfd = watch_process(run.pid);
 	find_interpreter(&run);
 	run.rec.profile.command = o.command ? o.command[0] : run.target.shown_path;
+	run.follower = (struct follower){ .session = run.session, .rec = &run.rec, .verbose = o.verbose };
 	record(&run);
 	if (writer_write_file(o.writer, &run.rec.profile, &wopts, output)) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", output, strerror(errno));
@@ -377,6 +414,7 @@ int main(int argc, char **argv)
 	}
 	print_summary(&run, output);
 	session_close(run.session);
+	follower_free(&run.follower);
 	recorder_free(&run.rec);
 	if (run.is_child && !run.target_exited) {
 		kill(run.pid, SIGTERM);

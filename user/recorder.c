@@ -81,14 +81,27 @@ void recorder_free(struct recorder *r)
 		free(r->procs[i]);
 	}
 	free(r->procs);
+	free(r->changes);
 	free(r->ids);
 	analysis_free(&r->analysis);
 	profile_free(&r->profile);
 }
 
+static struct rec_process *find_process(struct recorder *r, int pid);
+
 int recorder_add_process(struct recorder *r, const struct py_target *t)
 {
-	struct rec_process *p = calloc(1, sizeof(*p)), **procs;
+	struct rec_process *p = find_process(r, t->pid), **procs;
+
+	if (p) {
+		/* a new program in a known process: new interpreter, new code objects */
+		symbolizer_free(p->sym);
+		p->target = *t;
+		p->sym = symbolizer_new(t->pid, &t->layout);
+		read_comm(t->pid, t->pid, p->comm, sizeof(p->comm));
+		return p->sym ? 0 : -1;
+	}
+	p = calloc(1, sizeof(*p));
 
 	procs = realloc(r->procs, (r->nprocs + 1) * sizeof(*procs));
 	if (!p || !procs) {
@@ -101,6 +114,53 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 	read_comm(t->pid, t->pid, p->comm, sizeof(p->comm));
 	r->procs[r->nprocs++] = p;
 	return p->sym ? 0 : -1;
+}
+
+const struct py_target *recorder_target(struct recorder *r, int pid)
+{
+	struct rec_process *p = find_process(r, pid);
+
+	return p ? &p->target : NULL;
+}
+
+static void push_change(struct recorder *r, const struct proc_change *c)
+{
+	if (r->nchanges == r->changes_cap) {
+		size_t cap = r->changes_cap ? r->changes_cap * 2 : 16;
+		struct proc_change *v = realloc(r->changes, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		r->changes = v;
+		r->changes_cap = cap;
+	}
+	r->changes[r->nchanges++] = *c;
+}
+
+size_t recorder_take_changes(struct recorder *r, struct proc_change **out)
+{
+	size_t n = r->nchanges;
+
+	*out = r->changes;
+	r->changes = NULL;
+	r->nchanges = r->changes_cap = 0;
+	return n;
+}
+
+/* A forked child is a copy of its parent: same interpreter, same addresses;
+ * it gets its own symbolizer since new code objects will differ. */
+static void on_proc_event(struct recorder *r, const struct ep_proc_event *e)
+{
+	struct proc_change c = { .kind = e->kind, .pid = e->pid, .ppid = e->ppid };
+	struct rec_process *parent = e->kind == EP_EV_FORK ? find_process(r, e->ppid) : NULL;
+
+	if (parent) {
+		struct py_target child = parent->target;
+
+		child.pid = e->pid;
+		c.python = !recorder_add_process(r, &child);
+	}
+	push_change(r, &c);
 }
 
 static struct rec_process *find_process(struct recorder *r, int pid)
@@ -308,6 +368,11 @@ int recorder_on_event(void *ctx, void *data, size_t len)
 	r->events++;
 	if (len < sizeof(__u32))
 		return 0;
+	if (ev->kind == EP_EV_FORK || ev->kind == EP_EV_EXEC || ev->kind == EP_EV_EXIT) {
+		if (len >= sizeof(struct ep_proc_event))
+			on_proc_event(r, data);
+		return 0;
+	}
 	if (ev->kind == EP_EV_OFFCPU_END) {
 		if (len >= sizeof(struct ep_offcpu_end))
 			on_offcpu_end(r, data);

@@ -21,6 +21,14 @@ struct recorder_opts {
 
 struct rec_process;
 
+/* A change in the set of processes, for the driver to act on (--subprocesses). */
+struct proc_change {
+	int kind;		/* EP_EV_FORK, EP_EV_EXEC or EP_EV_EXIT */
+	int pid;
+	int ppid;
+	int python;		/* FORK: the child is a copy of a profiled interpreter */
+};
+
 struct recorder {
 	struct profile profile;
 	struct analysis analysis;
@@ -34,12 +42,19 @@ struct recorder {
 	unsigned long gc_events;
 	unsigned long offcpu_events;
 	uint32_t *ids;			/* scratch: frame ids of one sample */
+	struct proc_change *changes;	/* not yet taken by the driver */
+	size_t nchanges, changes_cap;
 };
 
 int recorder_init(struct recorder *r, const struct recorder_opts *o);
 void recorder_free(struct recorder *r);
-/* Adds a process whose interpreter is prepared (t->cfg valid). */
+/* Adds a process whose interpreter is prepared (t->cfg valid), or replaces
+ * what was known of that pid (after an exec). */
 int recorder_add_process(struct recorder *r, const struct py_target *t);
+/* The prepared target of a known process, or NULL. */
+const struct py_target *recorder_target(struct recorder *r, int pid);
+/* Moves the pending process changes to the caller (free() them). */
+size_t recorder_take_changes(struct recorder *r, struct proc_change **out);
 /* ring_buffer callback */
 int recorder_on_event(void *ctx, void *data, size_t len);
 /* Reads the Python names of the threads seen so far while the target lives. */

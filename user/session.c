@@ -21,6 +21,7 @@ struct session {
 	int *perf_fds;
 	int ncpu;
 	struct bpf_link *offcpu_link;
+	struct bpf_link *follow_links[3];
 	struct bpf_link *gc_links[64];	/* two per profiled process */
 	int ngc_links;
 };
@@ -81,6 +82,31 @@ static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_
 	return 0;
 }
 
+static int attach_followers(struct session *s, char *err, size_t errlen)
+{
+	struct bpf_program *progs[3] = { s->skel->progs.follow_fork, s->skel->progs.follow_exec,
+					 s->skel->progs.follow_exit };
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		s->follow_links[i] = bpf_program__attach(progs[i]);
+		if (!s->follow_links[i]) {
+			snprintf(err, errlen, "cannot attach %s: %s", bpf_program__name(progs[i]),
+				 strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int session_follow(struct session *s, pid_t pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.followed), &key, &one, BPF_ANY);
+}
+
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -97,6 +123,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	s->skel->rodata->ep_pidns_dev = o->pidns_dev;
 	s->skel->rodata->ep_pidns_ino = o->pidns_ino;
+	s->skel->rodata->ep_follow_children = o->follow_children;
 	rc = ebpfprof_bpf__load(s->skel);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-rc),
@@ -110,6 +137,8 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		snprintf(err, errlen, "cannot attach to the sched_switch tracepoint: %s", strerror(errno));
 		goto fail;
 	}
+	if (o->follow_children && attach_followers(s, err, errlen))
+		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
 	if (!s->rb) {
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
@@ -258,6 +287,8 @@ void session_close(struct session *s)
 	for (i = 0; i < s->ngc_links; i++)
 		bpf_link__destroy(s->gc_links[i]);
 	bpf_link__destroy(s->offcpu_link);
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(s->follow_links[i]);
 	if (s->rb)
 		ring_buffer__free(s->rb);
 	for (cpu = 0; s->links && cpu < s->ncpu; cpu++)

@@ -12,6 +12,7 @@ struct session;
 struct session_opts {
 	unsigned rate_hz;
 	uint64_t pidns_dev, pidns_ino;	/* nonzero: filter on pids of this PID namespace */
+	int follow_children;		/* --subprocesses */
 	int verbose;
 	/* called for every record in the ring buffer */
 	int (*on_event)(void *ctx, void *data, size_t len);
@@ -36,6 +37,8 @@ const char *gc_probe_name(enum gc_probe_kind k);
 /* Starts walking stacks of process pid with cfg. 0 or -1. */
 int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *cfg);
 void session_remove_process(struct session *s, pid_t pid);
+/* --subprocesses: follow pid's future children (forks and execs). */
+int session_follow(struct session *s, pid_t pid);
 /* Marks host thread tid as off the CPU since start->ts, so the kernel closes
  * the interval when it runs again. 0 or -1. */
 int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_start *start);

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdio.h>
+#include <stdlib.h>
+#include "follow.h"
+
+/* How long after an exec the new program may take to map libpython and
+ * initialise it, and to show that it is no Python at all. */
+#define READY_TIMEOUT_NS	(10ull * 1000000000ull)
+#define FOUND_TIMEOUT_NS	(2ull * 1000000000ull)
+
+static void attach_gc(struct follower *f, const struct py_target *t)
+{
+	if (session_attach_gc(f->session, t) != GC_PROBE_NONE)
+		analysis_set_exact_gc(&f->rec->analysis, t->pid);
+}
+
+static void add_pending(struct follower *f, int pid)
+{
+	if (f->npending == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 8;
+		struct pending_exec *v = realloc(f->pending, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		f->pending = v;
+		f->cap = cap;
+	}
+	f->pending[f->npending++] = (struct pending_exec){ pid, monotonic_ns() + READY_TIMEOUT_NS };
+}
+
+static void drop_pending(struct follower *f, size_t i)
+{
+	f->pending[i] = f->pending[--f->npending];
+}
+
+static void drop_pending_pid(struct follower *f, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < f->npending; i++)
+		if (f->pending[i].pid == pid)
+			drop_pending(f, i--);
+}
+
+/* 1 when the process is settled (profiled, or given up on), 0 to try again. */
+static int try_discover(struct follower *f, const struct pending_exec *p)
+{
+	struct py_target t;
+	char err[512];
+	int rc = py_target_find(p->pid, &t, err, sizeof(err));
+	uint64_t now = monotonic_ns();
+
+	if (rc == PY_TARGET_OK)
+		rc = py_target_prepare(&t, err, sizeof(err));
+	if (rc == PY_TARGET_OK) {
+		recorder_add_process(f->rec, &t);
+		session_add_process(f->session, t.pid, &t.cfg);
+		attach_gc(f, &t);
+		if (f->verbose)
+			fprintf(stderr, "ebpfprof: following process %d (CPython %d.%d)\n",
+				t.pid, t.major, t.minor);
+		return 1;
+	}
+	if (rc == PY_TARGET_NOT_READY && now < p->deadline_ns)
+		return 0;
+	/* libpython is mapped a little after the exec: "not Python" is final only later */
+	if (rc == PY_TARGET_NOT_PYTHON && now + READY_TIMEOUT_NS < p->deadline_ns + FOUND_TIMEOUT_NS)
+		return 0;
+	if (f->verbose)
+		fprintf(stderr, "ebpfprof: not following process %d: %s\n", p->pid, err);
+	return 1;
+}
+
+static void handle(struct follower *f, const struct proc_change *c)
+{
+	const struct py_target *t;
+
+	switch (c->kind) {
+	case EP_EV_FORK:
+		t = c->python ? recorder_target(f->rec, c->pid) : NULL;
+		if (t)
+			attach_gc(f, t);
+		break;
+	case EP_EV_EXEC:
+		drop_pending_pid(f, c->pid);
+		add_pending(f, c->pid);
+		break;
+	case EP_EV_EXIT:
+		drop_pending_pid(f, c->pid);
+		break;
+	}
+}
+
+void follower_step(struct follower *f)
+{
+	struct proc_change *changes;
+	size_t i, n = recorder_take_changes(f->rec, &changes);
+
+	for (i = 0; i < n; i++)
+		handle(f, &changes[i]);
+	free(changes);
+	for (i = 0; i < f->npending; i++)
+		if (try_discover(f, &f->pending[i]))
+			drop_pending(f, i--);
+}
+
+void follower_free(struct follower *f)
+{
+	free(f->pending);
+	f->pending = NULL;
+	f->npending = f->cap = 0;
+}

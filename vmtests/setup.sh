@@ -1,0 +1,101 @@
+#!/bin/bash
+# vmtests/setup.sh - everything `make vmtest` (vmtests/run.sh) needs. Idempotent:
+# installs only the missing Debian packages and fetches only the missing kernels.
+#
+#   * QEMU, busybox-static and the tools run-in-vm.sh uses (cpio, kmod, readelf,
+#     xz, zstd);
+#   * Debian 12's two kernels, unpacked (dpkg-deb -x, never installed: the host's
+#     /boot is left alone) into $EBPFPROF_KERNELS (/var/cache/ebpfprof/kernels):
+#       6.1/   the 6.1 kernel that linux-image-amd64 points at (6.1.0-NN-amd64)
+#       6.12/  a 6.12.x+deb12 kernel from bookworm-backports/updates
+#     each holding boot/vmlinuz-<release> and lib/modules/<release>.
+#
+# Environment:
+#   EBPFPROF_KERNELS      cache directory              [/var/cache/ebpfprof/kernels]
+#   EBPFPROF_KERNEL_6_1   6.1 package to fetch         [what linux-image-amd64 depends on]
+#   EBPFPROF_KERNEL_6_12  6.12 package to fetch        [linux-image-6.12.117+deb12-amd64 if
+#                         apt knows it, else the newest linux-image-6.12.*+deb12-amd64]
+# Needs root (apt-get). Prints one line per item; exits non-zero on failure.
+set -euo pipefail
+prog=vmtests/setup.sh
+KCACHE=${EBPFPROF_KERNELS:-/var/cache/ebpfprof/kernels}
+die() { echo "$prog: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root (apt-get, /var/cache)"
+
+# --- Debian packages ------------------------------------------------------------
+pkgs="qemu-system-x86 busybox-static cpio kmod binutils xz-utils zstd"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+updated=0
+apt_update() { [ $updated = 1 ] || { apt-get update -qq; updated=1; }; }
+if [ -n "$missing" ]; then
+    echo "setup: installing$missing"
+    apt_update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+echo "setup: packages present ($pkgs)"
+
+# --- kernels ----------------------------------------------------------------------
+# have SERIES: is an unpacked kernel of that series (with its modules) in the cache?
+have() {
+    local v
+    for v in "$KCACHE/$1"/boot/vmlinuz-*; do
+        [ -r "$v" ] && [ -d "$KCACHE/$1/lib/modules/${v##*/vmlinuz-}" ] && return 0
+    done
+    return 1
+}
+
+# fetch SERIES PACKAGE: download PACKAGE and unpack it into $KCACHE/SERIES
+fetch() {
+    local series=$1 pkg=$2 tmp
+    mkdir -p "$KCACHE"
+    tmp=$(mktemp -d "$KCACHE/.fetch-$series.XXXXXX")
+    echo "setup: downloading $pkg"
+    if ! (cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >/dev/null); then
+        rm -rf "$tmp"; die "apt-get download $pkg failed"
+    fi
+    mkdir -p "$tmp/root"
+    dpkg-deb -x "$tmp"/*.deb "$tmp/root"
+    ls "$tmp"/root/boot/vmlinuz-* >/dev/null 2>&1 || { rm -rf "$tmp"; die "$pkg holds no boot/vmlinuz-*"; }
+    mv "$tmp"/*.deb "$tmp/root/"          # kept for reference (what was unpacked)
+    rm -rf "${KCACHE:?}/$series"
+    mv "$tmp/root" "$KCACHE/$series"
+    rmdir "$tmp"
+}
+
+# 6.1: the package linux-image-amd64 (Debian 12's default kernel) depends on.
+if have 6.1; then
+    echo "setup: kernel 6.1 present: $(ls "$KCACHE"/6.1/boot/vmlinuz-*)"
+else
+    pkg=${EBPFPROF_KERNEL_6_1:-}
+    if [ -z "$pkg" ]; then
+        apt_update
+        pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+              sed -n 's/^ *Depends: \(linux-image-6\.1\.[^ ]*-amd64\)$/\1/p' | head -n1)
+        [ -n "$pkg" ] || die "cannot tell which 6.1 kernel linux-image-amd64 depends on"
+    fi
+    fetch 6.1 "$pkg"
+    echo "setup: kernel 6.1 fetched: $(ls "$KCACHE"/6.1/boot/vmlinuz-*)"
+fi
+
+# 6.12: Debian 12 ships it as linux-image-6.12.N+deb12-amd64.
+if have 6.12; then
+    echo "setup: kernel 6.12 present: $(ls "$KCACHE"/6.12/boot/vmlinuz-*)"
+else
+    pkg=${EBPFPROF_KERNEL_6_12:-}
+    if [ -z "$pkg" ]; then
+        apt_update
+        avail=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64$' | cut -d' ' -f1 | sort -V)
+        [ -n "$avail" ] || die "apt knows no linux-image-6.12.*+deb12-amd64 package"
+        if grep -qx 'linux-image-6.12.117+deb12-amd64' <<<"$avail"; then
+            pkg=linux-image-6.12.117+deb12-amd64
+        else
+            pkg=$(tail -n1 <<<"$avail")
+        fi
+    fi
+    fetch 6.12 "$pkg"
+    echo "setup: kernel 6.12 fetched: $(ls "$KCACHE"/6.12/boot/vmlinuz-*)"
+fi
+echo "setup: done (kernels in $KCACHE)"
