@@ -67,6 +67,9 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB) | $(OUTPUT)/tests
 deps:
 	scripts/deps.sh
 
+# a C program embedding libpython3.11.so, profiled by the integration tests
+include tests/embed/Makefile.inc
+
 unit-bins: $(UNIT_BINS)
 
 unit: $(UNIT_BINS)

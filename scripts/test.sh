@@ -13,7 +13,7 @@ scripts/deps-speedscope.sh || exit 1
 # the 3.9, 3.13 and 3.14 interpreters (cached after the first run)
 scripts/make-chroots.sh || echo "test.sh: some chroots could not be built; their tests will say so"
 
-make -j"$(nproc)" ebpfprof unit-bins || exit 1
+make -j"$(nproc)" ebpfprof unit-bins embed-host || exit 1
 make unit || status=1
 make integration || status=1
 exit $status

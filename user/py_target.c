@@ -239,9 +239,9 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 		return errno == ENOENT || errno == ESRCH ? PY_TARGET_GONE : PY_TARGET_NOT_PYTHON;
 	}
 	if (!found) {
-		snprintf(err, errlen, "process %d (%s) is not a CPython process: no _PyRuntime in %s%s",
+		snprintf(err, errlen, "process %d (%s) is not a CPython process: no _PyRuntime in %s%s (ebpfprof profiles CPython %s)",
 			 pid, comm, exe[0] ? exe : "its executable",
-			 saw_python_name ? " or a mapped libpython" : "");
+			 saw_python_name ? " or a mapped libpython" : "", py_supported_versions());
 		return PY_TARGET_NOT_PYTHON;
 	}
 	if (is_free_threaded_name(t->shown_path)) {

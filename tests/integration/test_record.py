@@ -34,7 +34,7 @@ def test_hot_function_shares_match_truth(interp_name, workloads, out):
 
 def test_named_threads_get_one_profile_each(workloads, out):
     interp = require_interpreter("debian-3.11")
-    w = workloads(interp, "named_threads.py", seconds=6)
+    w = workloads(interp, "named_threads.py", seconds=30)
     time.sleep(0.5)
     path = out()
     run_ebpfprof("--pid", w.pid, "-d", 3, "-o", path, check=True)
@@ -50,7 +50,7 @@ def test_named_threads_get_one_profile_each(workloads, out):
 
 def test_threads_share_one_time_axis(workloads, out):
     interp = require_interpreter("debian-3.11")
-    w = workloads(interp, "named_threads.py", seconds=6)
+    w = workloads(interp, "named_threads.py", seconds=30)
     time.sleep(0.5)
     path = out()
     run_ebpfprof("--pid", w.pid, "-d", 2, "-o", path, check=True)
@@ -63,7 +63,7 @@ def test_threads_share_one_time_axis(workloads, out):
 
 def test_300_deep_recursion_has_full_stacks(workloads, out):
     interp = require_interpreter("pyenv-3.11")
-    w = workloads(interp, "recurse.py", "--depth", "300", seconds=5)
+    w = workloads(interp, "recurse.py", "--depth", "300", seconds=30)
     time.sleep(1)
     path = out()
     run_ebpfprof("--pid", w.pid, "-d", 1, "-o", path, check=True)
@@ -76,7 +76,7 @@ def test_300_deep_recursion_has_full_stacks(workloads, out):
 
 def test_1000_deep_recursion_is_truncated_with_a_marker(workloads, out):
     interp = require_interpreter("debian-3.11")
-    w = workloads(interp, "recurse.py", "--depth", "1000", seconds=5)
+    w = workloads(interp, "recurse.py", "--depth", "1000", seconds=30)
     time.sleep(1)
     path = out()
     res = run_ebpfprof("--pid", w.pid, "-d", 1, "-o", path, check=True)
@@ -128,7 +128,7 @@ def test_interrupt_writes_a_valid_profile(sig, workloads, out):
 
 def test_default_output_name(workloads, tmp_path):
     interp = require_interpreter("debian-3.11")
-    w = workloads(interp, "two_hot.py", seconds=5)
+    w = workloads(interp, "two_hot.py", seconds=30)
     res = subprocess.run([str(EBPFPROF), "--pid", str(w.pid), "-d", "1"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
@@ -140,7 +140,7 @@ def test_default_output_name(workloads, tmp_path):
 @pytest.mark.parametrize("fmt,suffix", [("collapsed", ".txt"), ("chrome", ".json"), ("pprof", ".pb.gz")])
 def test_other_formats(fmt, suffix, workloads, out):
     interp = require_interpreter("debian-3.11")
-    w = workloads(interp, "two_hot.py", seconds=5)
+    w = workloads(interp, "two_hot.py", seconds=30)
     path = out(suffix)
     run_ebpfprof("--pid", w.pid, "-d", 1, "-f", fmt, "-o", path, check=True)
     data = path.read_bytes()

@@ -1,0 +1,835 @@
+#!/usr/bin/python3
+"""ebpfprof's overhead benchmarks (make bench, through scripts/bench.sh).
+
+Every figure is a ratio measured within this one run: each workload does a
+FIXED amount of work (not a fixed time) and times it itself, alternately
+without the profiler and with `ebpfprof --pid` attached, several times; the
+medians are compared. The machine these run on is small and shared, so
+absolute times mean little; ratios of medians of interleaved runs hold up.
+
+  1. sampling: CPU-bound pure Python at 100 Hz and 1000 Hz, with a shallow
+     and a 300-frame stack (the kernel walks every frame on every sample)
+  2. GC probes: ~1000 collections a second, a fixed number of them, under
+     Debian's python3.11 (USDT probes) and pyenv's 3.11.7 (uprobes)
+  3. off-CPU tracking: two threads ping-ponging through threading.Event
+  4. the profiler itself: its CPU time and peak RSS while it records a
+     multi-threaded workload for 10 s
+  +  the kernel side: BPF run time per event, from kernel.bpf_stats_enabled
+
+Writes a compact table to stdout, docs/benchmarks.md, and the raw numbers
+to build/bench/results.json. Needs root."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+EBPFPROF = ROOT / "ebpfprof"
+DEBIAN_PY = os.environ.get("BENCH_DEBIAN_PYTHON", "/usr/bin/python3")
+PYENV_PY = os.environ.get("BENCH_PYENV_PYTHON", "/root/.pyenv/versions/3.11.7/bin/python3.11")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+SETTLE_S = 0.3          # after the profiler has attached, before the timed part
+STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- bpftool
+
+def bpftool(*args):
+    try:
+        res = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if res.returncode or not res.stdout.strip():
+        return None
+    try:
+        return json.loads(res.stdout)
+    except ValueError:
+        return None
+
+
+def elements(dump):
+    """Elements of `bpftool map dump id N` (a bare list, or wrapped)."""
+    if isinstance(dump, list) and dump and isinstance(dump[0], dict) and "elements" in dump[0]:
+        return [e for m in dump for e in m["elements"]]
+    return dump or []
+
+
+def le_int(hexbytes):
+    return int.from_bytes(bytes(int(b, 16) for b in hexbytes), "little")
+
+
+def key_of(elem):
+    f = elem.get("formatted")
+    if isinstance(f, dict) and isinstance(f.get("key"), int):
+        return f["key"]
+    return le_int(elem["key"])
+
+
+class Instance:
+    """The BPF side of one ebpfprof process: its procs map and counters map."""
+
+    def __init__(self, procs_id, btf_id):
+        self.procs_id, self.btf_id = procs_id, btf_id
+        self.counters_id = None
+        for m in bpftool("map", "show", "name", "counters") or []:
+            if m.get("btf_id") == btf_id:
+                self.counters_id = m["id"]
+
+    def counters(self):
+        """Counters summed over the CPUs: index -> value."""
+        out = {}
+        if self.counters_id is None:
+            return out
+        for e in elements(bpftool("map", "dump", "id", str(self.counters_id))):
+            out[key_of(e)] = sum(le_int(v["value"]) for v in e["values"])
+        return out
+
+    def prog_stats(self):
+        """program name -> [run_time_ns, run_cnt] of this instance's programs."""
+        out = {}
+        for p in bpftool("prog", "show") or []:
+            if self.procs_id in p.get("map_ids", []):
+                s = out.setdefault(p["name"], [0, 0])
+                s[0] += p.get("run_time_ns", 0)
+                s[1] += p.get("run_cnt", 0)
+        return out
+
+    def snapshot(self):
+        return {"t": time.monotonic(), "counters": self.counters(), "progs": self.prog_stats()}
+
+
+def find_instance(pid):
+    """The ebpfprof instance whose procs map holds pid, once it has attached."""
+    maps = bpftool("map", "show", "name", "procs") or []
+    for m in sorted(maps, key=lambda m: -m["id"]):
+        for e in elements(bpftool("map", "dump", "id", str(m["id"]))):
+            if key_of(e) == pid:
+                return Instance(m["id"], m.get("btf_id"))
+    return None
+
+
+# ---------------------------------------------------------------- processes
+
+def proc_cpu(pid):
+    """user+system CPU seconds of a live process, from /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_mem(pid):
+    """(VmRSS, VmHWM) in KiB of a live process."""
+    rss = hwm = None
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, hwm
+
+
+SUMMARY_RE = re.compile(r"recorded ([\d.]+) s \(([^)]*)\): (\d+) samples, (\d+) lost, (\d+) threads?, "
+                        r"CPython ([\d.]+), GC timed by (.*)")
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def measure(py, script, wargs, prof=None, stats=False, timeout=600):
+    """One run of bench/<script> under interpreter py: unprofiled when prof is
+    None, else with `ebpfprof --pid PID *prof` attached before the timed part.
+    Returns the workload's result, plus the profiler's figures."""
+    tmp = Path(tempfile.mkdtemp(prefix="ebpfprof-bench-"))
+    go, result, release = tmp / "go", tmp / "result.json", tmp / "release"
+    argv = [py, str(BENCH / script), *map(str, wargs),
+            "--go", str(go), "--result", str(result), "--release", str(release)]
+    werr = open(tmp / "workload.err", "w+")
+    w = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=werr)
+    ep = None
+    out = {}
+    try:
+        deadline = time.monotonic() + 30
+        pid = None
+        while pid is None:
+            werr.seek(0)
+            first = werr.readline()
+            if first.startswith("pid=") and first.endswith("\n"):
+                pid = int(first[4:])
+            elif w.poll() is not None or time.monotonic() > deadline:
+                werr.seek(0)
+                raise BenchError(f"{script} did not start: {werr.read()[-2000:]}")
+            else:
+                time.sleep(0.005)
+        if prof is not None:
+            eperr = open(tmp / "ebpfprof.err", "w+")
+            ep = subprocess.Popen([str(EBPFPROF), "--pid", str(pid), "-o", str(tmp / "profile.json"),
+                                   *map(str, prof)], stdout=subprocess.DEVNULL, stderr=eperr)
+            t_start = time.monotonic()
+            inst = None
+            while inst is None:
+                if ep.poll() is not None:
+                    eperr.seek(0)
+                    raise BenchError(f"ebpfprof exited ({ep.returncode}) before attaching: "
+                                     f"{eperr.read()[-2000:]}")
+                if time.monotonic() - t_start > 120:
+                    raise BenchError("ebpfprof did not attach within 120 s")
+                inst = find_instance(pid)
+                if inst is None:
+                    time.sleep(0.05)
+            out["attach_s"] = time.monotonic() - t_start
+            time.sleep(SETTLE_S)
+            out["ep_cpu_ready"] = proc_cpu(ep.pid)
+            out["ep_rss_ready_kib"] = proc_mem(ep.pid)[0]
+            if stats:
+                out["snap0"] = inst.snapshot()
+        go.touch()
+        deadline = time.monotonic() + timeout
+        while not result.exists():
+            if w.poll() is not None:
+                werr.seek(0)
+                raise BenchError(f"{script} exited ({w.returncode}) early: {werr.read()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"{script} took over {timeout} s")
+            time.sleep(0.01)
+        if ep is not None:
+            out["ep_cpu_done"] = proc_cpu(ep.pid)
+            out["ep_rss_done_kib"], out["ep_hwm_done_kib"] = proc_mem(ep.pid)
+            if stats:
+                out["snap1"] = inst.snapshot()
+        with open(result) as f:
+            out.update(json.load(f))
+        release.touch()
+        w.wait(timeout=60)
+        if ep is not None:
+            _, status, ru = os.wait4(ep.pid, 0)
+            ep.returncode = os.waitstatus_to_exitcode(status)
+            eperr.seek(0)
+            err = eperr.read()
+            if ep.returncode != 0:
+                raise BenchError(f"ebpfprof failed ({ep.returncode}): {err[-2000:]}")
+            out["ep_cpu_total"] = ru.ru_utime + ru.ru_stime
+            out["ep_utime"], out["ep_stime"] = ru.ru_utime, ru.ru_stime
+            out["ep_maxrss_kib"] = ru.ru_maxrss
+            m = SUMMARY_RE.search(err)
+            if not m:
+                raise BenchError(f"no summary line from ebpfprof: {err[-2000:]}")
+            out.update(recorded_s=float(m.group(1)), samples=int(m.group(3)), lost=int(m.group(4)),
+                       threads=int(m.group(5)), cpython=m.group(6), gc_probe=m.group(7).strip())
+            prof_file = tmp / "profile.json"
+            out["profile_bytes"] = prof_file.stat().st_size if prof_file.exists() else 0
+        return out
+    finally:
+        for p in (w, ep):
+            if p is not None and p.returncode is None and p.poll() is None:
+                p.kill()
+                p.wait()
+        werr.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- statistics
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def compare(base, prof, key="seconds"):
+    """Ratio of medians, and the range of the per-repetition ratios."""
+    b, p = med(r[key] for r in base), med(r[key] for r in prof)
+    pairs = [q[key] / a[key] for a, q in zip(base, prof) if a[key]]
+    return {"base": b, "prof": p, "ratio": p / b if b else None,
+            "lo": min(pairs) if pairs else None, "hi": max(pairs) if pairs else None}
+
+
+def interleaved(reps, configs, label):
+    """Runs every (name, thunk) of configs reps times, alternating, the order
+    reversed every other repetition. Returns name -> [results]."""
+    out = {name: [] for name, _ in configs}
+    for rep in range(reps):
+        order = configs if rep % 2 == 0 else configs[::-1]
+        for name, thunk in order:
+            r = thunk()
+            out[name].append(r)
+            log(f"  {label} rep {rep + 1}/{reps} {name:<16} {r['seconds']:7.3f} s wall"
+                f"  {r.get('cpu_seconds', 0):7.3f} s CPU"
+                + (f"  ({r['samples']} samples, {r['lost']} lost)" if "samples" in r else ""))
+    return out
+
+
+# ---------------------------------------------------------------- the benchmarks
+
+def bench_sampling(cfg):
+    log("1. sampling overhead (CPU-bound, fixed work)")
+    probe = measure(DEBIAN_PY, "cpu.py", ["--rounds", 200])
+    rounds = max(100, int(200 * cfg.cpu_seconds / probe["cpu_seconds"]))
+    log(f"  calibrated: {rounds} rounds of crunch(1000) ~ {cfg.cpu_seconds:.1f} s of CPU")
+    rows = []
+    for depth in (1, 300):
+        wargs = ["--rounds", rounds, "--depth", depth]
+        configs = [("none", lambda: measure(DEBIAN_PY, "cpu.py", wargs)),
+                   ("100 Hz", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 100])),
+                   ("1000 Hz", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 1000]))]
+        res = interleaved(cfg.reps, configs, f"depth {depth}")
+        for rate in ("100 Hz", "1000 Hz"):
+            wall = compare(res["none"], res[rate])
+            cpu = compare(res["none"], res[rate], "cpu_seconds")
+            samples = med(r["samples"] for r in res[rate])
+            extra = wall["prof"] - wall["base"]
+            rows.append({"depth": depth, "rate": rate, "wall": wall, "cpu": cpu, "samples": samples,
+                         "lost": max(r["lost"] for r in res[rate]),
+                         "us_per_sample": extra / samples * 1e6 if samples else None,
+                         "cpu_us_per_sample": (cpu["prof"] - cpu["base"]) / samples * 1e6 if samples else None,
+                         "runs": {"none": res["none"], rate: res[rate]}})
+    return {"rounds": rounds, "rows": rows}
+
+
+def calibrate_gc(py, target_rate, quick):
+    threshold, n = 4000, (200 if quick else 500)
+    for _ in range(3):
+        r = measure(py, "gc_rate.py", ["--threshold", threshold, "--collections", n])
+        rate = n / r["cpu_seconds"]
+        new = int(min(200000, max(100, threshold * rate / target_rate)))
+        if abs(new - threshold) < 0.05 * threshold:
+            break
+        threshold = new
+    return threshold
+
+
+def bench_gc(cfg):
+    log("2. GC probe cost (fixed number of collections)")
+    rows = []
+    for name, py, expect in (("Debian python3.11 (USDT)", DEBIAN_PY, "USDT"),
+                             ("pyenv 3.11.7 (uprobes)", PYENV_PY, "uprobe")):
+        if not os.access(py, os.X_OK):
+            log(f"  {name}: {py} is missing, skipped")
+            rows.append({"name": name, "missing": py})
+            continue
+        threshold = calibrate_gc(py, cfg.gc_rate, cfg.quick)
+        log(f"  {name}: gen-0 threshold {threshold} for ~{cfg.gc_rate}/s")
+        wargs = ["--threshold", threshold, "--collections", cfg.collections]
+        configs = [("none", lambda: measure(py, "gc_rate.py", wargs)),
+                   ("profiled", lambda: measure(py, "gc_rate.py", wargs, prof=["-r", 1]))]
+        res = interleaved(cfg.reps, configs, name.split()[0])
+        wall = compare(res["none"], res["profiled"])
+        cpu = compare(res["none"], res["profiled"], "cpu_seconds")
+        n = med(r["collections"] for r in res["none"])
+        rows.append({"name": name, "threshold": threshold, "collections": n,
+                     "per_generation": res["none"][0]["per_generation"],
+                     "rate": n / wall["base"], "wall": wall, "cpu": cpu,
+                     "us_per_gc": (wall["prof"] - wall["base"]) / n * 1e6,
+                     "cpu_us_per_gc": (cpu["prof"] - cpu["base"]) / n * 1e6,
+                     "gc_probe": sorted({r["gc_probe"] for r in res["profiled"]}),
+                     "expected_probe": expect,
+                     "lost": max(r["lost"] for r in res["profiled"]), "runs": res})
+    return {"rows": rows}
+
+
+def bench_offcpu(cfg):
+    log("3. off-CPU tracking cost (ping-pong, fixed round trips)")
+    probe = measure(DEBIAN_PY, "pingpong.py", ["--round-trips", 2000])
+    trips = max(1000, int(2000 * cfg.pingpong_seconds / probe["seconds"]))
+    log(f"  calibrated: {trips} round trips ~ {cfg.pingpong_seconds:.1f} s")
+    wargs = ["--round-trips", trips]
+    configs = [("none", lambda: measure(DEBIAN_PY, "pingpong.py", wargs)),
+               ("profiled", lambda: measure(DEBIAN_PY, "pingpong.py", wargs, prof=["-r", 1]))]
+    res = interleaved(cfg.reps, configs, "ping-pong")
+    for rs in res.values():
+        for r in rs:
+            r["switches"] = r["voluntary"] + r["involuntary"]
+    wall = compare(res["none"], res["profiled"])
+    cpu = compare(res["none"], res["profiled"], "cpu_seconds")
+    sw_base = med(r["switches"] for r in res["none"])
+    sw_prof = med(r["switches"] for r in res["profiled"])
+    return {"round_trips": trips, "wall": wall, "cpu": cpu,
+            "switches_base": sw_base, "switches_prof": sw_prof,
+            "voluntary_base": med(r["voluntary"] for r in res["none"]),
+            "switches_per_s": sw_base / wall["base"],
+            "us_per_switch": (wall["prof"] - wall["base"]) / sw_prof * 1e6,
+            "cpu_us_per_switch": (cpu["prof"] - cpu["base"]) / sw_prof * 1e6,
+            "lost": max(r["lost"] for r in res["profiled"]), "runs": res}
+
+
+def bench_self(cfg):
+    log(f"4. the profiler's own CPU and memory ({cfg.record_seconds:.0f} s recordings)")
+    rows = []
+    for rate in (100, 1000):
+        runs = []
+        for rep in range(cfg.self_reps):
+            r = measure(DEBIAN_PY, "multi.py", ["--seconds", cfg.record_seconds], prof=["-r", rate])
+            runs.append(r)
+            log(f"  {rate} Hz rep {rep + 1}/{cfg.self_reps}: ebpfprof {r['ep_cpu_total']:.2f} s CPU, "
+                f"max RSS {r['ep_maxrss_kib'] / 1024:.1f} MiB, {r['samples']} samples, {r['lost']} lost")
+        secs = med(r["seconds"] for r in runs)
+        rec = [(r["ep_cpu_done"] - r["ep_cpu_ready"]) / r["seconds"] for r in runs]
+        rows.append({
+            "rate": rate, "seconds": secs,
+            "startup_cpu": med(r["ep_cpu_ready"] for r in runs),
+            "attach_s": med(r["attach_s"] for r in runs),
+            "cpu_per_s": med(rec),
+            "finish_cpu": med(r["ep_cpu_total"] - r["ep_cpu_done"] for r in runs),
+            "total_cpu": med(r["ep_cpu_total"] for r in runs),
+            "utime": med(r["ep_utime"] for r in runs), "stime": med(r["ep_stime"] for r in runs),
+            "maxrss_mib": med(r["ep_maxrss_kib"] for r in runs) / 1024,
+            "rss_ready_mib": med(r["ep_rss_ready_kib"] for r in runs) / 1024,
+            "hwm_done_mib": med(r["ep_hwm_done_kib"] for r in runs) / 1024,
+            "growth_mib_per_s": med((r["ep_hwm_done_kib"] - r["ep_rss_ready_kib"]) / 1024 / r["seconds"]
+                                    for r in runs),
+            "samples_per_s": med(r["samples"] / r["recorded_s"] for r in runs),
+            "switches_per_s": med((r["voluntary"] + r["involuntary"]) / r["seconds"] for r in runs),
+            "gcs_per_s": med(r["collections"] / r["seconds"] for r in runs),
+            "threads": runs[0]["threads"],
+            "profile_mib": med(r["profile_bytes"] for r in runs) / 2**20,
+            "lost": max(r["lost"] for r in runs), "runs": runs})
+    return {"rows": rows}
+
+
+def bench_kernel(cfg, sampling, gc, offcpu):
+    """One profiled run per case with kernel.bpf_stats_enabled=1: the BPF
+    programs' own run time, put per event of the target."""
+    if not STATS_SYSCTL.exists():
+        return {"skipped": "kernel.bpf_stats_enabled is not available"}
+    log("+ kernel side: BPF run time per event (kernel.bpf_stats_enabled=1, one run each)")
+    old = STATS_SYSCTL.read_text().strip()
+    cases = [("sample, 1-frame stack", DEBIAN_PY, "cpu.py",
+              ["--rounds", sampling["rounds"], "--depth", 1], ["-r", 1000], "sample"),
+             ("sample, 300-frame stack", DEBIAN_PY, "cpu.py",
+              ["--rounds", sampling["rounds"], "--depth", 300], ["-r", 1000], "sample")]
+    for row in gc["rows"]:
+        if "missing" not in row:
+            py = DEBIAN_PY if row["expected_probe"] == "USDT" else PYENV_PY
+            cases.append((f"collection, {row['expected_probe']}", py, "gc_rate.py",
+                          ["--threshold", row["threshold"], "--collections", cfg.collections], ["-r", 1], "gc"))
+    cases.append(("context switch (ping-pong)", DEBIAN_PY, "pingpong.py",
+                  ["--round-trips", offcpu["round_trips"]], ["-r", 1], "switch"))
+    rows = []
+    try:
+        STATS_SYSCTL.write_text("1\n")
+        for label, py, script, wargs, prof, kind in cases:
+            r = measure(py, script, wargs, prof=prof, stats=True)
+            s0, s1 = r["snap0"], r["snap1"]
+            progs = {}
+            for name, (ns, cnt) in s1["progs"].items():
+                ns0, cnt0 = s0["progs"].get(name, (0, 0))
+                if cnt - cnt0:
+                    progs[name] = {"ns": ns - ns0, "runs": cnt - cnt0}
+            c0, c1 = s0["counters"], s1["counters"]
+            if kind == "sample":
+                events = c1.get(0, 0) - c0.get(0, 0)
+                ns = sum(p["ns"] for n, p in progs.items() if n.startswith("sample"))
+            elif kind == "gc":
+                events = r["collections"]
+                ns = sum(p["ns"] for n, p in progs.items() if n.startswith("gc_"))
+            else:
+                events = c1.get(4, 0) - c0.get(4, 0)
+                ns = sum(p["ns"] for n, p in progs.items() if n.startswith("offcpu"))
+            rows.append({"label": label, "kind": kind, "events": events, "bpf_ns": ns,
+                         "ns_per_event": ns / events if events else None,
+                         "bpf_share": ns / 1e9 / r["seconds"], "progs": progs,
+                         "seconds": r["seconds"]})
+            log(f"  {label}: {events} events, {ns / 1e6:.1f} ms of BPF, "
+                f"{(ns / events / 1000) if events else float('nan'):.2f} us each")
+    finally:
+        STATS_SYSCTL.write_text(old + "\n")
+    return {"rows": rows}
+
+
+# ---------------------------------------------------------------- reporting
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = "?"
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    os_name = "?"
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    os_name = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    ver = subprocess.run([str(EBPFPROF), "--version"], capture_output=True, text=True).stdout.strip()
+    return {"nproc": os.cpu_count(), "kernel": platform.release(), "cpu": model, "mem": mem,
+            "os": os_name, "ebpfprof": ver or "?",
+            "pythons": {p: subprocess.run([p, "-VV"], capture_output=True, text=True).stdout.strip()
+                        for p in (DEBIAN_PY, PYENV_PY) if os.access(p, os.X_OK)}}
+
+
+def pct(ratio):
+    return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def fmt_ratio(c):
+    return f"{c['ratio']:.3f} ({c['lo']:.3f}-{c['hi']:.3f})"
+
+
+def us(x):
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def summary_table(R):
+    """The compact table printed at the end: one line per measurement."""
+    lines = [f"{'benchmark':<44} {'unprof s':>9} {'prof s':>9} {'wall ratio':>11} {'CPU ratio':>10}  derived cost"]
+    for row in R["sampling"]["rows"]:
+        lines.append(f"{'1 sampling ' + row['rate'] + ', depth ' + str(row['depth']):<44} "
+                     f"{row['wall']['base']:9.3f} {row['wall']['prof']:9.3f} {row['wall']['ratio']:11.3f} "
+                     f"{row['cpu']['ratio']:10.3f}  {us(row['us_per_sample'])} us/sample "
+                     f"(CPU {us(row['cpu_us_per_sample'])})")
+    for row in R["gc"]["rows"]:
+        if "missing" in row:
+            lines.append(f"{'2 GC ' + row['name']:<44} skipped: {row['missing']} missing")
+            continue
+        lines.append(f"{'2 GC ' + row['name']:<44} {row['wall']['base']:9.3f} {row['wall']['prof']:9.3f} "
+                     f"{row['wall']['ratio']:11.3f} {row['cpu']['ratio']:10.3f}  "
+                     f"{us(row['us_per_gc'])} us/collection (CPU {us(row['cpu_us_per_gc'])}) "
+                     f"at {row['rate']:.0f}/s")
+    o = R["offcpu"]
+    lines.append(f"{'3 off-CPU ping-pong':<44} {o['wall']['base']:9.3f} {o['wall']['prof']:9.3f} "
+                 f"{o['wall']['ratio']:11.3f} {o['cpu']['ratio']:10.3f}  "
+                 f"{us(o['us_per_switch'])} us/switch (CPU {us(o['cpu_us_per_switch'])}) "
+                 f"at {o['switches_per_s']:.0f} switches/s")
+    for row in R["self"]["rows"]:
+        lines.append(f"{'4 ebpfprof itself, ' + str(row['rate']) + ' Hz':<44} "
+                     f"CPU {row['cpu_per_s'] * 1000:.1f} ms per s recorded "
+                     f"({row['cpu_per_s'] * 100:.2f}% of a core), startup {row['startup_cpu']:.2f} s, "
+                     f"write {row['finish_cpu']:.2f} s, max RSS {row['maxrss_mib']:.1f} MiB "
+                     f"(+{row['growth_mib_per_s'] * 1024:.0f} KiB/s)")
+    for row in R["kernel"].get("rows", []):
+        lines.append(f"{'+ BPF run time, ' + row['label']:<44} "
+                     f"{us(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} us/event "
+                     f"({row['events']} events)")
+    return "\n".join(lines)
+
+
+def write_markdown(R, path):
+    M = R["machine"]
+    cfg = R["config"]
+    L = []
+    a = L.append
+    a("# ebpfprof benchmarks")
+    a("")
+    a("Overhead of profiling a CPython process with `ebpfprof --pid`, and the profiler's own cost. "
+      "Generated by `make bench` (`scripts/bench.sh` -> `bench/run.py`); every figure below is from "
+      "the run described here, nothing is edited by hand. Speed and memory targets are tracked here, "
+      "not in timed tests.")
+    a("")
+    a(f"- **Date:** {R['date']} (the whole run took {R['elapsed_s'] / 60:.1f} min)")
+    a(f"- **Machine:** {M['nproc']} CPUs ({M['cpu']}), {M['mem']} RAM, kernel {M['kernel']}, {M['os']}")
+    a(f"- **Load:** load average {R['loadavg_before']} before the run, {R['loadavg_after']} after "
+      "(this VM is shared; see *Method*)")
+    a(f"- **ebpfprof:** {M['ebpfprof']}")
+    for p, v in M["pythons"].items():
+        a(f"- **{p}:** {v.splitlines()[0]}")
+    a(f"- **Repetitions:** {cfg['reps']} alternating runs per configuration (order reversed every "
+      f"other repetition), figures are medians")
+    a("")
+    a("## Reproduce")
+    a("")
+    a("```sh")
+    a("sudo make bench                       # builds ./ebpfprof first; about 8-10 minutes")
+    a("sudo scripts/bench.sh --reps 7        # more repetitions; --quick for a 2-minute smoke run")
+    a("```")
+    a("")
+    a("Needs root (BPF, perf events, uprobes), `bpftool` (to see when the profiler has attached, and "
+      f"to read BPF run times), Debian's `{DEBIAN_PY}` (3.11, USDT probes) and pyenv's "
+      f"`{PYENV_PY}` (shared libpython, unstripped: GC timed by uprobes). "
+      "Raw numbers of the last run: `build/bench/results.json`.")
+    a("")
+    a("## Method")
+    a("")
+    a("Each workload (`bench/*.py`) does a **fixed amount of work** and times it itself with "
+      "`time.perf_counter()` (wall) and `time.process_time()` (CPU time of the whole process). It "
+      "warms up, then waits for a go file; for a profiled run the harness starts "
+      "`ebpfprof --pid PID`, waits until the profiler's BPF `procs` map holds the PID (it is "
+      f"attached and sampling), waits {SETTLE_S} s more, then gives the go. Profiler startup, and "
+      "writing the profile at the end, are therefore outside the timed part (benchmark 4 measures "
+      "them).")
+    a("")
+    a("**Ratio** = median profiled time / median unprofiled time; the range in brackets is the "
+      "smallest and largest ratio of the individual pairs of runs. The machine is a 2-CPU VM shared "
+      "with other jobs, so wall times are noisy: compare the ratio with its range, and with the "
+      "**CPU ratio**, which is the same comparison on the workload's own CPU time. The kernel has no "
+      "IRQ time accounting (`CONFIG_IRQ_TIME_ACCOUNTING` unset), so the BPF programs run in the "
+      "target's context (sampling interrupt, uprobes, `sched_switch`) are charged to the target's CPU "
+      "time and the CPU ratio includes them, while it is much less disturbed by other jobs taking the "
+      "CPUs. **Derived cost** = (median profiled - median unprofiled) / events, where events are the "
+      "samples ebpfprof reports, or the collections or context switches the workload counted; "
+      "on a quiet machine a few microseconds of noise per event are normal, and a negative figure "
+      "means the cost is below the noise.")
+    a("")
+    a("Benchmarks 2 and 3 profile with `-r 1` (one sample a second) so that the figure is the cost of "
+      "the GC probes, or of the off-CPU tracker, alone; at the default 100 Hz add the sampling "
+      "overhead of benchmark 1. The `sched_switch` tracker is always on (it is what `--idle` and the "
+      "thread state table use), so benchmark 1's figures include it too, for the few switches a "
+      "CPU-bound thread makes.")
+    a("")
+
+    S = R["sampling"]
+    a("## 1. Sampling overhead")
+    a("")
+    a(f"`bench/cpu.py`: {S['rounds']} calls of a pure-Python arithmetic loop (`crunch(1000)`), made "
+      "at the bottom of a recursion of *depth* frames, under Debian's python3.11. On every sample the "
+      "BPF program finds the thread's `PyThreadState` and walks every frame of its Python stack "
+      "(up to 512), so the deep variant shows the cost of the walk.")
+    a("")
+    a("| stack depth | rate | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | samples | lost | cost per sample (wall / CPU) |")
+    a("|---|---|---|---|---|---|---|---|---|")
+    for row in S["rows"]:
+        a(f"| {row['depth']} | {row['rate']} | {row['wall']['base']:.3f} | {row['wall']['prof']:.3f} | "
+          f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {row['samples']:.0f} | {row['lost']} | "
+          f"{us(row['us_per_sample'])} / {us(row['cpu_us_per_sample'])} us |")
+    a("")
+
+    G = R["gc"]
+    a("## 2. GC probe cost")
+    a("")
+    a(f"`bench/gc_rate.py`: makes cyclic garbage until the collector has run {cfg['collections']} "
+      f"times; the generation-0 threshold is calibrated per interpreter for about {cfg['gc_rate']} "
+      "collections a second unprofiled (nothing survives, interpreter objects are frozen out with "
+      "`gc.freeze()`, so every collection does the same work; collections are counted with "
+      "`gc.get_stats()`, not `gc.callbacks`). ebpfprof times every collection: a probe at its start, "
+      "another at its end, which also walks the Python stack that triggered it and sends an event "
+      "through the ring buffer.")
+    a("")
+    a("| interpreter (GC timed by) | threshold | collections/s unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | cost per collection (wall / CPU) |")
+    a("|---|---|---|---|---|---|---|---|")
+    for row in G["rows"]:
+        if "missing" in row:
+            a(f"| {row['name']} | skipped: `{row['missing']}` is missing | | | | | | |")
+            continue
+        a(f"| {row['name']} | {row['threshold']} | {row['rate']:.0f} | {row['wall']['base']:.3f} | "
+          f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | "
+          f"{us(row['us_per_gc'])} / {us(row['cpu_us_per_gc'])} us |")
+    a("")
+    for row in G["rows"]:
+        if "missing" not in row:
+            a(f"- {row['name']}: generations 0/1/2 collected {'/'.join(map(str, row['per_generation']))} "
+              f"times; ebpfprof said GC timed by {', '.join(row['gc_probe'])}; {row['lost']} events lost.")
+    a("")
+
+    O = R["offcpu"]
+    a("## 3. Off-CPU tracking cost")
+    a("")
+    a(f"`bench/pingpong.py`: two threads pass a token {O['round_trips']} times through two "
+      "`threading.Event`s. Every switch-out of a profiled thread runs the `sched_switch` BPF program, "
+      "which classifies the wait, walks the Python stack and sends it; the switch-in sends a second, "
+      "small record. Context switches are counted from `/proc/thread-self/status` of both threads "
+      "(voluntary + involuntary).")
+    a("")
+    a("| round trips | switches/s unprofiled | switches per run (unprofiled / profiled) | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | cost per switch (wall / CPU) |")
+    a("|---|---|---|---|---|---|---|---|")
+    a(f"| {O['round_trips']} | {O['switches_per_s']:.0f} | {O['switches_base']:.0f} / {O['switches_prof']:.0f} | "
+      f"{O['wall']['base']:.3f} | {O['wall']['prof']:.3f} | {fmt_ratio(O['wall'])} | {fmt_ratio(O['cpu'])} | "
+      f"{us(O['us_per_switch'])} / {us(O['cpu_us_per_switch'])} us |")
+    a("")
+    a(f"{O['lost']} events lost (worst run).")
+    a("")
+
+    F = R["self"]
+    a("## 4. The profiler's own CPU and memory")
+    a("")
+    a(f"`bench/multi.py` under Debian's python3.11 for {cfg['record_seconds']:.0f} s: "
+      f"{F['rows'][0]['threads']} threads (two CPU spinners 40 frames deep, a garbage maker, a "
+      "ping-pong pair, a 1 ms sleeper, a socket reader and writer, the main thread). CPU time of the "
+      "ebpfprof process from `/proc/PID/stat` when it has attached and when the recording ends, and "
+      "from `wait4()` rusage at exit (user + system, so reading the ring buffer counts, the BPF "
+      "programs do not: they run in the target's context, see benchmarks 1-3). Peak RSS is "
+      f"`ru_maxrss`. Medians of {cfg['self_reps']} runs.")
+    a("")
+    a("| rate | samples/s | switches/s | collections/s | startup CPU s (attach wall s) | CPU while recording, per s recorded | CPU to write the profile s | total CPU s (user / sys) | RSS after attach MiB | peak RSS MiB | RSS growth KiB/s | profile MiB | lost |")
+    a("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in F["rows"]:
+        a(f"| {row['rate']} Hz | {row['samples_per_s']:.0f} | {row['switches_per_s']:.0f} | {row['gcs_per_s']:.0f} | "
+          f"{row['startup_cpu']:.2f} ({row['attach_s']:.2f}) | {row['cpu_per_s'] * 1000:.1f} ms ({row['cpu_per_s'] * 100:.2f}% of a CPU) | "
+          f"{row['finish_cpu']:.2f} | {row['total_cpu']:.2f} ({row['utime']:.2f} / {row['stime']:.2f}) | "
+          f"{row['rss_ready_mib']:.1f} | {row['maxrss_mib']:.1f} | {row['growth_mib_per_s'] * 1024:.0f} | "
+          f"{row['profile_mib']:.2f} | {row['lost']} |")
+    a("")
+
+    K = R["kernel"]
+    a("## Kernel side: BPF run time per event")
+    a("")
+    if "skipped" in K:
+        a(f"Skipped: {K['skipped']}.")
+    else:
+        a("One more profiled run of each case with `kernel.bpf_stats_enabled=1` (restored afterwards): "
+          "the run time the kernel accounts to ebpfprof's BPF programs during the timed part, divided "
+          "by the target's events. It is the cost inside the programs only: the uprobe trap "
+          "(breakpoint, exception, return-address hijack for the uretprobe), the perf interrupt and "
+          "the context switch itself come on top, which is why the derived costs above are larger. "
+          "The sampler and the `sched_switch` program also run, briefly, for every other task on "
+          "the machine; that time is included here, so these figures are upper bounds per event.")
+        a("")
+        a("| case | events | BPF run time ms | per event us | share of the run | programs (runs, ms) |")
+        a("|---|---|---|---|---|---|")
+        for row in K["rows"]:
+            progs = ", ".join(f"{n} ({p['runs']}, {p['ns'] / 1e6:.1f})" for n, p in sorted(row["progs"].items()))
+            a(f"| {row['label']} | {row['events']} | {row['bpf_ns'] / 1e6:.1f} | "
+              f"{us(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} | "
+              f"{row['bpf_share'] * 100:.2f}% | {progs} |")
+    a("")
+    a("## Observations")
+    a("")
+    for obs in R["observations"]:
+        a(f"- {obs}")
+    a("")
+    a("## Summary (as printed by `make bench`)")
+    a("")
+    a("```")
+    a(R["table"])
+    a("```")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(L) + "\n")
+
+
+def observations(R):
+    """Plain statements computed from the figures, for the doc and the log."""
+    out = []
+    rows = {(r["depth"], r["rate"]): r for r in R["sampling"]["rows"]}
+    for depth in (1, 300):
+        r1, r2 = rows.get((depth, "100 Hz")), rows.get((depth, "1000 Hz"))
+        if r1 and r2:
+            out.append(f"Sampling, {depth}-frame stack: {pct(r1['wall']['ratio'])} wall "
+                       f"({pct(r1['cpu']['ratio'])} CPU) at 100 Hz, {pct(r2['wall']['ratio'])} wall "
+                       f"({pct(r2['cpu']['ratio'])} CPU) at 1000 Hz.")
+    k = {r["label"]: r for r in R["kernel"].get("rows", [])}
+    a, b = k.get("sample, 1-frame stack"), k.get("sample, 300-frame stack")
+    if a and b and a["ns_per_event"] and b["ns_per_event"]:
+        out.append(f"One sample costs {a['ns_per_event'] / 1000:.1f} us of BPF time with a shallow stack and "
+                   f"{b['ns_per_event'] / 1000:.1f} us with 300 frames "
+                   f"({(b['ns_per_event'] - a['ns_per_event']) / 299:.0f} ns per extra frame); at 1000 Hz "
+                   f"a 300-frame stack spends {b['bpf_share'] * 100:.1f}% of the target's time in the sampler.")
+    for row in R["gc"]["rows"]:
+        if "missing" in row:
+            continue
+        kern = k.get(f"collection, {row['expected_probe']}")
+        line = (f"GC, {row['name']}: {row['rate']:.0f} collections/s unprofiled, "
+                f"{pct(row['wall']['ratio'])} wall ({pct(row['cpu']['ratio'])} CPU), "
+                f"{row['us_per_gc']:.1f} us per collection from wall time, {row['cpu_us_per_gc']:.1f} us from CPU time")
+        if kern and kern["ns_per_event"]:
+            line += f", of which {kern['ns_per_event'] / 1000:.1f} us run in the BPF programs"
+        out.append(line + ".")
+        if row["expected_probe"] not in " ".join(row["gc_probe"]):
+            out.append(f"UNEXPECTED: {row['name']} was timed by {row['gc_probe']}, "
+                       f"not {row['expected_probe']}.")
+    o = R["offcpu"]
+    kern = k.get("context switch (ping-pong)")
+    line = (f"Off-CPU: {o['switches_per_s']:.0f} context switches/s unprofiled, "
+            f"{pct(o['wall']['ratio'])} wall ({pct(o['cpu']['ratio'])} CPU), "
+            f"{o['us_per_switch']:.2f} us per switch from wall time, {o['cpu_us_per_switch']:.2f} us from CPU time")
+    if kern and kern["ns_per_event"]:
+        line += f", of which {kern['ns_per_event'] / 1000:.2f} us run in the BPF program"
+    out.append(line + ".")
+    for row in R["self"]["rows"]:
+        out.append(f"ebpfprof at {row['rate']} Hz on a {row['threads']}-thread target: "
+                   f"{row['cpu_per_s'] * 100:.2f}% of a CPU while recording, "
+                   f"{row['startup_cpu']:.2f} s of CPU to start, peak RSS {row['maxrss_mib']:.1f} MiB.")
+    lost = [r["lost"] for r in R["sampling"]["rows"]] + \
+           [r["lost"] for r in R["gc"]["rows"] if "lost" in r] + [o["lost"]] + \
+           [r["lost"] for r in R["self"]["rows"]]
+    if any(lost):
+        out.append(f"Some events were lost (ring buffer full): up to {max(lost)} in one run.")
+    else:
+        out.append("No events were lost in any run.")
+    noisy = [f"{r['depth']}/{r['rate']}" for r in R["sampling"]["rows"] if r["wall"]["hi"] - r["wall"]["lo"] > 0.1]
+    if noisy or R["loadavg_before"].split()[0] > "1.5":
+        out.append(f"The machine was busy (load average {R['loadavg_before']} at the start): wall ratios "
+                   "vary by more than 10% between pairs of runs in places; trust the CPU ratios and "
+                   "the BPF run times more than small wall-time differences.")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=5, help="alternating runs per configuration (default 5)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, 2 repetitions: a smoke run")
+    ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--no-doc", action="store_true", help="do not write the markdown file")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root: BPF programs, perf events and uprobes (run: sudo make bench)")
+    if not EBPFPROF.exists():
+        sys.exit(f"bench: {EBPFPROF} is not built (run make)")
+    if not shutil.which("bpftool"):
+        sys.exit("bench: bpftool is missing (apt-get install bpftool); it tells when ebpfprof has attached")
+    if not os.access(DEBIAN_PY, os.X_OK):
+        sys.exit(f"bench: {DEBIAN_PY} is missing")
+
+    class Cfg:
+        pass
+    cfg = Cfg()
+    cfg.quick = args.quick
+    cfg.reps = 2 if args.quick else args.reps
+    cfg.self_reps = 1 if args.quick else 3
+    cfg.cpu_seconds = 0.5 if args.quick else 2.0
+    cfg.gc_rate = 1000
+    cfg.collections = 1000 if args.quick else 5000
+    cfg.pingpong_seconds = 0.5 if args.quick else 2.0
+    cfg.record_seconds = 3.0 if args.quick else 10.0
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    t0 = time.monotonic()
+    R = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+         "machine": machine(), "config": {k: v for k, v in vars(cfg).items()},
+         "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3])}
+    log(f"bench: {R['machine']['nproc']} CPUs, {R['machine']['cpu']}, kernel {R['machine']['kernel']}, "
+        f"load {R['loadavg_before']}")
+    try:
+        R["sampling"] = bench_sampling(cfg)
+        R["gc"] = bench_gc(cfg)
+        R["offcpu"] = bench_offcpu(cfg)
+        R["self"] = bench_self(cfg)
+        R["kernel"] = bench_kernel(cfg, R["sampling"], R["gc"], R["offcpu"])
+    except BenchError as e:
+        sys.exit(f"bench: {e}")
+    R["elapsed_s"] = time.monotonic() - t0
+    R["loadavg_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
+    R["table"] = summary_table(R)
+    R["observations"] = observations(R)
+    raw = ROOT / "build" / "bench" / "results.json"
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(R, indent=1, default=str))
+    print()
+    print(R["table"])
+    print()
+    for o in R["observations"]:
+        print(f"- {o}")
+    if not args.no_doc:
+        write_markdown(R, Path(args.output))
+        print(f"\nwrote {args.output} and {raw} ({R['elapsed_s'] / 60:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""Issue 4: PID namespaces both ways, and --subprocesses."""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EBPFPROF, ROOT, WORKLOADS, Profile, require_interpreter, run_ebpfprof, wait_for_go
+
+
+def child_of(pid, timeout=5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.05)
+    raise AssertionError(f"{pid} has no child")
+
+
+def test_target_in_its_own_pid_namespace_is_profiled_from_the_host(out):
+    require_interpreter("debian-3.11")
+    unshare = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "/usr/bin/python3.11",
+                                str(WORKLOADS / "two_hot.py"), "--seconds", "30"],
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert unshare.stderr.readline().strip() == "pid=1"  # it sees itself as pid 1
+        host_pid = child_of(unshare.pid)
+        time.sleep(0.5)
+        path = out()
+        run_ebpfprof("--pid", host_pid, "-d", 1.5, "-o", path, check=True)
+        prof = Profile(path)
+        assert prof.threads() == [f'Thread {host_pid} "MainThread"']
+        assert prof.weight_with("crunch_a") > 0 and prof.weight_with("crunch_b") > 0
+    finally:
+        unshare.kill()
+        unshare.wait()
+
+
+def test_profiler_inside_a_pid_namespace_takes_the_namespaced_pid(tmp_path):
+    require_interpreter("debian-3.11")
+    path = tmp_path / "ns.speedscope.json"
+    script = (f'/usr/bin/python3.11 {WORKLOADS}/two_hot.py --seconds 30 2>/dev/null & '
+              f'sleep 0.7; echo "target=$!"; '
+              f'{EBPFPROF} --pid $! -d 1.5 -o {path}; echo "rc=$?"; kill $! 2>/dev/null; wait')
+    res = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", script],
+                         capture_output=True, text=True, timeout=60)
+    assert "rc=0" in res.stdout, res.stdout + res.stderr
+    ns_pid = int(res.stdout.split("target=")[1].split()[0])
+    assert ns_pid < 10, "the pid given was the namespace's own"
+    prof = Profile(path)
+    assert prof.threads() == [f'Thread {ns_pid} "MainThread"']
+    assert prof.weight_with("crunch_a") > 0
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_subprocesses_gives_a_profile_per_process(method, workloads, out, tmp_path):
+    interp = require_interpreter("debian-3.11")
+    go = tmp_path / "go"
+    w = workloads(interp, "pool.py", "--method", method, "--go", str(go), seconds=3,
+                  truth=str(tmp_path / "truth.json"))
+    path = out()
+    proc = subprocess.Popen([str(EBPFPROF), "--subprocesses", "--pid", str(w.pid), "-d", "30",
+                             "-o", str(path)], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    wait_for_go(go)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    workers = w.truth()["workers"]
+    assert len(workers) == 2
+    prof = Profile(path)
+    pids = {int(name.split("(pid ")[1].split(")")[0]) for name in prof.threads()}
+    assert {w.pid, *workers} <= pids, (prof.threads(), workers)
+    for worker in workers:
+        worker_profile = next(p for p in prof.doc["profiles"] if f"(pid {worker})" in p["name"])
+        assert prof.weight_with("pool_work", worker_profile) > 0.3e9

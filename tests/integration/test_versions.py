@@ -1,0 +1,37 @@
+"""Issue 4: every CPython from 3.8 to 3.14 that this machine has, static or
+shared, stripped or not, release or debug, on the host or in a chroot (its
+own root, as in a container): correct function names, files and lines."""
+import time
+
+import pytest
+
+from conftest import Profile, require_interpreter, run_ebpfprof
+
+INTERPRETERS = [
+    "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13",
+    "debian-3.11", "debian-3.11-dbg",
+    "chroot-3.9", "chroot-3.9-dbg", "chroot-3.13", "chroot-3.13-dbg", "chroot-3.14", "chroot-3.14-dbg",
+]
+
+
+@pytest.mark.parametrize("interp_name", INTERPRETERS)
+def test_names_files_and_lines(interp_name, workloads, out):
+    interp = require_interpreter(interp_name)
+    w = workloads(interp, "two_hot.py", seconds=30)  # killed when done
+    time.sleep(0.8)
+    path = out()
+    res = run_ebpfprof("--pid", w.pid, "-d", 1.5, "-r", 200, "-o", path, check=True)
+    assert "CPython %d.%d" % interp.version in res.stderr
+    prof = Profile(path)
+    expected = [("<module>", 38), ("main", 32), ("crunch_a", 18)]
+    hits = [s for s, _ in prof.stacks() if s[:3] == [n for n, _ in expected]]
+    assert hits, f"no <module> > main > crunch_a stack in {list(prof.stacks())[:3]}"
+    by_name = {}
+    for f in prof.frames:
+        by_name.setdefault(f["name"], set()).add((f.get("file", "").rsplit("/", 1)[-1], f.get("line")))
+    for name, line in expected:
+        assert ("two_hot.py", line) in by_name[name], (name, by_name[name])
+    assert by_name["body"] <= {("two_hot.py", 11), ("two_hot.py", 12), ("two_hot.py", 13), ("two_hot.py", 14)}
+    if interp.chroot:
+        # names as the process itself sees them, not the host's path to them
+        assert any(f.get("file", "").startswith("/ebpfprof-workloads/") for f in prof.frames)

@@ -1,0 +1,214 @@
+#!/bin/sh
+# vmtests/smoke.sh - the checks vmtests/run.sh runs inside each test kernel
+# (as root, in the repository, under run-in-vm.sh). Can also be run as is on
+# any host (root) as a quick end-to-end check of ./ebpfprof.
+#
+#   btf      /sys/kernel/btf/vmlinux exists (CO-RE needs the kernel's BTF)
+#   cpu      two_hot.py under ebpfprof -d 2 (speedscope): samples in crunch_a and crunch_b
+#   gc       gc_churn.py under ebpfprof --gc-log: GC events recorded, "GC timed by USDT probes"
+#   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight
+#
+# ebpfprof always runs with -v, so a load failure leaves libbpf's and the
+# verifier's log in its stderr; that log is printed when a check fails.
+# Work files live on a tmpfs ($SMOKE_TMP, default /run or /dev/shm). If
+# SMOKE_KEEP=DIR is set, every profile, log and stderr is copied there at the end
+# (run.sh shares a host directory read-write for that).
+# Output: one "smoke: NAME: ok|FAIL ..." line per check, then the final line
+#   smoke-result: PASS            or
+#   smoke-result: FAIL (reason; reason...)
+# Exit status 0 only if every check passed.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$PWD
+PY=/usr/bin/python3.11          # the interpreter profiled (Debian's, with USDT probes)
+CHECKPY=/usr/bin/python3        # for the JSON checks (never a pyenv shim: slow)
+EBPFPROF=$ROOT/ebpfprof
+WL=$ROOT/tests/workloads
+
+pick_tmpfs() {
+    for d in ${SMOKE_TMP:-} /run /dev/shm /tmp; do
+        [ -d "$d" ] && [ -w "$d" ] && [ "$(stat -f -c %T "$d" 2>/dev/null)" = tmpfs ] && { echo "$d"; return; }
+    done
+    echo /tmp
+}
+T=$(mktemp -d "$(pick_tmpfs)/ebpfprof-smoke.XXXXXX") || exit 2
+PIDS=""
+cleanup() {
+    for p in $PIDS; do kill "$p" 2>/dev/null; done
+    if [ -n "${SMOKE_KEEP:-}" ] && [ -d "$SMOKE_KEEP" ]; then cp -r "$T"/. "$SMOKE_KEEP"/ 2>/dev/null; fi
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+FAILS=""
+ok()   { echo "smoke: $1: ok${2:+ ($2)}"; }
+fail() { echo "smoke: $1: FAIL ($2)"; FAILS="${FAILS:+$FAILS; }$1: $2"; }
+now()  { date +%s.%N; }
+took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# show_log NAME FILE: ebpfprof's stderr after a failure (libbpf/verifier messages).
+# A verifier log can be long: its head and its tail are what matter.
+show_log() {
+    n=$(wc -l < "$2")
+    echo "----- $1: ebpfprof -v stderr ($n lines) -----"
+    if [ "$n" -le 200 ]; then cat "$2"
+    else head -n 60 "$2"; echo "[... $((n - 160)) lines ...]"; tail -n 100 "$2"; fi
+    echo "----- end of $1 ebpfprof stderr -----"
+}
+
+# start_workload NAME SCRIPT ARGS...: starts it in the background; sets WPID
+# from the pid=N line it prints first on stderr. Returns non-zero if none came.
+start_workload() {
+    name=$1; script=$2; shift 2
+    "$PY" "$WL/$script" "$@" 2> "$T/$name.workload.err" &
+    PIDS="$PIDS $!"
+    WPID=""
+    i=0
+    while [ $i -lt 300 ]; do                     # up to 30 s (slow guests)
+        WPID=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$name.workload.err" | head -n1)
+        [ -n "$WPID" ] && return 0
+        kill -0 "$!" 2>/dev/null || break
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
+# profile NAME ARGS...: ./ebpfprof -v ARGS, stderr to $T/NAME.ebpfprof.err; sets ERC.
+profile() {
+    name=$1; shift
+    timeout -k 5 120 "$EBPFPROF" -v "$@" 2> "$T/$name.ebpfprof.err"
+    ERC=$?
+}
+
+# the first line of ebpfprof's stderr that names the error, for the reason
+first_error() {
+    grep -m1 -E '^ebpfprof: |error|Error|failed|invalid|unknown|R[0-9]+ ' "$1" | cut -c1-200
+}
+
+echo "smoke: kernel $(uname -r), $(nproc) CPU(s), ebpfprof $("$EBPFPROF" --version 2>&1 | head -n1)"
+
+# --- btf --------------------------------------------------------------------------
+if [ -r /sys/kernel/btf/vmlinux ]; then
+    ok btf "/sys/kernel/btf/vmlinux, $(stat -c %s /sys/kernel/btf/vmlinux) bytes"
+else
+    fail btf "/sys/kernel/btf/vmlinux missing: the kernel has no BTF"
+fi
+
+for f in "$EBPFPROF" "$PY" "$CHECKPY"; do
+    [ -x "$f" ] || { fail setup "$f missing (build with make; python3.11 from Debian)"; }
+done
+[ -n "$FAILS" ] && { echo "smoke-result: FAIL ($FAILS)"; exit 1; }
+
+# --- cpu: two_hot.py, speedscope, samples in crunch_a and crunch_b ------------------
+t0=$(now)
+if ! start_workload cpu two_hot.py --seconds 30; then
+    fail cpu "two_hot.py printed no pid= line: $(head -c 300 "$T/cpu.workload.err")"
+else
+    profile cpu --pid "$WPID" -d 2 -o "$T/two_hot.speedscope.json"
+    kill "$WPID" 2>/dev/null
+    if [ $ERC -ne 0 ]; then
+        fail cpu "ebpfprof exit $ERC: $(first_error "$T/cpu.ebpfprof.err")"
+        show_log cpu "$T/cpu.ebpfprof.err"
+    elif res=$("$CHECKPY" - "$T/two_hot.speedscope.json" <<'EOF' 2>&1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+frames = doc["shared"]["frames"]
+w = {"crunch_a": 0, "crunch_b": 0}
+n = 0
+for p in doc["profiles"]:
+    for s, wt in zip(p["samples"], p["weights"]):
+        n += 1
+        names = {frames[i]["name"] for i in s}
+        for fn in w:
+            if fn in names:
+                w[fn] += wt
+summary = f"{n} samples, crunch_a weight {w['crunch_a']:g}, crunch_b weight {w['crunch_b']:g}"
+if n == 0 or not w["crunch_a"] or not w["crunch_b"]:
+    sys.exit("no samples in " + " and ".join(k for k, v in w.items() if not v) + f" ({summary})")
+print(summary)
+EOF
+    ); then
+        ok cpu "$res, $(took "$t0")"
+    else
+        fail cpu "$(echo "$res" | tail -n1)"
+        show_log cpu "$T/cpu.ebpfprof.err"
+    fi
+fi
+
+# --- gc: gc_churn.py with --gc-log, GC timed by USDT probes -------------------------
+t0=$(now)
+if ! start_workload gc gc_churn.py --seconds 30; then
+    fail gc "gc_churn.py printed no pid= line: $(head -c 300 "$T/gc.workload.err")"
+else
+    profile gc --pid "$WPID" -d 2 --gc-log "$T/gc.jsonl" -o "$T/gc_churn.speedscope.json"
+    kill "$WPID" 2>/dev/null
+    if [ $ERC -ne 0 ]; then
+        fail gc "ebpfprof exit $ERC: $(first_error "$T/gc.ebpfprof.err")"
+        show_log gc "$T/gc.ebpfprof.err"
+    elif ! grep -q "GC timed by USDT probes" "$T/gc.ebpfprof.err"; then
+        fail gc "stderr lacks \"GC timed by USDT probes\": $(grep -m1 'GC timed by' "$T/gc.ebpfprof.err" || echo 'no "GC timed by" line')"
+        show_log gc "$T/gc.ebpfprof.err"
+    elif res=$("$CHECKPY" - "$T/gc.jsonl" <<'EOF' 2>&1
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+gcs = [l for l in lines if l.get("type") == "gc"]
+if not any(l.get("type") == "session" for l in lines):
+    sys.exit("--gc-log has no session line")
+if not gcs:
+    sys.exit(f"--gc-log recorded no GC event ({len(lines)} lines)")
+gens = sorted({g["generation"] for g in gcs})
+total = sum(g["duration_s"] for g in gcs)
+print(f"{len(gcs)} GC events, generations {gens}, {total * 1e3:.1f} ms in GC")
+EOF
+    ); then
+        ok gc "$res, USDT, $(took "$t0")"
+    else
+        fail gc "$(echo "$res" | tail -n1)"
+        show_log gc "$T/gc.ebpfprof.err"
+    fi
+fi
+
+# --- idle: thread_mix.py with --idle, a [GIL wait] frame ------------------------------
+t0=$(now)
+if ! start_workload idle thread_mix.py --seconds 30; then
+    fail idle "thread_mix.py printed no pid= line: $(head -c 300 "$T/idle.workload.err")"
+else
+    sleep 0.5      # let its threads start
+    profile idle --pid "$WPID" -d 2 --idle -o "$T/thread_mix.speedscope.json"
+    kill "$WPID" 2>/dev/null
+    if [ $ERC -ne 0 ]; then
+        fail idle "ebpfprof exit $ERC: $(first_error "$T/idle.ebpfprof.err")"
+        show_log idle "$T/idle.ebpfprof.err"
+    elif res=$("$CHECKPY" - "$T/thread_mix.speedscope.json" <<'EOF' 2>&1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+frames = doc["shared"]["frames"]
+ids = {i for i, f in enumerate(frames) if f["name"] == "[GIL wait]"}
+if not ids:
+    sys.exit("no [GIL wait] frame in the profile (frames named [...]: %s)"
+             % sorted({f["name"] for f in frames if f["name"].startswith("[")}))
+weight, threads = 0, set()
+for p in doc["profiles"]:
+    for s, wt in zip(p["samples"], p["weights"]):
+        if ids & set(s):
+            weight += wt
+            threads.add(p["name"])
+if not weight:
+    sys.exit("the [GIL wait] frame is in no sample")
+print(f"[GIL wait] weight {weight:g} {doc['profiles'][0].get('unit', '')} in {len(threads)} thread(s)")
+EOF
+    ); then
+        ok idle "$res, $(took "$t0")"
+    else
+        fail idle "$(echo "$res" | tail -n1)"
+        show_log idle "$T/idle.ebpfprof.err"
+    fi
+fi
+
+if [ -z "$FAILS" ]; then
+    echo "smoke-result: PASS"
+    exit 0
+fi
+echo "smoke-result: FAIL ($FAILS)"
+exit 1
