@@ -29,7 +29,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps test unit unit-bins integration bench vmtest clean
+.PHONY: all deps demo test unit unit-bins integration bench vmtest clean
 all: ebpfprof
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
@@ -77,6 +77,12 @@ unit: $(UNIT_BINS)
 
 integration: ebpfprof
 	$(PYTHON) -m pytest -ra tests/integration
+
+# the README's first command: set up, build, profile the bundled demo
+demo: deps
+	$(MAKE) ebpfprof
+	./ebpfprof --idle --gc-log demo-gc.jsonl -o demo.speedscope.json -- $(PYTHON) examples/demo.py
+	@echo "demo: open $(CURDIR)/demo.speedscope.json at https://www.speedscope.app (GC pauses and long waits: $(CURDIR)/demo-gc.jsonl)"
 
 # deps, build, unit tests, integration tests: what CI runs (.ci/run)
 test:

@@ -63,6 +63,13 @@ def bpftool(*args):
         return None
 
 
+def as_list(x):
+    """bpftool prints one object, not a list, when one map matches a name."""
+    if x is None:
+        return []
+    return x if isinstance(x, list) else [x]
+
+
 def elements(dump):
     """Elements of `bpftool map dump id N` (a bare list, or wrapped)."""
     if isinstance(dump, list) and dump and isinstance(dump[0], dict) and "elements" in dump[0]:
@@ -87,7 +94,7 @@ class Instance:
     def __init__(self, procs_id, btf_id):
         self.procs_id, self.btf_id = procs_id, btf_id
         self.counters_id = None
-        for m in bpftool("map", "show", "name", "counters") or []:
+        for m in as_list(bpftool("map", "show", "name", "counters")):
             if m.get("btf_id") == btf_id:
                 self.counters_id = m["id"]
 
@@ -103,7 +110,7 @@ class Instance:
     def prog_stats(self):
         """program name -> [run_time_ns, run_cnt] of this instance's programs."""
         out = {}
-        for p in bpftool("prog", "show") or []:
+        for p in as_list(bpftool("prog", "show")):
             if self.procs_id in p.get("map_ids", []):
                 s = out.setdefault(p["name"], [0, 0])
                 s[0] += p.get("run_time_ns", 0)
@@ -116,7 +123,7 @@ class Instance:
 
 def find_instance(pid):
     """The ebpfprof instance whose procs map holds pid, once it has attached."""
-    maps = bpftool("map", "show", "name", "procs") or []
+    maps = as_list(bpftool("map", "show", "name", "procs"))
     for m in sorted(maps, key=lambda m: -m["id"]):
         for e in elements(bpftool("map", "dump", "id", str(m["id"]))):
             if key_of(e) == pid:
@@ -763,8 +770,8 @@ def observations(R):
         out.append(f"Some events were lost (ring buffer full): up to {max(lost)} in one run.")
     else:
         out.append("No events were lost in any run.")
-    noisy = [f"{r['depth']}/{r['rate']}" for r in R["sampling"]["rows"] if r["wall"]["hi"] - r["wall"]["lo"] > 0.1]
-    if noisy or R["loadavg_before"].split()[0] > "1.5":
+    noisy = [r for r in R["sampling"]["rows"] if r["wall"]["hi"] - r["wall"]["lo"] > 0.1]
+    if noisy or float(R["loadavg_before"].split()[0]) > 1.5:
         out.append(f"The machine was busy (load average {R['loadavg_before']} at the start): wall ratios "
                    "vary by more than 10% between pairs of runs in places; trust the CPU ratios and "
                    "the BPF run times more than small wall-time differences.")

@@ -3,11 +3,17 @@
 # installs only what is missing. Needs root (apt-get).
 set -eu
 build="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make gcc pkg-config"
-tests="libcmocka-dev python3 python3-pytest python3-jsonschema debootstrap python3.11-dbg python3.11-dev libpython3.11-dev util-linux procps nodejs npm chromium"
+tests="libcmocka-dev python3 python3-pytest python3-jsonschema debootstrap python3.11-dbg
+python3.11-dev libpython3.11-dev util-linux procps chromium"
 missing=""
 for p in $build $tests; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# Node.js may come from elsewhere with its own npm (which conflicts with
+# Debian's npm package): what matters is that both commands exist.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	missing="$missing nodejs npm"
+fi
 if [ -n "$missing" ]; then
 	echo "deps: installing$missing"
 	apt-get update -qq

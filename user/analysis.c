@@ -216,10 +216,30 @@ static struct thread_states *states_of(struct thread_states **v, size_t *n, int 
 	return &grown[(*n)++];
 }
 
+/* How much of wait w falls inside collections run by the same thread: a
+ * collector can be preempted mid-collection, and that time is the pause's. */
+static uint64_t own_gc_overlap(const struct analysis *a, const struct interval *w,
+			       uint64_t longest_gc)
+{
+	size_t i = first_start_at(&a->gcs, w->start_ns > longest_gc ? w->start_ns - longest_gc : 0);
+	uint64_t sum = 0;
+
+	for (; i < a->gcs.n && a->gcs.v[i].start_ns < w->end_ns; i++) {
+		const struct interval *g = &a->gcs.v[i];
+		uint64_t s = g->start_ns > w->start_ns ? g->start_ns : w->start_ns;
+		uint64_t e = g->end_ns < w->end_ns ? g->end_ns : w->end_ns;
+
+		if (g->pid == w->pid && g->tid == w->tid && e > s)
+			sum += e - s;
+	}
+	return sum;
+}
+
 size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 			      struct thread_states **out)
 {
 	struct thread_states *ts;
+	uint64_t longest_gc = longest(&a->gcs);
 	size_t i, j, n = 0;
 
 	*out = NULL;
@@ -248,7 +268,9 @@ size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 		const struct interval *w = &a->waits.v[i];
 
 		ts = states_of(out, &n, w->pid, w->tid);
-		if (ts)
+		if (ts && analysis_gc_is_exact(a, w->pid))
+			ts->ns[w->state] += w->end_ns - w->start_ns - own_gc_overlap(a, w, longest_gc);
+		else if (ts)
 			ts->ns[w->state] += w->end_ns - w->start_ns;
 	}
 	for (i = 0; i < n; i++)

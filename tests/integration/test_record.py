@@ -16,7 +16,7 @@ RATE = 400
 @pytest.mark.parametrize("interp_name", ["debian-3.11", "pyenv-3.11"])
 def test_hot_function_shares_match_truth(interp_name, workloads, out):
     interp = require_interpreter(interp_name)
-    w = workloads(interp, "two_hot.py", seconds=7, truth=f"/tmp/ebpfprof-truth-{os.getpid()}.json")
+    w = workloads(interp, "two_hot.py", seconds=9, truth=f"/tmp/ebpfprof-truth-{os.getpid()}.json")
     time.sleep(0.5)
     path = out()
     run_ebpfprof("--pid", w.pid, "-d", 5, "-r", RATE, "-o", path, check=True)
@@ -101,7 +101,7 @@ def test_launch_mode_profiles_the_command_until_it_exits(out):
 
 def test_target_exiting_mid_run_still_gives_a_profile(workloads, out):
     interp = require_interpreter("pyenv-3.11")
-    w = workloads(interp, "two_hot.py", seconds=2)
+    w = workloads(interp, "two_hot.py", seconds=5)
     path = out()
     res = run_ebpfprof("--pid", w.pid, "-d", 30, "-o", path, check=True)
     assert "target exited" in res.stderr

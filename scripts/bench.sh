@@ -1,0 +1,25 @@
+#!/bin/bash
+# Overhead benchmarks (make bench builds ./ebpfprof, then runs this): wall
+# and CPU time of fixed-work Python workloads with and without the profiler,
+# the profiler's own CPU and memory, and the BPF run time per event. Prints a
+# table and writes docs/benchmarks.md; raw numbers go to build/bench/.
+# Options are passed to bench/run.py: --reps N, --quick, --no-doc, --output FILE.
+set -u
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench.sh: needs root: it loads BPF programs, opens perf events and attaches uprobes to the" >&2
+	echo "          benchmark's Python processes (run: sudo make bench)" >&2
+	exit 1
+fi
+# Debian's interpreter, never the pyenv shim that may come first in PATH
+PY=/usr/bin/python3
+if [ ! -x "$PY" ]; then
+	echo "bench.sh: $PY is missing (apt-get install python3)" >&2
+	exit 1
+fi
+if [ ! -x ./ebpfprof ]; then
+	echo "bench.sh: ./ebpfprof is not built (run make, or make bench)" >&2
+	exit 1
+fi
+exec "$PY" bench/run.py "$@"
