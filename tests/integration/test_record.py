@@ -45,6 +45,8 @@ def test_named_threads_get_one_profile_each(workloads, out):
     main = prof.profile('"MainThread"')
     assert main["name"] == f'Thread {w.pid} "MainThread"'
     assert prof.weight_with("spin_until_main", main) > 0
+    # a function name of the 4-byte PyUnicode kind comes out as UTF-8
+    assert prof.weight_with("größe_𠀀", main) > 0
     assert prof.weight_with("spin_until", prof.profile("worker-alpha")) > 0
 
 

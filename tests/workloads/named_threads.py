@@ -33,8 +33,16 @@ def main():
     common.write_truth(args, {"threads": {t.native_id: t.name for t in threads}})
 
 
-def spin_until_main(deadline):
+def größe_𠀀():
+    """Non-ASCII name: 𠀀 (U+20000) makes co_name a 4-byte-kind string."""
     x = 0
+    for i in range(5000):
+        x += i
+    return x
+
+
+def spin_until_main(deadline):
+    x = größe_𠀀()
     for i in range(20000):
         x += i
     time.sleep(0.001)
