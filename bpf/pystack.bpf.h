@@ -118,11 +118,17 @@ static __always_inline __u64 current_frame(const struct ep_proc_cfg *cfg, __u64 
 	return frame;
 }
 
+/*
+ * The frame count lives in the event (a map value), not here: the verifier
+ * tracks a counter on the stack exactly, so each bpf_loop turn would be a
+ * new state and the callback would be verified once per possible depth
+ * (460k instructions); read back from a map it is just a bounded unknown,
+ * and one pass of the callback suffices.
+ */
 struct frame_walk {
 	const struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	__u64 frame;
-	__u32 depth;
 };
 
 static __always_inline __u64 buf_u64(const __u8 *buf, __u32 off)
@@ -162,12 +168,13 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	struct ep_stack_event *ev = &w->sc->ev;
 	__u8 *buf = w->sc->frame_buf;
 	__u32 size = cfg->frame_read_size;
+	__u32 depth = ev->depth;
 	__u64 code;
 	__s64 instr;
 
 	if (!w->frame)
 		return 1;
-	if (w->depth >= EP_MAX_FRAMES) {
+	if (depth >= EP_MAX_FRAMES) {
 		ev->flags |= EP_F_TRUNCATED;
 		return 1;
 	}
@@ -188,11 +195,11 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	instr = frame_instr_offset(cfg, buf, code);
 	if (instr < 0 && cfg->instr_kind == EP_INSTR_POINTER)
 		return 0;
-	ev->frames[w->depth].code = code;
-	ev->frames[w->depth].instr = instr < 0 ? ~0u : (__u32)instr;
-	ev->frames[w->depth].ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
-						   read_u64(code + cfg->code_filename));
-	w->depth++;
+	ev->frames[depth].code = code;
+	ev->frames[depth].instr = instr < 0 ? ~0u : (__u32)instr;
+	ev->frames[depth].ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
+						read_u64(code + cfg->code_filename));
+	ev->depth = depth + 1;
 	return 0;
 }
 
@@ -203,9 +210,9 @@ static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
 	struct frame_walk w = { .cfg = cfg, .sc = sc };
 
 	w.frame = current_frame(cfg, tstate);
+	sc->ev.depth = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
 	bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
-	sc->ev.depth = w.depth > EP_MAX_FRAMES ? EP_MAX_FRAMES : w.depth;
 }
 
 static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)
