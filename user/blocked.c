@@ -4,42 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "blocked.h"
+#include "procfs.h"
 #include "py_stack.h"
-
-/* The one-letter state of a task: R running, S sleeping, D uninterruptible... */
-static char task_state(int pid, int tid)
-{
-	char path[64], buf[512], *close;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	close = strrchr(buf, ')');	/* the comm may contain spaces and parentheses */
-	return close && close[1] == ' ' ? close[2] : 0;
-}
-
-/* The syscall a blocked task is in and its first argument; -1 if none. */
-static long task_syscall(int pid, int tid, uint64_t *arg0)
-{
-	char path[64];
-	long nr = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld 0x%lx", &nr, (unsigned long *)arg0) != 2)
-		nr = -1;
-	fclose(f);
-	return nr;
-}
 
 static void seed_one(struct session *s, struct recorder *r, const struct py_target *t,
 		     int tid, uint64_t ts_ns)
@@ -47,12 +13,12 @@ static void seed_one(struct session *s, struct recorder *r, const struct py_targ
 	struct ep_offcpu_start start = { .ts = ts_ns, .pid = t->pid, .tid = tid };
 	struct ep_stack_event *ev;
 	uint64_t arg0 = 0;
-	char state = task_state(t->pid, tid);
+	char state = procfs_task_state(t->pid, tid);
 	long nr;
 
 	if (state != 'S' && state != 'D')
 		return;		/* running or runnable: the kernel will see it leave */
-	nr = task_syscall(t->pid, tid, &arg0);
+	nr = procfs_task_syscall(t->pid, tid, &arg0);
 	start.reason = ep_classify_blocked(nr, arg0, state == 'D', t->cfg.gil_start, t->cfg.gil_end);
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)

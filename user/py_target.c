@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "elf_syms.h"
+#include "procfs.h"
 #include "py_target.h"
 #include "remote.h"
 
@@ -146,21 +147,6 @@ static int detect_version(struct py_target *t, struct elf_file *ef)
 	return version_from_name(t->shown_path, &t->major, &t->minor);
 }
 
-static void process_comm(pid_t pid, char *out, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(out, len, "?");
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(out, len, f))
-		out[strcspn(out, "\n")] = 0;
-	fclose(f);
-}
-
 /* Examines one mapped file; 1 if it holds _PyRuntime (t is filled). */
 static int try_candidate(struct py_target *t, const struct mapping *m, uint64_t map_base)
 {
@@ -223,7 +209,9 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
-	process_comm(pid, comm, sizeof(comm));
+	procfs_comm(pid, 0, comm, sizeof(comm));
+	if (!comm[0])
+		snprintf(comm, sizeof(comm), "?");
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n < 0 && errno == ENOENT) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "procfs.h"
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
@@ -39,21 +40,6 @@ uint64_t monotonic_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static void read_comm(int pid, int tid, char *out, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	out[0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(out, len, f))
-		out[strcspn(out, "\n")] = 0;
-	fclose(f);
 }
 
 int recorder_init(struct recorder *r, const struct recorder_opts *o)
@@ -98,7 +84,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 		symbolizer_free(p->sym);
 		p->target = *t;
 		p->sym = symbolizer_new(t->pid, &t->layout);
-		read_comm(t->pid, t->pid, p->comm, sizeof(p->comm));
+		procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 		return p->sym ? 0 : -1;
 	}
 	p = calloc(1, sizeof(*p));
@@ -111,7 +97,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 	r->procs = procs;
 	p->target = *t;
 	p->sym = symbolizer_new(t->pid, &t->layout);
-	read_comm(t->pid, t->pid, p->comm, sizeof(p->comm));
+	procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 	r->procs[r->nprocs++] = p;
 	return p->sym ? 0 : -1;
 }
@@ -196,7 +182,7 @@ static struct rec_thread *note_thread(struct rec_process *p, int tid, uint64_t t
 		t = &p->threads[p->nthreads++];
 		memset(t, 0, sizeof(*t));
 		t->tid = tid;
-		read_comm(p->target.pid, tid, t->comm, sizeof(t->comm));
+		procfs_comm(p->target.pid, tid, t->comm, sizeof(t->comm));
 	}
 	t = &p->threads[i];
 	if (tstate && tstate != t->tstate) {

@@ -215,6 +215,19 @@ static int keep_gc_link(struct session *s, struct bpf_link *link)
 	return 0;
 }
 
+/* Keeps both links of a probe pair, or neither: half a pair would leave
+ * collections that start and never end (or the reverse). */
+static int keep_gc_pair(struct session *s, struct bpf_link *start, struct bpf_link *done)
+{
+	if (!start || !done) {
+		bpf_link__destroy(start);
+		bpf_link__destroy(done);
+		return -1;
+	}
+	keep_gc_link(s, start);
+	return keep_gc_link(s, done);
+}
+
 static int attach_gc_usdt(struct session *s, const struct py_target *t)
 {
 	struct bpf_link *start, *done;
@@ -223,13 +236,7 @@ static int attach_gc_usdt(struct session *s, const struct py_target *t)
 					 "python", "gc__start", NULL);
 	done = bpf_program__attach_usdt(s->skel->progs.gc_done_usdt, t->pid, t->elf_path,
 					"python", "gc__done", NULL);
-	if (!start || !done) {
-		bpf_link__destroy(start);
-		bpf_link__destroy(done);
-		return -1;
-	}
-	keep_gc_link(s, start);
-	return keep_gc_link(s, done);
+	return keep_gc_pair(s, start, done);
 }
 
 static int attach_gc_uprobe(struct session *s, const struct py_target *t, const char *fn)
@@ -242,13 +249,7 @@ static int attach_gc_uprobe(struct session *s, const struct py_target *t, const 
 						t->elf_path, 0, &entry);
 	done = bpf_program__attach_uprobe_opts(s->skel->progs.gc_done_uprobe, t->pid,
 					       t->elf_path, 0, &ret);
-	if (!start || !done) {
-		bpf_link__destroy(start);
-		bpf_link__destroy(done);
-		return -1;
-	}
-	keep_gc_link(s, start);
-	return keep_gc_link(s, done);
+	return keep_gc_pair(s, start, done);
 }
 
 enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t)

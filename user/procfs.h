@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What /proc tells about a target's tasks, read without stopping them. */
+#ifndef EP_PROCFS_H
+#define EP_PROCFS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The kernel's name (comm) of task tid of process pid (tid 0: the process);
+ * empty if unreadable. */
+void procfs_comm(pid_t pid, pid_t tid, char *out, size_t len);
+/* The one-letter state of a task (R running, S sleeping, D uninterruptible), or 0. */
+char procfs_task_state(pid_t pid, pid_t tid);
+/* The syscall a blocked task is in, and its first argument; -1 if none. */
+long procfs_task_syscall(pid_t pid, pid_t tid, uint64_t *arg0);
+
+#endif
