@@ -35,10 +35,13 @@ def main():
     sys.setrecursionlimit(args.depth + 200)
     dive(args.depth, max(1, args.rounds // 50))     # warm-up
     common.wait_for_go(args)
+    v0, i0 = common.context_switches()
     t0, c0 = time.perf_counter(), time.process_time()
     dive(args.depth, args.rounds)
     t1, c1 = time.perf_counter(), time.process_time()
-    common.finish(args, {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "rounds": args.rounds})
+    v1, i1 = common.context_switches()
+    common.finish(args, {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "rounds": args.rounds,
+                         "voluntary": v1 - v0, "involuntary": i1 - i0})
 
 
 if __name__ == "__main__":

@@ -45,12 +45,14 @@ def main():
     run(max(10, args.collections // 50))    # warm-up
     common.wait_for_go(args)
     per_gen0 = [s["collections"] for s in gc.get_stats()]
+    v0, i0 = common.context_switches()
     t0, c0 = time.perf_counter(), time.process_time()
     done = run(args.collections)
     t1, c1 = time.perf_counter(), time.process_time()
+    v1, i1 = common.context_switches()
     per_gen = [s["collections"] - p for s, p in zip(gc.get_stats(), per_gen0)]
     common.finish(args, {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "collections": done, "per_generation": per_gen,
-                         "threshold": args.threshold})
+                         "threshold": args.threshold, "voluntary": v1 - v0, "involuntary": i1 - i0})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ medians are compared. The machine these run on is small and shared, so
 absolute times mean little; ratios of medians of interleaved runs hold up.
 
   1. sampling: CPU-bound pure Python at 100 Hz and 1000 Hz, with a shallow
-     and a 300-frame stack (the kernel walks every frame on every sample)
+     and a 300-frame stack (the kernel walks every frame on every sample);
+     1b. the same at 100 Hz with the target and the profiler pinned to the
+     same CPU or to different CPUs
   2. GC probes: ~1000 collections a second, a fixed number of them, under
      Debian's python3.11 (USDT probes) and pyenv's 3.11.7 (uprobes)
   3. off-CPU tracking: two threads ping-ponging through threading.Event
@@ -39,7 +41,6 @@ EBPFPROF = ROOT / "ebpfprof"
 DEBIAN_PY = os.environ.get("BENCH_DEBIAN_PYTHON", "/usr/bin/python3")
 PYENV_PY = os.environ.get("BENCH_PYENV_PYTHON", "/root/.pyenv/versions/3.11.7/bin/python3.11")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 SETTLE_S = 0.3          # after the profiler has attached, before the timed part
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 
@@ -89,7 +90,8 @@ def key_of(elem):
 
 
 class Instance:
-    """The BPF side of one ebpfprof process: its procs map and counters map."""
+    """The BPF side of one ebpfprof process: its procs map and counters map
+    (maps of one instance share a BTF object)."""
 
     def __init__(self, procs_id, btf_id):
         self.procs_id, self.btf_id = procs_id, btf_id
@@ -99,7 +101,7 @@ class Instance:
                 self.counters_id = m["id"]
 
     def counters(self):
-        """Counters summed over the CPUs: index -> value."""
+        """Counters summed over the CPUs: index -> value (enum ep_counter)."""
         out = {}
         if self.counters_id is None:
             return out
@@ -118,7 +120,7 @@ class Instance:
         return out
 
     def snapshot(self):
-        return {"t": time.monotonic(), "counters": self.counters(), "progs": self.prog_stats()}
+        return {"counters": self.counters(), "progs": self.prog_stats()}
 
 
 def find_instance(pid):
@@ -143,19 +145,18 @@ def proc_cpu(pid):
         return None
 
 
-def proc_mem(pid):
-    """(VmRSS, VmHWM) in KiB of a live process."""
-    rss = hwm = None
+def proc_status(pid):
+    """VmRSS, VmHWM (KiB) and the context switches of a live process's main thread."""
+    out = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1])
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "VmHWM", "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+                    out[k] = int(v.split()[0])
     except OSError:
         pass
-    return rss, hwm
+    return out
 
 
 SUMMARY_RE = re.compile(r"recorded ([\d.]+) s \(([^)]*)\): (\d+) samples, (\d+) lost, (\d+) threads?, "
@@ -166,17 +167,21 @@ class BenchError(RuntimeError):
     pass
 
 
-def measure(py, script, wargs, prof=None, stats=False, timeout=600):
+def measure(py, script, wargs, prof=None, stats=False, pin=None, timeout=600):
     """One run of bench/<script> under interpreter py: unprofiled when prof is
     None, else with `ebpfprof --pid PID *prof` attached before the timed part.
+    pin=(target CPU, profiler CPU) runs them under taskset (None: anywhere).
     Returns the workload's result, plus the profiler's figures."""
+    pin = pin or (None, None)
     tmp = Path(tempfile.mkdtemp(prefix="ebpfprof-bench-"))
     go, result, release = tmp / "go", tmp / "result.json", tmp / "release"
     argv = [py, str(BENCH / script), *map(str, wargs),
             "--go", str(go), "--result", str(result), "--release", str(release)]
+    if pin[0] is not None:
+        argv = ["taskset", "-c", str(pin[0])] + argv
     werr = open(tmp / "workload.err", "w+")
     w = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=werr)
-    ep = None
+    ep = eperr = None
     out = {}
     try:
         deadline = time.monotonic() + 30
@@ -193,8 +198,10 @@ def measure(py, script, wargs, prof=None, stats=False, timeout=600):
                 time.sleep(0.005)
         if prof is not None:
             eperr = open(tmp / "ebpfprof.err", "w+")
-            ep = subprocess.Popen([str(EBPFPROF), "--pid", str(pid), "-o", str(tmp / "profile.json"),
-                                   *map(str, prof)], stdout=subprocess.DEVNULL, stderr=eperr)
+            epargv = [str(EBPFPROF), "--pid", str(pid), "-o", str(tmp / "profile.json"), *map(str, prof)]
+            if pin[1] is not None:
+                epargv = ["taskset", "-c", str(pin[1])] + epargv
+            ep = subprocess.Popen(epargv, stdout=subprocess.DEVNULL, stderr=eperr)
             t_start = time.monotonic()
             inst = None
             while inst is None:
@@ -209,10 +216,10 @@ def measure(py, script, wargs, prof=None, stats=False, timeout=600):
                     time.sleep(0.05)
             out["attach_s"] = time.monotonic() - t_start
             time.sleep(SETTLE_S)
-            out["ep_cpu_ready"] = proc_cpu(ep.pid)
-            out["ep_rss_ready_kib"] = proc_mem(ep.pid)[0]
             if stats:
                 out["snap0"] = inst.snapshot()
+            out["ep_cpu_go"] = proc_cpu(ep.pid)
+            out["ep_status_go"] = proc_status(ep.pid)
         go.touch()
         deadline = time.monotonic() + timeout
         while not result.exists():
@@ -224,11 +231,13 @@ def measure(py, script, wargs, prof=None, stats=False, timeout=600):
             time.sleep(0.01)
         if ep is not None:
             out["ep_cpu_done"] = proc_cpu(ep.pid)
-            out["ep_rss_done_kib"], out["ep_hwm_done_kib"] = proc_mem(ep.pid)
+            out["ep_status_done"] = proc_status(ep.pid)
             if stats:
                 out["snap1"] = inst.snapshot()
         with open(result) as f:
             out.update(json.load(f))
+        if "voluntary" in out:
+            out["switches"] = out["voluntary"] + out["involuntary"]
         release.touch()
         w.wait(timeout=60)
         if ep is not None:
@@ -241,6 +250,9 @@ def measure(py, script, wargs, prof=None, stats=False, timeout=600):
             out["ep_cpu_total"] = ru.ru_utime + ru.ru_stime
             out["ep_utime"], out["ep_stime"] = ru.ru_utime, ru.ru_stime
             out["ep_maxrss_kib"] = ru.ru_maxrss
+            s0, s1 = out["ep_status_go"], out["ep_status_done"]
+            # ebpfprof is one thread: its voluntary switches are its sleeps, one per wake-up
+            out["ep_wakeups"] = s1.get("voluntary_ctxt_switches", 0) - s0.get("voluntary_ctxt_switches", 0)
             m = SUMMARY_RE.search(err)
             if not m:
                 raise BenchError(f"no summary line from ebpfprof: {err[-2000:]}")
@@ -255,6 +267,8 @@ def measure(py, script, wargs, prof=None, stats=False, timeout=600):
                 p.kill()
                 p.wait()
         werr.close()
+        if eperr:
+            eperr.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -273,6 +287,28 @@ def compare(base, prof, key="seconds"):
             "lo": min(pairs) if pairs else None, "hi": max(pairs) if pairs else None}
 
 
+def rates(runs):
+    """Median target context switches/s and profiler wake-ups/s over runs."""
+    return {"switches_per_s": med(r["switches"] / r["seconds"] for r in runs if "switches" in r),
+            "involuntary_per_s": med(r["involuntary"] / r["seconds"] for r in runs if "involuntary" in r),
+            "wakeups_per_s": med(r["ep_wakeups"] / r["seconds"] for r in runs if "ep_wakeups" in r)}
+
+
+def versus(base, prof, events_key=None, events=None):
+    """Everything one table row needs: wall and CPU ratios, per-event costs,
+    context switches of the target with and without, profiler wake-ups."""
+    wall = compare(base, prof)
+    cpu = compare(base, prof, "cpu_seconds")
+    n = events if events is not None else med(r[events_key] for r in prof)
+    row = {"wall": wall, "cpu": cpu, "events": n,
+           "us_per_event": (wall["prof"] - wall["base"]) / n * 1e6 if n else None,
+           "cpu_us_per_event": (cpu["prof"] - cpu["base"]) / n * 1e6 if n else None,
+           "base_rates": rates(base), "prof_rates": rates(prof),
+           "lost": max((r.get("lost", 0) for r in prof), default=0),
+           "runs": {"base": base, "prof": prof}}
+    return row
+
+
 def interleaved(reps, configs, label):
     """Runs every (name, thunk) of configs reps times, alternating, the order
     reversed every other repetition. Returns name -> [results]."""
@@ -282,9 +318,10 @@ def interleaved(reps, configs, label):
         for name, thunk in order:
             r = thunk()
             out[name].append(r)
-            log(f"  {label} rep {rep + 1}/{reps} {name:<16} {r['seconds']:7.3f} s wall"
-                f"  {r.get('cpu_seconds', 0):7.3f} s CPU"
-                + (f"  ({r['samples']} samples, {r['lost']} lost)" if "samples" in r else ""))
+            log(f"  {label} rep {rep + 1}/{reps} {name:<22} {r['seconds']:7.3f} s wall"
+                f"  {r.get('cpu_seconds', 0):7.3f} s CPU  {r.get('switches', 0) / r['seconds']:8.0f} sw/s"
+                + (f"  ({r['samples']} samples, {r['lost']} lost, {r['ep_wakeups'] / r['seconds']:.0f} "
+                   "profiler wake-ups/s)" if "samples" in r else ""))
     return out
 
 
@@ -303,16 +340,28 @@ def bench_sampling(cfg):
                    ("1000 Hz", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 1000]))]
         res = interleaved(cfg.reps, configs, f"depth {depth}")
         for rate in ("100 Hz", "1000 Hz"):
-            wall = compare(res["none"], res[rate])
-            cpu = compare(res["none"], res[rate], "cpu_seconds")
-            samples = med(r["samples"] for r in res[rate])
-            extra = wall["prof"] - wall["base"]
-            rows.append({"depth": depth, "rate": rate, "wall": wall, "cpu": cpu, "samples": samples,
-                         "lost": max(r["lost"] for r in res[rate]),
-                         "us_per_sample": extra / samples * 1e6 if samples else None,
-                         "cpu_us_per_sample": (cpu["prof"] - cpu["base"]) / samples * 1e6 if samples else None,
-                         "runs": {"none": res["none"], rate: res[rate]}})
+            row = versus(res["none"], res[rate], events_key="samples")
+            row.update(depth=depth, rate=rate)
+            rows.append(row)
     return {"rounds": rounds, "rows": rows}
+
+
+def bench_placement(cfg, rounds):
+    """Where the profiler runs matters: pinned to the target's CPU, or to the other."""
+    if (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
+        return {"skipped": "needs 2 CPUs and taskset"}
+    log("1b. sampling at 100 Hz, target pinned to CPU 1, profiler on CPU 0 or on CPU 1")
+    wargs = ["--rounds", rounds, "--depth", 1]
+    configs = [("none", lambda: measure(DEBIAN_PY, "cpu.py", wargs, pin=(1, None))),
+               ("profiler on CPU 0", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 100], pin=(1, 0))),
+               ("profiler on CPU 1", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 100], pin=(1, 1)))]
+    res = interleaved(cfg.placement_reps, configs, "placement")
+    rows = []
+    for name in ("profiler on CPU 0", "profiler on CPU 1"):
+        row = versus(res["none"], res[name], events_key="samples")
+        row["name"] = name
+        rows.append(row)
+    return {"rows": rows}
 
 
 def calibrate_gc(py, target_rate, quick):
@@ -340,19 +389,14 @@ def bench_gc(cfg):
         log(f"  {name}: gen-0 threshold {threshold} for ~{cfg.gc_rate}/s")
         wargs = ["--threshold", threshold, "--collections", cfg.collections]
         configs = [("none", lambda: measure(py, "gc_rate.py", wargs)),
-                   ("profiled", lambda: measure(py, "gc_rate.py", wargs, prof=["-r", 1]))]
+                   ("profiled -r 1", lambda: measure(py, "gc_rate.py", wargs, prof=["-r", 1]))]
         res = interleaved(cfg.reps, configs, name.split()[0])
-        wall = compare(res["none"], res["profiled"])
-        cpu = compare(res["none"], res["profiled"], "cpu_seconds")
-        n = med(r["collections"] for r in res["none"])
-        rows.append({"name": name, "threshold": threshold, "collections": n,
-                     "per_generation": res["none"][0]["per_generation"],
-                     "rate": n / wall["base"], "wall": wall, "cpu": cpu,
-                     "us_per_gc": (wall["prof"] - wall["base"]) / n * 1e6,
-                     "cpu_us_per_gc": (cpu["prof"] - cpu["base"]) / n * 1e6,
-                     "gc_probe": sorted({r["gc_probe"] for r in res["profiled"]}),
-                     "expected_probe": expect,
-                     "lost": max(r["lost"] for r in res["profiled"]), "runs": res})
+        row = versus(res["none"], res["profiled -r 1"], events_key="collections")
+        row.update(name=name, threshold=threshold, expected_probe=expect,
+                   per_generation=res["none"][0]["per_generation"],
+                   rate=row["events"] / row["wall"]["base"],
+                   gc_probe=sorted({r["gc_probe"] for r in res["profiled -r 1"]}))
+        rows.append(row)
     return {"rows": rows}
 
 
@@ -363,22 +407,11 @@ def bench_offcpu(cfg):
     log(f"  calibrated: {trips} round trips ~ {cfg.pingpong_seconds:.1f} s")
     wargs = ["--round-trips", trips]
     configs = [("none", lambda: measure(DEBIAN_PY, "pingpong.py", wargs)),
-               ("profiled", lambda: measure(DEBIAN_PY, "pingpong.py", wargs, prof=["-r", 1]))]
+               ("profiled -r 1", lambda: measure(DEBIAN_PY, "pingpong.py", wargs, prof=["-r", 1]))]
     res = interleaved(cfg.reps, configs, "ping-pong")
-    for rs in res.values():
-        for r in rs:
-            r["switches"] = r["voluntary"] + r["involuntary"]
-    wall = compare(res["none"], res["profiled"])
-    cpu = compare(res["none"], res["profiled"], "cpu_seconds")
-    sw_base = med(r["switches"] for r in res["none"])
-    sw_prof = med(r["switches"] for r in res["profiled"])
-    return {"round_trips": trips, "wall": wall, "cpu": cpu,
-            "switches_base": sw_base, "switches_prof": sw_prof,
-            "voluntary_base": med(r["voluntary"] for r in res["none"]),
-            "switches_per_s": sw_base / wall["base"],
-            "us_per_switch": (wall["prof"] - wall["base"]) / sw_prof * 1e6,
-            "cpu_us_per_switch": (cpu["prof"] - cpu["base"]) / sw_prof * 1e6,
-            "lost": max(r["lost"] for r in res["profiled"]), "runs": res}
+    row = versus(res["none"], res["profiled -r 1"], events_key="switches")
+    row.update(round_trips=trips, switches_base=med(r["switches"] for r in res["none"]))
+    return row
 
 
 def bench_self(cfg):
@@ -390,24 +423,26 @@ def bench_self(cfg):
             r = measure(DEBIAN_PY, "multi.py", ["--seconds", cfg.record_seconds], prof=["-r", rate])
             runs.append(r)
             log(f"  {rate} Hz rep {rep + 1}/{cfg.self_reps}: ebpfprof {r['ep_cpu_total']:.2f} s CPU, "
-                f"max RSS {r['ep_maxrss_kib'] / 1024:.1f} MiB, {r['samples']} samples, {r['lost']} lost")
-        secs = med(r["seconds"] for r in runs)
-        rec = [(r["ep_cpu_done"] - r["ep_cpu_ready"]) / r["seconds"] for r in runs]
+                f"max RSS {r['ep_maxrss_kib'] / 1024:.1f} MiB, {r['samples']} samples, {r['lost']} lost, "
+                f"{r['ep_wakeups'] / r['seconds']:.0f} wake-ups/s")
+        go = [r["ep_status_go"] for r in runs]
+        done = [r["ep_status_done"] for r in runs]
         rows.append({
-            "rate": rate, "seconds": secs,
-            "startup_cpu": med(r["ep_cpu_ready"] for r in runs),
+            "rate": rate, "seconds": med(r["seconds"] for r in runs),
+            "startup_cpu": med(r["ep_cpu_go"] for r in runs),
             "attach_s": med(r["attach_s"] for r in runs),
-            "cpu_per_s": med(rec),
+            "cpu_per_s": med((r["ep_cpu_done"] - r["ep_cpu_go"]) / r["seconds"] for r in runs),
             "finish_cpu": med(r["ep_cpu_total"] - r["ep_cpu_done"] for r in runs),
             "total_cpu": med(r["ep_cpu_total"] for r in runs),
             "utime": med(r["ep_utime"] for r in runs), "stime": med(r["ep_stime"] for r in runs),
             "maxrss_mib": med(r["ep_maxrss_kib"] for r in runs) / 1024,
-            "rss_ready_mib": med(r["ep_rss_ready_kib"] for r in runs) / 1024,
-            "hwm_done_mib": med(r["ep_hwm_done_kib"] for r in runs) / 1024,
-            "growth_mib_per_s": med((r["ep_hwm_done_kib"] - r["ep_rss_ready_kib"]) / 1024 / r["seconds"]
-                                    for r in runs),
+            "rss_go_mib": med(s.get("VmRSS", 0) for s in go) / 1024,
+            "hwm_done_mib": med(s.get("VmHWM", 0) for s in done) / 1024,
+            "growth_kib_per_s": med((d.get("VmHWM", 0) - g.get("VmRSS", 0)) / r["seconds"]
+                                    for g, d, r in zip(go, done, runs)),
             "samples_per_s": med(r["samples"] / r["recorded_s"] for r in runs),
-            "switches_per_s": med((r["voluntary"] + r["involuntary"]) / r["seconds"] for r in runs),
+            "switches_per_s": med(r["switches"] / r["seconds"] for r in runs),
+            "wakeups_per_s": med(r["ep_wakeups"] / r["seconds"] for r in runs),
             "gcs_per_s": med(r["collections"] / r["seconds"] for r in runs),
             "threads": runs[0]["threads"],
             "profile_mib": med(r["profile_bytes"] for r in runs) / 2**20,
@@ -415,24 +450,25 @@ def bench_self(cfg):
     return {"rows": rows}
 
 
-def bench_kernel(cfg, sampling, gc, offcpu):
+def bench_kernel(cfg, R):
     """One profiled run per case with kernel.bpf_stats_enabled=1: the BPF
     programs' own run time, put per event of the target."""
     if not STATS_SYSCTL.exists():
         return {"skipped": "kernel.bpf_stats_enabled is not available"}
     log("+ kernel side: BPF run time per event (kernel.bpf_stats_enabled=1, one run each)")
     old = STATS_SYSCTL.read_text().strip()
-    cases = [("sample, 1-frame stack", DEBIAN_PY, "cpu.py",
-              ["--rounds", sampling["rounds"], "--depth", 1], ["-r", 1000], "sample"),
-             ("sample, 300-frame stack", DEBIAN_PY, "cpu.py",
-              ["--rounds", sampling["rounds"], "--depth", 300], ["-r", 1000], "sample")]
-    for row in gc["rows"]:
+    rounds = R["sampling"]["rounds"]
+    cases = [("sample, 1-frame stack", DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", 1],
+              ["-r", 1000], "sample"),
+             ("sample, 300-frame stack", DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", 300],
+              ["-r", 1000], "sample")]
+    for row in R["gc"]["rows"]:
         if "missing" not in row:
             py = DEBIAN_PY if row["expected_probe"] == "USDT" else PYENV_PY
             cases.append((f"collection, {row['expected_probe']}", py, "gc_rate.py",
                           ["--threshold", row["threshold"], "--collections", cfg.collections], ["-r", 1], "gc"))
-    cases.append(("context switch (ping-pong)", DEBIAN_PY, "pingpong.py",
-                  ["--round-trips", offcpu["round_trips"]], ["-r", 1], "switch"))
+    cases.append(("switch-out (ping-pong)", DEBIAN_PY, "pingpong.py",
+                  ["--round-trips", R["offcpu"]["round_trips"]], ["-r", 1], "switch"))
     rows = []
     try:
         STATS_SYSCTL.write_text("1\n")
@@ -445,21 +481,24 @@ def bench_kernel(cfg, sampling, gc, offcpu):
                 if cnt - cnt0:
                     progs[name] = {"ns": ns - ns0, "runs": cnt - cnt0}
             c0, c1 = s0["counters"], s1["counters"]
-            if kind == "sample":
+            if kind == "sample":        # EP_CNT_SAMPLES
                 events = c1.get(0, 0) - c0.get(0, 0)
                 ns = sum(p["ns"] for n, p in progs.items() if n.startswith("sample"))
             elif kind == "gc":
                 events = r["collections"]
                 ns = sum(p["ns"] for n, p in progs.items() if n.startswith("gc_"))
-            else:
+            else:                       # EP_CNT_OFFCPU: switch-outs of the target
                 events = c1.get(4, 0) - c0.get(4, 0)
                 ns = sum(p["ns"] for n, p in progs.items() if n.startswith("offcpu"))
+            all_ns = sum(p["ns"] for p in progs.values())
             rows.append({"label": label, "kind": kind, "events": events, "bpf_ns": ns,
                          "ns_per_event": ns / events if events else None,
-                         "bpf_share": ns / 1e9 / r["seconds"], "progs": progs,
-                         "seconds": r["seconds"]})
+                         "all_bpf_ns": all_ns, "all_share": all_ns / 1e9 / r["seconds"],
+                         "offcpu_events": c1.get(4, 0) - c0.get(4, 0),
+                         "progs": progs, "seconds": r["seconds"]})
             log(f"  {label}: {events} events, {ns / 1e6:.1f} ms of BPF, "
-                f"{(ns / events / 1000) if events else float('nan'):.2f} us each")
+                f"{(ns / events / 1000) if events else float('nan'):.2f} us each; all programs "
+                f"{all_ns / 1e6:.1f} ms")
     finally:
         STATS_SYSCTL.write_text(old + "\n")
     return {"rows": rows}
@@ -495,47 +534,58 @@ def machine():
 
 
 def pct(ratio):
-    return f"{(ratio - 1) * 100:+.1f}%"
+    return f"{(ratio - 1) * 100:+.0f}%"
 
 
 def fmt_ratio(c):
-    return f"{c['ratio']:.3f} ({c['lo']:.3f}-{c['hi']:.3f})"
+    return f"{c['ratio']:.2f} ({c['lo']:.2f}-{c['hi']:.2f})"
 
 
-def us(x):
-    return "n/a" if x is None else f"{x:.2f}"
+def num(x, fmt=".2f"):
+    return "n/a" if x is None else format(x, fmt)
+
+
+def sw(row):
+    """target switches/s unprofiled -> profiled, and profiler wake-ups/s"""
+    b, p = row["base_rates"], row["prof_rates"]
+    return (f"{num(b['switches_per_s'], '.0f')} -> {num(p['switches_per_s'], '.0f')}",
+            num(p["wakeups_per_s"], ".0f"))
 
 
 def summary_table(R):
     """The compact table printed at the end: one line per measurement."""
-    lines = [f"{'benchmark':<44} {'unprof s':>9} {'prof s':>9} {'wall ratio':>11} {'CPU ratio':>10}  derived cost"]
+    head = (f"{'benchmark':<38} {'unprof s':>8} {'prof s':>8} {'wall x':>6} {'CPU x':>6} "
+            f"{'target sw/s':>15} {'prof wake/s':>11}  cost per event (wall / CPU)")
+    lines = [head, "-" * len(head)]
+
+    def line(label, row, cost):
+        s, wk = sw(row)
+        lines.append(f"{label:<38} {row['wall']['base']:8.3f} {row['wall']['prof']:8.3f} "
+                     f"{row['wall']['ratio']:6.2f} {row['cpu']['ratio']:6.2f} {s:>15} {wk:>11}  {cost}")
     for row in R["sampling"]["rows"]:
-        lines.append(f"{'1 sampling ' + row['rate'] + ', depth ' + str(row['depth']):<44} "
-                     f"{row['wall']['base']:9.3f} {row['wall']['prof']:9.3f} {row['wall']['ratio']:11.3f} "
-                     f"{row['cpu']['ratio']:10.3f}  {us(row['us_per_sample'])} us/sample "
-                     f"(CPU {us(row['cpu_us_per_sample'])})")
+        line(f"1 sampling {row['rate']}, depth {row['depth']}", row,
+             f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us per sample")
+    for row in R["placement"].get("rows", []):
+        line(f"1b 100 Hz, {row['name']}", row,
+             f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us per sample")
     for row in R["gc"]["rows"]:
         if "missing" in row:
-            lines.append(f"{'2 GC ' + row['name']:<44} skipped: {row['missing']} missing")
+            lines.append(f"{'2 GC ' + row['name']:<38} skipped: {row['missing']} missing")
             continue
-        lines.append(f"{'2 GC ' + row['name']:<44} {row['wall']['base']:9.3f} {row['wall']['prof']:9.3f} "
-                     f"{row['wall']['ratio']:11.3f} {row['cpu']['ratio']:10.3f}  "
-                     f"{us(row['us_per_gc'])} us/collection (CPU {us(row['cpu_us_per_gc'])}) "
-                     f"at {row['rate']:.0f}/s")
+        line(f"2 GC {row['name']}", row,
+             f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us per collection "
+             f"({row['rate']:.0f}/s)")
     o = R["offcpu"]
-    lines.append(f"{'3 off-CPU ping-pong':<44} {o['wall']['base']:9.3f} {o['wall']['prof']:9.3f} "
-                 f"{o['wall']['ratio']:11.3f} {o['cpu']['ratio']:10.3f}  "
-                 f"{us(o['us_per_switch'])} us/switch (CPU {us(o['cpu_us_per_switch'])}) "
-                 f"at {o['switches_per_s']:.0f} switches/s")
+    line("3 off-CPU ping-pong", o,
+         f"{num(o['us_per_event'])} / {num(o['cpu_us_per_event'])} us per switch")
     for row in R["self"]["rows"]:
-        lines.append(f"{'4 ebpfprof itself, ' + str(row['rate']) + ' Hz':<44} "
-                     f"CPU {row['cpu_per_s'] * 1000:.1f} ms per s recorded "
-                     f"({row['cpu_per_s'] * 100:.2f}% of a core), startup {row['startup_cpu']:.2f} s, "
-                     f"write {row['finish_cpu']:.2f} s, max RSS {row['maxrss_mib']:.1f} MiB "
-                     f"(+{row['growth_mib_per_s'] * 1024:.0f} KiB/s)")
+        lines.append(f"{'4 ebpfprof itself, ' + str(row['rate']) + ' Hz':<38} "
+                     f"{row['cpu_per_s'] * 100:.1f}% of a CPU while recording "
+                     f"({row['wakeups_per_s']:.0f} wake-ups/s), startup {row['startup_cpu']:.2f} s CPU, "
+                     f"write {row['finish_cpu']:.2f} s, peak RSS {row['maxrss_mib']:.1f} MiB")
     for row in R["kernel"].get("rows", []):
-        lines.append(f"{'+ BPF run time, ' + row['label']:<44} "
-                     f"{us(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} us/event "
+        lines.append(f"{'+ BPF run time, ' + row['label']:<38} "
+                     f"{num(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} us per event "
                      f"({row['events']} events)")
     return "\n".join(lines)
 
@@ -549,58 +599,69 @@ def write_markdown(R, path):
     a("")
     a("Overhead of profiling a CPython process with `ebpfprof --pid`, and the profiler's own cost. "
       "Generated by `make bench` (`scripts/bench.sh` -> `bench/run.py`); every figure below is from "
-      "the run described here, nothing is edited by hand. Speed and memory targets are tracked here, "
-      "not in timed tests.")
+      "the run described here. Speed and memory targets are tracked here, not in timed tests.")
     a("")
     a(f"- **Date:** {R['date']} (the whole run took {R['elapsed_s'] / 60:.1f} min)")
-    a(f"- **Machine:** {M['nproc']} CPUs ({M['cpu']}), {M['mem']} RAM, kernel {M['kernel']}, {M['os']}")
-    a(f"- **Load:** load average {R['loadavg_before']} before the run, {R['loadavg_after']} after "
-      "(this VM is shared; see *Method*)")
+    a(f"- **Machine:** nproc {M['nproc']}, {M['cpu']}, {M['mem']} RAM, kernel {M['kernel']}, {M['os']}")
+    a(f"- **Load average:** {R['loadavg_before']} before the run, {R['loadavg_after']} after "
+      "(the VM is shared with other jobs; see *Method*)")
     a(f"- **ebpfprof:** {M['ebpfprof']}")
     for p, v in M["pythons"].items():
         a(f"- **{p}:** {v.splitlines()[0]}")
     a(f"- **Repetitions:** {cfg['reps']} alternating runs per configuration (order reversed every "
-      f"other repetition), figures are medians")
+      f"other repetition; {cfg['placement_reps']} for 1b, {cfg['self_reps']} for 4); figures are medians")
+    a("")
+    a("## Summary")
+    a("")
+    for obs in R["observations"]:
+        a(f"- {obs}")
+    a("")
+    a("```")
+    a(R["table"])
+    a("```")
+    a("")
+    a("*wall x*, *CPU x*: profiled / unprofiled median wall time and CPU time of the fixed work. "
+      "*target sw/s*: context switches per second of the target (all its threads), unprofiled -> "
+      "profiled. *prof wake/s*: times per second the ebpfprof process went to sleep and was woken. "
+      "*cost per event*: (profiled - unprofiled median time) / events.")
     a("")
     a("## Reproduce")
     a("")
     a("```sh")
-    a("sudo make bench                       # builds ./ebpfprof first; about 8-10 minutes")
-    a("sudo scripts/bench.sh --reps 7        # more repetitions; --quick for a 2-minute smoke run")
+    a("sudo make bench                     # builds ./ebpfprof first; about 10 minutes")
+    a("sudo scripts/bench.sh --reps 7      # more repetitions; --quick: a 3-minute smoke run")
     a("```")
     a("")
     a("Needs root (BPF, perf events, uprobes), `bpftool` (to see when the profiler has attached, and "
-      f"to read BPF run times), Debian's `{DEBIAN_PY}` (3.11, USDT probes) and pyenv's "
+      f"to read BPF run times), `taskset`, Debian's `{DEBIAN_PY}` (3.11, USDT probes) and pyenv's "
       f"`{PYENV_PY}` (shared libpython, unstripped: GC timed by uprobes). "
-      "Raw numbers of the last run: `build/bench/results.json`.")
+      "Raw numbers of the last run, every repetition: `build/bench/results.json`.")
     a("")
     a("## Method")
     a("")
     a("Each workload (`bench/*.py`) does a **fixed amount of work** and times it itself with "
-      "`time.perf_counter()` (wall) and `time.process_time()` (CPU time of the whole process). It "
-      "warms up, then waits for a go file; for a profiled run the harness starts "
-      "`ebpfprof --pid PID`, waits until the profiler's BPF `procs` map holds the PID (it is "
-      f"attached and sampling), waits {SETTLE_S} s more, then gives the go. Profiler startup, and "
-      "writing the profile at the end, are therefore outside the timed part (benchmark 4 measures "
+      "`time.perf_counter()` (wall) and `time.process_time()` (CPU time of the whole process), and "
+      "counts its context switches from `/proc`. It warms up, then waits for a go file; for a "
+      "profiled run the harness starts `ebpfprof --pid PID`, waits until the profiler's BPF `procs` "
+      f"map holds the PID (attached and sampling), waits {SETTLE_S} s more, then gives the go. "
+      "Profiler startup and writing the profile are outside the timed part (benchmark 4 measures "
       "them).")
     a("")
     a("**Ratio** = median profiled time / median unprofiled time; the range in brackets is the "
       "smallest and largest ratio of the individual pairs of runs. The machine is a 2-CPU VM shared "
-      "with other jobs, so wall times are noisy: compare the ratio with its range, and with the "
-      "**CPU ratio**, which is the same comparison on the workload's own CPU time. The kernel has no "
-      "IRQ time accounting (`CONFIG_IRQ_TIME_ACCOUNTING` unset), so the BPF programs run in the "
-      "target's context (sampling interrupt, uprobes, `sched_switch`) are charged to the target's CPU "
-      "time and the CPU ratio includes them, while it is much less disturbed by other jobs taking the "
-      "CPUs. **Derived cost** = (median profiled - median unprofiled) / events, where events are the "
-      "samples ebpfprof reports, or the collections or context switches the workload counted; "
-      "on a quiet machine a few microseconds of noise per event are normal, and a negative figure "
-      "means the cost is below the noise.")
+      "with other jobs, so wall times are noisy: read the ratio with its range, and with the "
+      "**CPU ratio**, the same comparison on the workload's own CPU time. The kernel has no IRQ "
+      "time accounting (`CONFIG_IRQ_TIME_ACCOUNTING` unset), so the BPF programs that run in the "
+      "target's context (sampling interrupt, uprobes, `sched_switch`) and the context switches "
+      "the profiler causes are charged to the target's CPU time; the CPU ratio includes them and "
+      "is much less disturbed by other jobs taking the CPUs (not entirely: a VM has no steal-time "
+      "accounting here). **Cost per event** = (median profiled - median unprofiled) / events: "
+      "samples ebpfprof reports, collections or context switches the workload counted.")
     a("")
     a("Benchmarks 2 and 3 profile with `-r 1` (one sample a second) so that the figure is the cost of "
-      "the GC probes, or of the off-CPU tracker, alone; at the default 100 Hz add the sampling "
-      "overhead of benchmark 1. The `sched_switch` tracker is always on (it is what `--idle` and the "
-      "thread state table use), so benchmark 1's figures include it too, for the few switches a "
-      "CPU-bound thread makes.")
+      "the GC probes, or of the off-CPU tracker, without sampling; at the default 100 Hz add "
+      "benchmark 1. The `sched_switch` tracker is always on (it feeds the thread state table and "
+      "`--idle`), so every benchmark includes it for the switches the target makes.")
     a("")
 
     S = R["sampling"]
@@ -611,12 +672,30 @@ def write_markdown(R, path):
       "BPF program finds the thread's `PyThreadState` and walks every frame of its Python stack "
       "(up to 512), so the deep variant shows the cost of the walk.")
     a("")
-    a("| stack depth | rate | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | samples | lost | cost per sample (wall / CPU) |")
-    a("|---|---|---|---|---|---|---|---|---|")
+    a("| stack depth | rate | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | samples | target switches/s unprof -> prof | profiler wake-ups/s | cost per sample, wall / CPU |")
+    a("|---|---|---|---|---|---|---|---|---|---|")
     for row in S["rows"]:
+        s, wk = sw(row)
         a(f"| {row['depth']} | {row['rate']} | {row['wall']['base']:.3f} | {row['wall']['prof']:.3f} | "
-          f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {row['samples']:.0f} | {row['lost']} | "
-          f"{us(row['us_per_sample'])} / {us(row['cpu_us_per_sample'])} us |")
+          f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {row['events']:.0f} | {s} | {wk} | "
+          f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us |")
+    a("")
+    P = R["placement"]
+    a("### 1b. Where the profiler runs")
+    a("")
+    if "skipped" in P:
+        a(f"Skipped: {P['skipped']}.")
+    else:
+        a("The same depth-1 workload at 100 Hz with `taskset`: the target always on CPU 1 (the "
+          "unprofiled baseline too), ebpfprof on CPU 0 or on CPU 1 with the target. Left to the "
+          "scheduler (benchmark 1) the profiler lands on either.")
+        a("")
+        a("| profiler | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | samples | target switches/s unprof -> prof | profiler wake-ups/s |")
+        a("|---|---|---|---|---|---|---|---|")
+        for row in P["rows"]:
+            s, wk = sw(row)
+            a(f"| {row['name']} | {row['wall']['base']:.3f} | {row['wall']['prof']:.3f} | "
+              f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {row['events']:.0f} | {s} | {wk} |")
     a("")
 
     G = R["gc"]
@@ -624,26 +703,28 @@ def write_markdown(R, path):
     a("")
     a(f"`bench/gc_rate.py`: makes cyclic garbage until the collector has run {cfg['collections']} "
       f"times; the generation-0 threshold is calibrated per interpreter for about {cfg['gc_rate']} "
-      "collections a second unprofiled (nothing survives, interpreter objects are frozen out with "
+      "collections a second (nothing survives and the interpreter's own objects are frozen out with "
       "`gc.freeze()`, so every collection does the same work; collections are counted with "
       "`gc.get_stats()`, not `gc.callbacks`). ebpfprof times every collection: a probe at its start, "
       "another at its end, which also walks the Python stack that triggered it and sends an event "
-      "through the ring buffer.")
+      "through the ring buffer. Profiled with `-r 1`.")
     a("")
-    a("| interpreter (GC timed by) | threshold | collections/s unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | cost per collection (wall / CPU) |")
-    a("|---|---|---|---|---|---|---|---|")
+    a("| interpreter (GC timed by) | threshold | collections/s unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per collection, wall / CPU |")
+    a("|---|---|---|---|---|---|---|---|---|---|")
     for row in G["rows"]:
         if "missing" in row:
-            a(f"| {row['name']} | skipped: `{row['missing']}` is missing | | | | | | |")
+            a(f"| {row['name']} | skipped: `{row['missing']}` is missing | | | | | | | | |")
             continue
+        s, wk = sw(row)
         a(f"| {row['name']} | {row['threshold']} | {row['rate']:.0f} | {row['wall']['base']:.3f} | "
-          f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | "
-          f"{us(row['us_per_gc'])} / {us(row['cpu_us_per_gc'])} us |")
+          f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {s} | {wk} | "
+          f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us |")
     a("")
     for row in G["rows"]:
         if "missing" not in row:
             a(f"- {row['name']}: generations 0/1/2 collected {'/'.join(map(str, row['per_generation']))} "
-              f"times; ebpfprof said GC timed by {', '.join(row['gc_probe'])}; {row['lost']} events lost.")
+              f"times; ebpfprof reported GC timed by {', '.join(row['gc_probe'])}; "
+              f"{row['lost']} events lost.")
     a("")
 
     O = R["offcpu"]
@@ -653,15 +734,17 @@ def write_markdown(R, path):
       "`threading.Event`s. Every switch-out of a profiled thread runs the `sched_switch` BPF program, "
       "which classifies the wait, walks the Python stack and sends it; the switch-in sends a second, "
       "small record. Context switches are counted from `/proc/thread-self/status` of both threads "
-      "(voluntary + involuntary).")
+      "(voluntary + involuntary). Profiled with `-r 1`.")
     a("")
-    a("| round trips | switches/s unprofiled | switches per run (unprofiled / profiled) | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | cost per switch (wall / CPU) |")
-    a("|---|---|---|---|---|---|---|---|")
-    a(f"| {O['round_trips']} | {O['switches_per_s']:.0f} | {O['switches_base']:.0f} / {O['switches_prof']:.0f} | "
-      f"{O['wall']['base']:.3f} | {O['wall']['prof']:.3f} | {fmt_ratio(O['wall'])} | {fmt_ratio(O['cpu'])} | "
-      f"{us(O['us_per_switch'])} / {us(O['cpu_us_per_switch'])} us |")
+    a("| round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch, wall / CPU |")
+    a("|---|---|---|---|---|---|---|---|---|")
+    s, wk = sw(O)
+    a(f"| {O['round_trips']} | {O['switches_base']:.0f} | {O['wall']['base']:.3f} | {O['wall']['prof']:.3f} | "
+      f"{fmt_ratio(O['wall'])} | {fmt_ratio(O['cpu'])} | {s} | {wk} | "
+      f"{num(O['us_per_event'])} / {num(O['cpu_us_per_event'])} us |")
     a("")
-    a(f"{O['lost']} events lost (worst run).")
+    a(f"{O['lost']} events lost (worst run). The cost per switch divides by the profiled run's "
+      "switches.")
     a("")
 
     F = R["self"]
@@ -670,18 +753,20 @@ def write_markdown(R, path):
     a(f"`bench/multi.py` under Debian's python3.11 for {cfg['record_seconds']:.0f} s: "
       f"{F['rows'][0]['threads']} threads (two CPU spinners 40 frames deep, a garbage maker, a "
       "ping-pong pair, a 1 ms sleeper, a socket reader and writer, the main thread). CPU time of the "
-      "ebpfprof process from `/proc/PID/stat` when it has attached and when the recording ends, and "
-      "from `wait4()` rusage at exit (user + system, so reading the ring buffer counts, the BPF "
-      "programs do not: they run in the target's context, see benchmarks 1-3). Peak RSS is "
-      f"`ru_maxrss`. Medians of {cfg['self_reps']} runs.")
+      "ebpfprof process from `/proc/PID/stat` at the go and when the recording's work ends, and "
+      "from `wait4()` rusage at exit (user + system: reading the ring buffer counts, the BPF "
+      "programs do not, they run in the target's context, see benchmarks 1-3). Peak RSS is "
+      f"`ru_maxrss`, RSS growth is VmHWM at the end less VmRSS at the go. Medians of "
+      f"{cfg['self_reps']} runs per rate.")
     a("")
-    a("| rate | samples/s | switches/s | collections/s | startup CPU s (attach wall s) | CPU while recording, per s recorded | CPU to write the profile s | total CPU s (user / sys) | RSS after attach MiB | peak RSS MiB | RSS growth KiB/s | profile MiB | lost |")
-    a("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    a("| rate | samples/s | target switches/s | collections/s | profiler wake-ups/s | startup CPU s (attach wall s) | CPU while recording, per s | CPU to write the profile s | total CPU s (user / sys) | RSS at go MiB | peak RSS MiB | RSS growth KiB/s | profile MiB | lost |")
+    a("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in F["rows"]:
         a(f"| {row['rate']} Hz | {row['samples_per_s']:.0f} | {row['switches_per_s']:.0f} | {row['gcs_per_s']:.0f} | "
-          f"{row['startup_cpu']:.2f} ({row['attach_s']:.2f}) | {row['cpu_per_s'] * 1000:.1f} ms ({row['cpu_per_s'] * 100:.2f}% of a CPU) | "
+          f"{row['wakeups_per_s']:.0f} | {row['startup_cpu']:.2f} ({row['attach_s']:.2f}) | "
+          f"{row['cpu_per_s'] * 1000:.0f} ms ({row['cpu_per_s'] * 100:.1f}% of a CPU) | "
           f"{row['finish_cpu']:.2f} | {row['total_cpu']:.2f} ({row['utime']:.2f} / {row['stime']:.2f}) | "
-          f"{row['rss_ready_mib']:.1f} | {row['maxrss_mib']:.1f} | {row['growth_mib_per_s'] * 1024:.0f} | "
+          f"{row['rss_go_mib']:.1f} | {row['maxrss_mib']:.1f} | {row['growth_kib_per_s']:.0f} | "
           f"{row['profile_mib']:.2f} | {row['lost']} |")
     a("")
 
@@ -693,30 +778,20 @@ def write_markdown(R, path):
     else:
         a("One more profiled run of each case with `kernel.bpf_stats_enabled=1` (restored afterwards): "
           "the run time the kernel accounts to ebpfprof's BPF programs during the timed part, divided "
-          "by the target's events. It is the cost inside the programs only: the uprobe trap "
-          "(breakpoint, exception, return-address hijack for the uretprobe), the perf interrupt and "
-          "the context switch itself come on top, which is why the derived costs above are larger. "
-          "The sampler and the `sched_switch` program also run, briefly, for every other task on "
-          "the machine; that time is included here, so these figures are upper bounds per event.")
+          "by the target's events (samples, collections, switch-outs). It is the time inside the "
+          "programs only; the perf interrupt, the uprobe trap and the context switches come on top. "
+          "The sampler and the `sched_switch` program also run, briefly, for every other task on the "
+          "machine, so these are upper bounds per event. *All programs* is every program of the "
+          "instance over the timed part, as a share of its wall time.")
         a("")
-        a("| case | events | BPF run time ms | per event us | share of the run | programs (runs, ms) |")
-        a("|---|---|---|---|---|---|")
+        a("| case | events | BPF ms | per event us | all programs ms (share of the run) | target switch-outs | programs (runs, ms) |")
+        a("|---|---|---|---|---|---|---|")
         for row in K["rows"]:
             progs = ", ".join(f"{n} ({p['runs']}, {p['ns'] / 1e6:.1f})" for n, p in sorted(row["progs"].items()))
             a(f"| {row['label']} | {row['events']} | {row['bpf_ns'] / 1e6:.1f} | "
-              f"{us(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} | "
-              f"{row['bpf_share'] * 100:.2f}% | {progs} |")
+              f"{num(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} | "
+              f"{row['all_bpf_ns'] / 1e6:.1f} ({row['all_share'] * 100:.1f}%) | {row['offcpu_events']} | {progs} |")
     a("")
-    a("## Observations")
-    a("")
-    for obs in R["observations"]:
-        a(f"- {obs}")
-    a("")
-    a("## Summary (as printed by `make bench`)")
-    a("")
-    a("```")
-    a(R["table"])
-    a("```")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(L) + "\n")
 
@@ -731,50 +806,76 @@ def observations(R):
             out.append(f"Sampling, {depth}-frame stack: {pct(r1['wall']['ratio'])} wall "
                        f"({pct(r1['cpu']['ratio'])} CPU) at 100 Hz, {pct(r2['wall']['ratio'])} wall "
                        f"({pct(r2['cpu']['ratio'])} CPU) at 1000 Hz.")
+    # the profiler's wake-ups preempting the target, each preemption waking it again
+    loops = []
+    for label, row in ([(f"sampling {r['rate']} depth {r['depth']}", r) for r in R["sampling"]["rows"]] +
+                       [(f"GC {r['name']}", r) for r in R["gc"]["rows"] if "missing" not in r]):
+        b, p = row["base_rates"], row["prof_rates"]
+        if p["switches_per_s"] and p["switches_per_s"] > max(1000, 5 * (b["switches_per_s"] or 0)):
+            loops.append((label, b["switches_per_s"], p["switches_per_s"], p["wakeups_per_s"]))
+    if loops:
+        worst = max(loops, key=lambda x: x[2])
+        out.append(
+            f"**Feedback loop between the off-CPU tracker and its reader.** A single-threaded, "
+            f"CPU-bound target that switches {worst[1]:.0f} times a second alone switched "
+            f"{worst[2]:.0f} times a second profiled ({worst[0]}), about as often as ebpfprof woke up "
+            f"({worst[3]:.0f}/s); {len(loops)} of the {len(R['sampling']['rows']) + len(R['gc']['rows'])} "
+            "single-threaded cases show it. Every switch-out of the target sends a ring-buffer record "
+            "that wakes ebpfprof; woken on the target's CPU it preempts the target, which is a switch-out, "
+            "which wakes it again. The time goes to context switches, not to the BPF programs (see the "
+            "kernel-side table), and most of the benchmarks' overhead is this loop.")
+    P = R["placement"]
+    if "rows" in P:
+        other, same = P["rows"]
+        out.append(f"Placement (1b, 100 Hz): profiler on the other CPU {pct(other['wall']['ratio'])} wall "
+                   f"({pct(other['cpu']['ratio'])} CPU, target {num(other['prof_rates']['switches_per_s'], '.0f')} "
+                   f"switches/s); on the target's CPU {pct(same['wall']['ratio'])} wall "
+                   f"({pct(same['cpu']['ratio'])} CPU, {num(same['prof_rates']['switches_per_s'], '.0f')} switches/s).")
     k = {r["label"]: r for r in R["kernel"].get("rows", [])}
     a, b = k.get("sample, 1-frame stack"), k.get("sample, 300-frame stack")
     if a and b and a["ns_per_event"] and b["ns_per_event"]:
-        out.append(f"One sample costs {a['ns_per_event'] / 1000:.1f} us of BPF time with a shallow stack and "
+        out.append(f"Kernel side, one sample: {a['ns_per_event'] / 1000:.1f} us of BPF with a 1-frame stack, "
                    f"{b['ns_per_event'] / 1000:.1f} us with 300 frames "
-                   f"({(b['ns_per_event'] - a['ns_per_event']) / 299:.0f} ns per extra frame); at 1000 Hz "
-                   f"a 300-frame stack spends {b['bpf_share'] * 100:.1f}% of the target's time in the sampler.")
+                   f"(~{max(0, b['ns_per_event'] - a['ns_per_event']) / 299:.0f} ns per frame): "
+                   f"{b['ns_per_event'] * 1000 / 1e9 * 100:.1f}% of a CPU at 1000 Hz on a 300-frame stack.")
     for row in R["gc"]["rows"]:
         if "missing" in row:
             continue
         kern = k.get(f"collection, {row['expected_probe']}")
         line = (f"GC, {row['name']}: {row['rate']:.0f} collections/s unprofiled, "
-                f"{pct(row['wall']['ratio'])} wall ({pct(row['cpu']['ratio'])} CPU), "
-                f"{row['us_per_gc']:.1f} us per collection from wall time, {row['cpu_us_per_gc']:.1f} us from CPU time")
+                f"{pct(row['wall']['ratio'])} wall ({pct(row['cpu']['ratio'])} CPU): "
+                f"{num(row['us_per_event'], '.1f')} us per collection from wall time, "
+                f"{num(row['cpu_us_per_event'], '.1f')} us from CPU time")
         if kern and kern["ns_per_event"]:
-            line += f", of which {kern['ns_per_event'] / 1000:.1f} us run in the BPF programs"
+            line += f"; {kern['ns_per_event'] / 1000:.1f} us of it in the GC probes' BPF programs"
         out.append(line + ".")
         if row["expected_probe"] not in " ".join(row["gc_probe"]):
             out.append(f"UNEXPECTED: {row['name']} was timed by {row['gc_probe']}, "
                        f"not {row['expected_probe']}.")
     o = R["offcpu"]
-    kern = k.get("context switch (ping-pong)")
-    line = (f"Off-CPU: {o['switches_per_s']:.0f} context switches/s unprofiled, "
-            f"{pct(o['wall']['ratio'])} wall ({pct(o['cpu']['ratio'])} CPU), "
-            f"{o['us_per_switch']:.2f} us per switch from wall time, {o['cpu_us_per_switch']:.2f} us from CPU time")
+    kern = k.get("switch-out (ping-pong)")
+    line = (f"Off-CPU: {num(o['base_rates']['switches_per_s'], '.0f')} context switches/s unprofiled, "
+            f"{pct(o['wall']['ratio'])} wall ({pct(o['cpu']['ratio'])} CPU): "
+            f"{num(o['us_per_event'])} us per switch from wall time, {num(o['cpu_us_per_event'])} us from CPU time")
     if kern and kern["ns_per_event"]:
-        line += f", of which {kern['ns_per_event'] / 1000:.2f} us run in the BPF program"
+        line += f"; {kern['ns_per_event'] / 1000:.2f} us per switch-out in the BPF program"
     out.append(line + ".")
     for row in R["self"]["rows"]:
         out.append(f"ebpfprof at {row['rate']} Hz on a {row['threads']}-thread target: "
-                   f"{row['cpu_per_s'] * 100:.2f}% of a CPU while recording, "
-                   f"{row['startup_cpu']:.2f} s of CPU to start, peak RSS {row['maxrss_mib']:.1f} MiB.")
+                   f"{row['cpu_per_s'] * 100:.1f}% of a CPU while recording "
+                   f"({row['wakeups_per_s']:.0f} wake-ups/s for {row['samples_per_s']:.0f} samples/s and "
+                   f"{row['switches_per_s']:.0f} target switches/s), {row['startup_cpu']:.2f} s of CPU to "
+                   f"start, peak RSS {row['maxrss_mib']:.1f} MiB.")
     lost = [r["lost"] for r in R["sampling"]["rows"]] + \
            [r["lost"] for r in R["gc"]["rows"] if "lost" in r] + [o["lost"]] + \
            [r["lost"] for r in R["self"]["rows"]]
-    if any(lost):
-        out.append(f"Some events were lost (ring buffer full): up to {max(lost)} in one run.")
-    else:
-        out.append("No events were lost in any run.")
-    noisy = [r for r in R["sampling"]["rows"] if r["wall"]["hi"] - r["wall"]["lo"] > 0.1]
+    out.append(f"Events lost (ring buffer full): up to {max(lost)} in one run." if any(lost)
+               else "No events were lost in any run.")
+    noisy = [r for r in R["sampling"]["rows"] if r["wall"]["hi"] - r["wall"]["lo"] > 0.2]
     if noisy or float(R["loadavg_before"].split()[0]) > 1.5:
-        out.append(f"The machine was busy (load average {R['loadavg_before']} at the start): wall ratios "
-                   "vary by more than 10% between pairs of runs in places; trust the CPU ratios and "
-                   "the BPF run times more than small wall-time differences.")
+        out.append(f"The machine was busy (load average {R['loadavg_before']} at the start, "
+                   f"{R['loadavg_after']} at the end, on {R['machine']['nproc']} CPUs): wall ratios vary a "
+                   "lot between pairs of runs; the CPU ratios and the BPF run times are steadier.")
     return out
 
 
@@ -798,27 +899,29 @@ def main():
         pass
     cfg = Cfg()
     cfg.quick = args.quick
-    cfg.reps = 2 if args.quick else args.reps
+    cfg.reps = 2 if args.quick else max(1, args.reps)
+    cfg.placement_reps = 1 if args.quick else 3
     cfg.self_reps = 1 if args.quick else 3
-    cfg.cpu_seconds = 0.5 if args.quick else 2.0
+    cfg.cpu_seconds = 0.5 if args.quick else 1.5
     cfg.gc_rate = 1000
-    cfg.collections = 1000 if args.quick else 5000
-    cfg.pingpong_seconds = 0.5 if args.quick else 2.0
+    cfg.collections = 1000 if args.quick else 3000
+    cfg.pingpong_seconds = 0.5 if args.quick else 1.5
     cfg.record_seconds = 3.0 if args.quick else 10.0
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
     R = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-         "machine": machine(), "config": {k: v for k, v in vars(cfg).items()},
+         "machine": machine(), "config": dict(vars(cfg)),
          "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3])}
     log(f"bench: {R['machine']['nproc']} CPUs, {R['machine']['cpu']}, kernel {R['machine']['kernel']}, "
         f"load {R['loadavg_before']}")
     try:
         R["sampling"] = bench_sampling(cfg)
+        R["placement"] = bench_placement(cfg, R["sampling"]["rounds"])
         R["gc"] = bench_gc(cfg)
         R["offcpu"] = bench_offcpu(cfg)
         R["self"] = bench_self(cfg)
-        R["kernel"] = bench_kernel(cfg, R["sampling"], R["gc"], R["offcpu"])
+        R["kernel"] = bench_kernel(cfg, R)
     except BenchError as e:
         sys.exit(f"bench: {e}")
     R["elapsed_s"] = time.monotonic() - t0

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
@@ -293,8 +294,91 @@ const char *state_marker(int state)
 	}
 }
 
+/* Spreads samples [from, to) of t evenly over [start, end). */
+static void spread(struct thread_profile *t, size_t from, size_t to, uint64_t start, uint64_t end)
+{
+	uint64_t each = (end - start) / (to - from);
+	size_t i;
+
+	for (i = from; i < to; i++) {
+		t->samples[i].start_ns = start + (i - from) * each;
+		t->samples[i].weight_ns = i + 1 == to ? end - t->samples[i].start_ns : each;
+	}
+}
+
+/* The on-CPU slice [start, w's start) before wait w: its samples (among the
+ * first n, the thread's own; later ones were added here), or w's stack. */
+static size_t fit_slice(struct profile *p, struct thread_profile *t, size_t next, size_t n,
+			uint64_t start, const struct interval *w)
+{
+	size_t first = next;
+	struct sample s = { .start_ns = start, .state = STATE_ON_CPU };
+
+	while (next < n && t->samples[next].start_ns < w->start_ns)
+		next++;
+	if (w->start_ns <= start)
+		return next;
+	if (next > first) {
+		spread(t, first, next, start, w->start_ns);
+		return next;
+	}
+	s.weight_ns = w->start_ns - start;
+	s.frames = w->frames;
+	s.nframes = w->nframes;
+	if (w->nframes)
+		profile_add_sample(p, t, &s);	/* appended: the caller sorts again */
+	return next;
+}
+
+static void fit_thread(const struct analysis *a, struct profile *p, struct thread_profile *t)
+{
+	size_t i, next = 0, n = t->nsamples;
+	uint64_t cursor = n ? t->samples[0].start_ns : UINT64_MAX;
+	int seen = 0;
+
+	for (i = 0; i < a->waits.n; i++) {
+		const struct interval *w = &a->waits.v[i];
+
+		if (w->pid != t->pid || w->tid != t->tid)
+			continue;
+		if (!seen++ && w->start_ns < cursor)
+			cursor = w->start_ns;
+		next = fit_slice(p, t, next, n, cursor, w);
+		if (w->end_ns > cursor)
+			cursor = w->end_ns;
+	}
+	/* after the last wait: the thread ran on; its samples keep their own width */
+	for (i = next; seen && i < n; i++)
+		if (t->samples[i].start_ns < cursor)
+			t->samples[i].start_ns = cursor;
+}
+
+void analysis_fit_on_cpu_samples(const struct analysis *a, struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		fit_thread(a, p, &p->threads[i]);
+}
+
+/* The collection of w's own thread that w starts inside, or NULL. */
+static const struct interval *own_gc_at(const struct analysis *a, const struct interval *w,
+					uint64_t longest_gc)
+{
+	size_t i = first_start_at(&a->gcs, w->start_ns > longest_gc ? w->start_ns - longest_gc : 0);
+
+	for (; i < a->gcs.n && a->gcs.v[i].start_ns <= w->start_ns; i++) {
+		const struct interval *g = &a->gcs.v[i];
+
+		if (g->pid == w->pid && g->tid == w->tid && g->end_ns > w->start_ns)
+			return g;
+	}
+	return NULL;
+}
+
 int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 {
+	uint64_t longest_gc = longest(&a->gcs);
 	uint32_t *ids = NULL;
 	size_t i;
 
@@ -303,7 +387,9 @@ int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 		struct thread_profile *t = profile_thread(p, w->pid, w->tid);
 		struct sample s = { .start_ns = w->start_ns, .weight_ns = w->end_ns - w->start_ns,
 				    .state = w->state };
-		uint32_t *grown = realloc(ids, (w->nframes + 1) * sizeof(*ids));
+		const struct interval *gc = own_gc_at(a, w, longest_gc);
+		uint32_t *grown = realloc(ids, (w->nframes + 2) * sizeof(*ids));
+		char gc_name[32];
 
 		if (!t || !grown || !s.weight_ns) {
 			ids = grown ? grown : ids;
@@ -311,9 +397,14 @@ int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 		}
 		ids = grown;
 		memcpy(ids, w->frames, w->nframes * sizeof(*ids));
-		ids[w->nframes] = profile_frame(p, state_marker(w->state), NULL, 0, FRAME_MARKER);
 		s.frames = ids;
-		s.nframes = w->nframes + 1;
+		s.nframes = w->nframes;
+		/* a collector preempted mid-collection: the time is the pause's too */
+		if (gc) {
+			snprintf(gc_name, sizeof(gc_name), "[GC gen %d]", gc->generation);
+			ids[s.nframes++] = profile_frame(p, gc_name, NULL, 0, FRAME_MARKER);
+		}
+		ids[s.nframes++] = profile_frame(p, state_marker(w->state), NULL, 0, FRAME_MARKER);
 		profile_add_sample(p, t, &s);
 	}
 	free(ids);

@@ -50,6 +50,15 @@ void analysis_split_gc_waits(struct analysis *a);
 /* Totals per thread over samples and intervals; *out is malloc'ed. */
 size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 			      struct thread_states **out);
+/*
+ * With the off-CPU intervals known exactly, the time between them is exactly
+ * the time on CPU: each such slice is shared among the on-CPU samples taken
+ * in it (a slice no sample fell in gets the stack the thread left the CPU
+ * with). Without this a 1/rate-long sample would overlap the next interval
+ * and be cut, and on-CPU time would nearly vanish from --idle timelines.
+ * Call before analysis_add_idle_samples, with samples sorted by start.
+ */
+void analysis_fit_on_cpu_samples(const struct analysis *a, struct profile *p);
 /* Adds every off-CPU interval to the profile as a sample weighted by its
  * duration, its stack topped by a frame naming the reason ([GIL wait]...). */
 int analysis_add_idle_samples(const struct analysis *a, struct profile *p);

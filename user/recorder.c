@@ -453,8 +453,11 @@ void recorder_finish(struct recorder *r, uint64_t end_ns)
 
 	close_pending(r, end_ns);
 	analysis_split_gc_waits(&r->analysis);
-	if (r->opts.idle)
+	if (r->opts.idle) {
+		profile_sort(&r->profile);
+		analysis_fit_on_cpu_samples(&r->analysis, &r->profile);
 		analysis_add_idle_samples(&r->analysis, &r->profile);
+	}
 
 	for (i = 0; i < r->profile.nthreads; i++)
 		name_thread(r, &r->profile.threads[i]);

@@ -111,6 +111,6 @@ def test_gil_keeps_only_samples_holding_the_gil(workloads, out):
     # hashlib releases the GIL while it hashes: on CPU, yet not holding it
     hashing = all_p.weight_with("hasher", all_p.profile('"hasher"'))
     hashing_gil = sum(w for names, w in gil_p.stacks() if "hasher" in names)
-    assert hashing > 0.5e9
+    assert hashing > 0.1e9
     assert hashing_gil < 0.2 * hashing, (hashing_gil, hashing)
-    assert gil_p.weight_with("spinner") > 0.3e9
+    assert gil_p.weight_with("spinner") > 0.1e9

@@ -42,6 +42,10 @@ const CHROMIUM_FLAGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
+  // speedscope needs WebGL (without it the app drops the file silently and
+  // the check would only time out); with no GPU that is SwiftShader, whose
+  // implicit fallback Chromium has deprecated.
+  '--enable-unsafe-swiftshader',
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
@@ -131,38 +135,64 @@ class App {
   constructor(timeoutMs) {
     this.timeoutMs = timeoutMs
     this.browser = null
+    this.launching = null
+    this.spare = null
     this.work = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpfprof-speedscope-'))
     this.count = 0
   }
 
   async ensureBrowser() {
     if (this.browser && this.browser.isConnected()) return
-    const { chromium } = require('playwright-core')
-    // launch() gives the browser a throwaway profile directory of its own.
-    this.browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
+    if (!this.launching) {
+      const { chromium } = require('playwright-core')
+      // launch() gives the browser a throwaway profile directory of its own.
+      this.launching = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
+        .then(browser => { this.browser = browser }).finally(() => { this.launching = null })
+    }
+    await this.launching
+  }
+
+  // A fresh browser context (storage, cache, downloads of its own) and its page.
+  async newPage() {
+    await this.ensureBrowser()
+    const context = await this.browser.newContext({ acceptDownloads: true })
+    try {
+      return { context, page: await context.newPage() }
+    } catch (e) {
+      await context.close().catch(() => {})
+      throw e
+    }
   }
 
   async close() {
+    if (this.spare) await this.spare.then(({ context }) => context.close(), () => {}).catch(() => {})
     if (this.browser) await this.browser.close().catch(() => {})
     fs.rmSync(this.work, { recursive: true, force: true })
   }
 
   // Opens FILE in a fresh context and starts the import; the app works on
   // it while the caller does other things. Returns a handle for finish().
-  async start(file, bytes) {
-    await this.ensureBrowser()
+  // With more, a fresh context for the next file is made meanwhile.
+  async start(file, bytes, more) {
     const loader = path.join(this.work, `load-profile-${this.count++}.js`)
     fs.writeFileSync(loader, `speedscope.loadFileFromBase64(${JSON.stringify(path.basename(file))}, ${JSON.stringify(bytes.toString('base64'))})`)
-    const context = await this.browser.newContext({ acceptDownloads: true })
+    const fresh = this.spare || this.newPage()
+    this.spare = null
+    let context = null
     try {
-      const page = await context.newPage()
+      let page
+      ({ context, page } = await fresh)
       const imported = watchImport(page, this.timeoutMs)
       await page.goto(`file://${path.join(RELEASE_DIR, 'index.html')}#localProfilePath=${loader}`, {
         waitUntil: 'commit', timeout: this.timeoutMs,
       })
+      if (more) {
+        this.spare = this.newPage()
+        this.spare.catch(() => {}) // reported when start() uses it
+      }
       return { context, page, loader, imported }
     } catch (e) {
-      await context.close().catch(() => {})
+      if (context) await context.close().catch(() => {})
       fs.rmSync(loader, { force: true })
       throw e
     }
@@ -308,7 +338,7 @@ async function main() {
         return 2
       }
     }
-    for (const file of files) {
+    for (const [i, file] of files.entries()) {
       const report = { file, accepted: false, schema: null, speedscope: null }
       let bytes
       try {
@@ -320,7 +350,7 @@ async function main() {
         continue
       }
       try {
-        const started = app ? await app.start(file, bytes) : null
+        const started = app ? await app.start(file, bytes, i + 1 < files.length) : null
         flush()
         report.schema = schemaReport(bytes.toString('utf8'))
         if (started) report.speedscope = await app.finish(started)
