@@ -46,7 +46,7 @@ EP_MAP struct {
 
 EP_MAP struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
+	__uint(max_entries, EP_RINGBUF_BYTES);
 } events SEC(".maps");
 
 EP_MAP struct {

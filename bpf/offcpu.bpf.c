@@ -98,8 +98,7 @@ static __always_inline void on_switch_in(struct task_struct *next)
 	end.start_ts = start->ts;
 	end.end_ts = bpf_ktime_get_ns();
 	bpf_map_delete_elem(&offcpu_since, &host_tid);
-	if (bpf_ringbuf_output(&events, &end, sizeof(end), 0))
-		count(EP_CNT_LOST);
+	ring_output(&end, sizeof(end));
 }
 
 SEC("tp_btf/sched_switch")

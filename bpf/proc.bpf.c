@@ -31,8 +31,7 @@ static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid)
 	struct ep_proc_event e = { .kind = kind, .pid = pid, .ppid = ppid,
 				   .ts = bpf_ktime_get_ns() };
 
-	if (bpf_ringbuf_output(&events, &e, sizeof(e), 0))
-		count(EP_CNT_LOST);
+	ring_output(&e, sizeof(e));
 }
 
 SEC("tp_btf/sched_process_fork")

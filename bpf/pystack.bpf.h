@@ -265,16 +265,30 @@ static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
 	walk_python_stack(cfg, sc, sc->ev.tstate);
 }
 
-/* Sends the header and the walked frames; counts a full ring buffer. */
+/*
+ * Sends a record without waking the reader: it drains the buffer on its own
+ * every EP_DRAIN_MS. A wake-up per record made a feedback loop: every
+ * switch-out of the target woke ebpfprof, which, woken on the target's CPU,
+ * preempted it, which was another switch-out (22,000 switches a second for
+ * a target that makes 200). Only a filling buffer wakes the reader early.
+ */
+static __always_inline void ring_output(void *data, __u64 size)
+{
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > EP_WAKEUP_BYTES ?
+		      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_output(&events, data, size, flags))
+		count(EP_CNT_LOST);
+}
+
+/* Sends the header and the walked frames. */
 static __always_inline void emit_stack_event(struct ep_stack_event *ev)
 {
 	__u64 depth = ev->depth;
 
 	if (depth > EP_MAX_FRAMES)
 		depth = EP_MAX_FRAMES;
-	if (bpf_ringbuf_output(&events, ev, EP_STACK_EVENT_HDR_SIZE +
-			       depth * sizeof(struct ep_frame), 0))
-		count(EP_CNT_LOST);
+	ring_output(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame));
 }
 
 #endif

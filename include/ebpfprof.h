@@ -15,6 +15,11 @@
 #define EP_MAX_FRAMES		512
 /* Threads of one interpreter scanned when a thread's PyThreadState is unknown. */
 #define EP_MAX_THREADS_SCAN	128
+/* The reader drains the ring buffer every EP_DRAIN_MS; records do not wake
+ * it unless more than EP_WAKEUP_BYTES wait (a quarter of the buffer). */
+#define EP_RINGBUF_BYTES	(16u << 20)
+#define EP_WAKEUP_BYTES		(EP_RINGBUF_BYTES / 4)
+#define EP_DRAIN_MS		50
 /* Bytes of one interpreter frame read in a single probe read. */
 #define EP_FRAME_READ_MAX	128
 

@@ -266,7 +266,7 @@ static void record(struct run *run)
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
 	while (!should_stop(run, deadline)) {
-		if (session_poll(run->session, 50) < 0 && errno != EINTR)
+		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
 			break;
 		follower_step(&run->follower);
 		/* thread names can change and threads come and go: look again each second */

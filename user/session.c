@@ -173,9 +173,12 @@ int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_
 
 int session_poll(struct session *s, int timeout_ms)
 {
+	/* records do not wake us (see ring_output): the timeout is the drain period */
 	int n = ring_buffer__poll(s->rb, timeout_ms);
 
-	return n == -EINTR ? 0 : n;
+	if (n == 0 || n == -EINTR)
+		n = ring_buffer__consume(s->rb);
+	return n;
 }
 
 void session_counters(struct session *s, uint64_t out[EP_CNT_MAX])

@@ -33,7 +33,7 @@ def test_gc_pauses_match_the_workloads_own_record(interp_name, probe, workloads,
     # the workload's own record covers [begin, end]; compare collections that started in it
     inside = [g for g in gcs if truth["begin"] - 1e-3 <= t0 + g["start_s"] <= truth["end"] + 1e-3]
     true_n, true_s = len(truth["collections"]), sum(c[2] for c in truth["collections"])
-    assert true_n > 200
+    assert true_n > 50
     assert abs(len(inside) - true_n) <= 0.02 * true_n, (len(inside), true_n)
     measured = sum(g["duration_s"] for g in inside)
     assert abs(measured - true_s) <= 0.10 * true_s, f"GC {measured:.3f}s vs truth {true_s:.3f}s"
