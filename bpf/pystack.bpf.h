@@ -178,6 +178,10 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 		ev->flags |= EP_F_TRUNCATED;
 		return 1;
 	}
+	/* the compiler spills depth before the check; 6.1's verifier does not
+	 * carry the bound to the reloaded copy (6.12's does), so restate it */
+	barrier_var(depth);
+	depth &= EP_MAX_FRAMES - 1;
 	if (size > EP_FRAME_READ_MAX)
 		size = EP_FRAME_READ_MAX;
 	if (bpf_probe_read_user(buf, size, (void *)w->frame)) {

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 PY=/usr/bin/python3.11          # the interpreter profiled (Debian's, with USDT probes)
 CHECKPY=/usr/bin/python3        # for the JSON checks (never a pyenv shim: slow)
-EBPFPROF=$ROOT/ebpfprof
+EBPFPROF=${SMOKE_EBPFPROF:-$ROOT/ebpfprof}   # (another build to test: SMOKE_EBPFPROF=path)
 WL=$ROOT/tests/workloads
 
 pick_tmpfs() {
@@ -41,15 +41,33 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-FAILS=""
+FAILS=""          # the summary: "check, check: reason; check: reason"
+: > "$T/failures.tsv"   # one line per distinct reason: CHECKS<TAB>REASON (kept with SMOKE_KEEP)
+NEWREASON=1       # 0 when the last fail() repeated an earlier reason
 ok()   { echo "smoke: $1: ok${2:+ ($2)}"; }
-fail() { echo "smoke: $1: FAIL ($2)"; FAILS="${FAILS:+$FAILS; }$1: $2"; }
+fail() {
+    echo "smoke: $1: FAIL ($2)"
+    r=$(printf '%s' "$2" | tr '\t\n' '  ')
+    if cut -f2- "$T/failures.tsv" | grep -qxF -- "$r"; then
+        NEWREASON=0
+        awk -F'\t' -v OFS='\t' -v n="$1" -v r="$r" '$2 == r { $1 = $1 ", " n } { print }' \
+            "$T/failures.tsv" > "$T/failures.tsv.new" && mv "$T/failures.tsv.new" "$T/failures.tsv"
+    else
+        NEWREASON=1
+        printf '%s\t%s\n' "$1" "$r" >> "$T/failures.tsv"
+    fi
+    FAILS=$(awk -F'\t' '{ printf "%s%s: %s", sep, $1, $2; sep = "; " }' "$T/failures.tsv")
+}
 now()  { date +%s.%N; }
 took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 
 # show_log NAME FILE: ebpfprof's stderr after a failure (libbpf/verifier messages).
 # A verifier log can be long: its head and its tail are what matter.
 show_log() {
+    if [ "$NEWREASON" = 0 ]; then
+        echo "----- $1: same failure as above (full stderr: $1.ebpfprof.err) -----"
+        return
+    fi
     n=$(wc -l < "$2")
     echo "----- $1: ebpfprof -v stderr ($n lines) -----"
     if [ "$n" -le 200 ]; then cat "$2"
@@ -81,9 +99,23 @@ profile() {
     ERC=$?
 }
 
-# the first line of ebpfprof's stderr that names the error, for the reason
+# The reason, from ebpfprof's stderr: for a program the verifier rejected, its
+# name and the verifier's closing message (the lines between the last
+# instruction and "processed N insns"); else ebpfprof's own error line.
 first_error() {
-    grep -m1 -E '^ebpfprof: |error|Error|failed|invalid|unknown|R[0-9]+ ' "$1" | cut -c1-200
+    awk '
+        /BPF program load failed/ && !prog { prog = $0; sub(/^libbpf: /, "", prog); sub(/: BPF program load failed.*/, "", prog); failmsg = $0; sub(/.*BPF program load failed: /, "", failmsg) }
+        /^-- BEGIN PROG LOAD LOG --|-- BEGIN PROG LOAD LOG --$/ { inlog = 1; msg = ""; next }
+        inlog && /^[0-9]+: / { msg = ""; next }
+        inlog && /^processed [0-9]+ insns/ { if (!vmsg) vmsg = msg; inlog = 0; next }
+        inlog && /-- END PROG LOAD LOG --/ { if (!vmsg) vmsg = msg; inlog = 0; next }
+        inlog && !/^;/ && !/^(caller|callee):/ && !/^ *(frame[0-9]+: )?R[0-9]+(_[a-z]+)?=/ { msg = msg (msg ? " / " : "") $0; next }
+        /^ebpfprof: / && !eline { eline = $0 }
+        END {
+            if (prog) printf "%s rejected by the verifier (%s): %s", prog, failmsg, (vmsg ? vmsg : "no verifier message")
+            else if (eline) printf "%s", eline
+            else printf "no error line in its stderr"
+        }' "$1" | cut -c1-400
 }
 
 echo "smoke: kernel $(uname -r), $(nproc) CPU(s), ebpfprof $("$EBPFPROF" --version 2>&1 | head -n1)"
