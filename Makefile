@@ -75,8 +75,9 @@ unit-bins: $(UNIT_BINS)
 unit: $(UNIT_BINS)
 	scripts/run-unit-tests.sh $(UNIT_BINS)
 
+# real processes under the real BPF programs, then the same under 6.1 and 6.12 in QEMU
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra tests/integration
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/integration vmtests
 
 # the README's first command: set up, build, profile the bundled demo
 demo: deps

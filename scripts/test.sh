@@ -12,6 +12,8 @@ scripts/deps.sh || exit 1
 scripts/deps-speedscope.sh || exit 1
 # the 3.9, 3.13 and 3.14 interpreters (cached after the first run)
 scripts/make-chroots.sh || echo "test.sh: some chroots could not be built; their tests will say so"
+# QEMU and Debian's 6.1 and 6.12 kernels for the VM tests (cached)
+vmtests/setup.sh || echo "test.sh: the VM test kernels could not be fetched; their tests will say so"
 
 make -j"$(nproc)" ebpfprof unit-bins embed-host || exit 1
 make unit || status=1
