@@ -15,8 +15,11 @@
 //     (#localProfilePath= naming a script that hands over the file), waits
 //     for the import, and asks the app to export what it imported.
 // One Chromium serves all files; each file gets a fresh browser context
-// (its own page, storage and downloads), closed before the next file, so
-// files cannot affect each other.
+// (its own page, storage and downloads), closed before the next file is
+// opened, so files cannot affect each other. No fixed sleeps: the check
+// waits on the app's own signals (console.timeEnd("import"), its importer's
+// error, alerts), and overlaps the node-side work (schema, reading the
+// export, making the next blank context) with the app's import.
 //
 // Prints one JSON line per file: {"file", "accepted", "schema": {...},
 // "speedscope": {"outcome", "error", "name", "profiles": [{name, unit,
@@ -26,7 +29,7 @@
 // problem (including a file that could not be read or checked).
 //
 // --timeout=MS bounds each wait per file (the import, then the export);
-// the default is 60000.
+// the default is 60000. "--" ends the options.
 
 const fs = require('fs')
 const os = require('os')
@@ -202,7 +205,7 @@ class App {
   // exported }: exported is the text of speedscope's export, to summarize().
   async finish({ context, page, loader, imported }) {
     try {
-      let { outcome, error } = await imported
+      const { outcome, error } = await imported
       const result = { outcome, error: error || null, name: null, exported: null }
       if (outcome !== 'imported') return result
       // The import signal comes just before the app stores the profiles and
@@ -224,7 +227,8 @@ class App {
 // Resolves with the first of speedscope's own signals: console.timeEnd("import")
 // once the import is done, "Failed to load format" with the importer's
 // exception, an alert (unrecognized format or empty profile), an uncaught
-// error, the renderer crashing, or nothing before the timeout.
+// error, the renderer crashing, or nothing before the timeout (or the page
+// closing).
 function watchImport(page, timeoutMs) {
   return new Promise(resolve => {
     let done = false
@@ -234,7 +238,9 @@ function watchImport(page, timeoutMs) {
       clearTimeout(timer)
       resolve({ outcome, error })
     }
-    const timer = setTimeout(() => settle('timeout', null), timeoutMs)
+    // setImmediate: if node was busy (schema, the previous export), a signal
+    // that arrived in time is read before the timeout is called.
+    const timer = setTimeout(() => setImmediate(() => settle('timeout', null)), timeoutMs)
     page.on('console', async msg => {
       if (done) return
       const text = msg.text()
@@ -249,6 +255,7 @@ function watchImport(page, timeoutMs) {
     page.on('pageerror', err => settle('import-error', String(err)))
     page.on('dialog', dialog => { settle('alert', dialog.message()); dialog.dismiss().catch(() => {}) })
     page.on('crash', () => settle('crash', 'the page crashed'))
+    page.on('close', () => settle('timeout', 'the page was closed'))
   })
 }
 
@@ -357,7 +364,7 @@ async function main() {
         previous = report
       } catch (e) {
         flush()
-        previous = { ...report, schema: report.schema, internalError: String(e && e.stack || e) }
+        previous = { ...report, internalError: String(e && e.stack || e) }
       }
     }
     flush()
