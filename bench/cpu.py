@@ -1,7 +1,7 @@
-"""CPU-bound pure Python, a fixed amount of work: --rounds calls of crunch(),
-made at the bottom of a --depth frame recursion (1: no recursion). The
-sampler walks every frame of the stack on each sample, so a deep stack makes
-each sample dearer."""
+"""CPU-bound pure Python, a fixed amount of work per phase: --rounds calls of
+crunch(), made at the bottom of a --depth frame recursion (1: no recursion).
+The sampler walks every frame of the stack on each sample, so a deep stack
+makes each sample dearer. Each call is timed too (common.Units)."""
 import sys
 import time
 
@@ -16,32 +16,34 @@ def crunch(n):
     return acc
 
 
-def spin(rounds):
+def spin(rounds, units):
+    clock, tick = time.perf_counter, units.tick
     acc = 0
+    tick(clock())
     for _ in range(rounds):
         acc ^= crunch(1000)
+        tick(clock())
     return acc
 
 
-def dive(level, rounds):
+def dive(level, rounds, units):
     if level <= 1:
-        return spin(rounds)
-    return dive(level - 1, rounds)
+        return spin(rounds, units)
+    return dive(level - 1, rounds, units)
 
 
 def main():
     args = common.parse({"--rounds": {"type": int, "default": 20000},
                          "--depth": {"type": int, "default": 1}})
     sys.setrecursionlimit(args.depth + 200)
-    dive(args.depth, max(1, args.rounds // 50))     # warm-up
-    common.wait_for_go(args)
-    v0, i0 = common.context_switches()
-    t0, c0 = time.perf_counter(), time.process_time()
-    dive(args.depth, args.rounds)
-    t1, c1 = time.perf_counter(), time.process_time()
-    v1, i1 = common.context_switches()
-    common.finish(args, {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "rounds": args.rounds,
-                         "voluntary": v1 - v0, "involuntary": i1 - i0})
+    dive(args.depth, max(1, args.rounds // 50), common.Units())     # warm-up
+
+    def work():
+        units = common.Units()
+        with common.Timed() as t:
+            dive(args.depth, args.rounds, units)
+        return t.result(rounds=args.rounds, **units.summary())
+    common.run_phases(args, work)
 
 
 if __name__ == "__main__":

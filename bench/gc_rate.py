@@ -1,8 +1,10 @@
 """Makes cyclic garbage until the collector has run a FIXED number of times
-(--collections), with the generation-0 threshold --threshold setting how much
-garbage each collection finds, hence the rate. Nothing survives, so every
-collection does the same work. Counts collections with gc.get_stats(), which
-costs nothing per collection (no gc.callbacks)."""
+per phase (--collections), with the generation-0 threshold --threshold
+setting how much garbage each collection finds, hence the rate. Nothing
+survives, so every collection does the same work. A gc.callbacks entry
+stamps the end of every collection, so each collection cycle (allocating up
+to the threshold, then collecting) is one timed unit (common.Units); it costs
+the same with and without the profiler."""
 import gc
 import sys
 import time
@@ -37,22 +39,29 @@ def run(target, batch=50):
 
 
 def main():
-    args = common.parse({"--collections": {"type": int, "default": 5000},
+    args = common.parse({"--collections": {"type": int, "default": 3000},
                          "--threshold": {"type": int, "default": 700}})
     gc.collect()
     gc.freeze()             # the interpreter's own objects: out of every collection
     gc.set_threshold(args.threshold, 10, 10)
     run(max(10, args.collections // 50))    # warm-up
-    common.wait_for_go(args)
-    per_gen0 = [s["collections"] for s in gc.get_stats()]
-    v0, i0 = common.context_switches()
-    t0, c0 = time.perf_counter(), time.process_time()
-    done = run(args.collections)
-    t1, c1 = time.perf_counter(), time.process_time()
-    v1, i1 = common.context_switches()
-    per_gen = [s["collections"] - p for s, p in zip(gc.get_stats(), per_gen0)]
-    common.finish(args, {"seconds": t1 - t0, "cpu_seconds": c1 - c0, "collections": done, "per_generation": per_gen,
-                         "threshold": args.threshold, "voluntary": v1 - v0, "involuntary": i1 - i0})
+
+    def work():
+        units = common.Units()
+        clock, tick = time.perf_counter, units.tick
+
+        def on_gc(phase, info):
+            if phase == "stop":
+                tick(clock())
+        before = [s["collections"] for s in gc.get_stats()]
+        gc.callbacks.append(on_gc)
+        with common.Timed() as t:
+            done = run(args.collections)
+        gc.callbacks.remove(on_gc)
+        per_gen = [s["collections"] - b for s, b in zip(gc.get_stats(), before)]
+        return t.result(collections=done, per_generation=per_gen, threshold=args.threshold,
+                        **units.summary())
+    common.run_phases(args, work)
 
 
 if __name__ == "__main__":

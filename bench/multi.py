@@ -1,5 +1,5 @@
 """A multi-threaded mix for measuring the profiler itself, for --seconds after
-the go file: two CPU spinners at the bottom of 40-frame stacks, a thread
+each go file: two CPU spinners at the bottom of 40-frame stacks, a thread
 making cyclic garbage, a ping-pong pair, a thread sleeping 1 ms at a time
 and a socket reader fed by a writer: samples, collections and thousands of
 context switches a second. Writes how many collections and context
@@ -87,21 +87,20 @@ def main():
     threads = [threading.Thread(target=f, args=a, name=n) for n, f, a in plan]
     for t in threads:
         t.start()
-    common.wait_for_go(args)
-    g0 = sum(s["collections"] for s in gc.get_stats())
-    v0, i0 = common.context_switches()
-    t0 = time.perf_counter()
-    time.sleep(args.seconds)
-    t1 = time.perf_counter()
-    v1, i1 = common.context_switches()
-    g1 = sum(s["collections"] for s in gc.get_stats())
-    stop.set()
-    for t in threads:
-        t.join()
-    r.close()
-    common.finish(args, {"seconds": t1 - t0, "collections": g1 - g0,
-                         "voluntary": v1 - v0, "involuntary": i1 - i0,
-                         "threads": len(threads) + 1})
+
+    def work():
+        g0 = sum(s["collections"] for s in gc.get_stats())
+        with common.Timed() as t:
+            time.sleep(args.seconds)
+        g1 = sum(s["collections"] for s in gc.get_stats())
+        return t.result(collections=g1 - g0, threads=len(threads) + 1)
+    try:
+        common.run_phases(args, work)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        r.close()
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """ebpfprof's overhead benchmarks (make bench, through scripts/bench.sh).
 
-Every figure is a ratio measured within this one run: each workload does a
-FIXED amount of work (not a fixed time) and times it itself, alternately
-without the profiler and with `ebpfprof --pid` attached, several times; the
-medians are compared. The machine these run on is small and shared, so
-absolute times mean little; ratios of medians of interleaved runs hold up.
+Every figure is a ratio measured within this one run: each workload process
+does the same FIXED amount of work (not a fixed time) in several phases and
+times each itself; a fresh `ebpfprof --pid` is attached for every other phase
+(order reversed every other repetition) and stopped after it. Medians of the
+phases are compared. The machine these run on is small and shared, so
+absolute times mean little; ratios of adjacent phases of one process hold up.
 
   1. sampling: CPU-bound pure Python at 100 Hz and 1000 Hz, with a shallow
      and a 300-frame stack (the kernel walks every frame on every sample);
@@ -16,7 +17,8 @@ absolute times mean little; ratios of medians of interleaved runs hold up.
   3. off-CPU tracking: two threads ping-ponging through threading.Event
   4. the profiler itself: its CPU time and peak RSS while it records a
      multi-threaded workload for 10 s
-  +  the kernel side: BPF run time per event, from kernel.bpf_stats_enabled
+  +  the kernel side: BPF run time per event of every profiled run, from
+     kernel.bpf_stats_enabled (turned on for the run, restored after)
 
 Writes a compact table to stdout, docs/benchmarks.md, and the raw numbers
 to build/bench/results.json. Needs root."""
@@ -37,7 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-EBPFPROF = ROOT / "ebpfprof"
+BUILT = ROOT / "ebpfprof"
+EBPFPROF = BUILT            # main() points this at a copy
 DEBIAN_PY = os.environ.get("BENCH_DEBIAN_PYTHON", "/usr/bin/python3")
 PYENV_PY = os.environ.get("BENCH_PYENV_PYTHON", "/root/.pyenv/versions/3.11.7/bin/python3.11")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -123,10 +126,11 @@ class Instance:
         return {"counters": self.counters(), "progs": self.prog_stats()}
 
 
-def find_instance(pid):
-    """The ebpfprof instance whose procs map holds pid, once it has attached."""
+def find_instance(pid, newer_than=0):
+    """The ebpfprof instance whose procs map holds pid, once it has attached;
+    only maps with ids over newer_than (an instance just stopped may linger)."""
     maps = as_list(bpftool("map", "show", "name", "procs"))
-    for m in sorted(maps, key=lambda m: -m["id"]):
+    for m in sorted((m for m in maps if m["id"] > newer_than), key=lambda m: -m["id"]):
         for e in elements(bpftool("map", "dump", "id", str(m["id"]))):
             if key_of(e) == pid:
                 return Instance(m["id"], m.get("btf_id"))
@@ -167,22 +171,44 @@ class BenchError(RuntimeError):
     pass
 
 
-def measure(py, script, wargs, prof=None, stats=False, pin=None, timeout=600):
-    """One run of bench/<script> under interpreter py: unprofiled when prof is
-    None, else with `ebpfprof --pid PID *prof` attached before the timed part.
-    pin=(target CPU, profiler CPU) runs them under taskset (None: anywhere).
-    Returns the workload's result, plus the profiler's figures."""
-    pin = pin or (None, None)
+STATS = {"on": False}     # kernel.bpf_stats_enabled is on: snapshot the programs' run times
+
+
+def max_procs_id():
+    """The newest procs map id now: a profiler started later has a higher one."""
+    return max((m["id"] for m in as_list(bpftool("map", "show", "name", "procs"))), default=0)
+
+
+def session(py, script, wargs, plan, target_cpu=None, label="", names=None):
+    """One workload process running len(plan) phases of the same fixed work;
+    plan[k] is None for an unprofiled phase, or (ebpfprof options, CPU to pin
+    ebpfprof to or None) to attach a fresh `ebpfprof --pid` for that phase
+    only (stopped with SIGINT after it, as a user would). target_cpu pins the
+    workload. Tried a second time if it fails (a busy machine)."""
+    names = names or [""] * len(plan)
+    try:
+        return _session(py, script, wargs, plan, target_cpu, label, names)
+    except BenchError as e:
+        log(f"  session failed, trying again: {e}")
+        return _session(py, script, wargs, plan, target_cpu, label, names)
+
+
+def _session(py, script, wargs, plan, target_cpu, label, names, timeout=600):
     tmp = Path(tempfile.mkdtemp(prefix="ebpfprof-bench-"))
-    go, result, release = tmp / "go", tmp / "result.json", tmp / "release"
-    argv = [py, str(BENCH / script), *map(str, wargs),
-            "--go", str(go), "--result", str(result), "--release", str(release)]
-    if pin[0] is not None:
-        argv = ["taskset", "-c", str(pin[0])] + argv
-    werr = open(tmp / "workload.err", "w+")
-    w = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=werr)
-    ep = eperr = None
-    out = {}
+    argv = [py, str(BENCH / script), *map(str, wargs), "--dir", str(tmp), "--phases", str(len(plan))]
+    if target_cpu is not None:
+        argv = ["taskset", "-c", str(target_cpu)] + argv
+    # the child appends to its own open file: sharing one file offset with a
+    # reader that seeks would make it write in the wrong place
+    with open(tmp / "workload.err", "a") as child_err:
+        w = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=child_err)
+    werr = open(tmp / "workload.err")
+    ep = None
+    results = []
+
+    def workload_error(what):
+        werr.seek(0)
+        return BenchError(f"{script} {what}: {werr.read()[-2000:]}")
     try:
         deadline = time.monotonic() + 30
         pid = None
@@ -192,84 +218,151 @@ def measure(py, script, wargs, prof=None, stats=False, pin=None, timeout=600):
             if first.startswith("pid=") and first.endswith("\n"):
                 pid = int(first[4:])
             elif w.poll() is not None or time.monotonic() > deadline:
-                werr.seek(0)
-                raise BenchError(f"{script} did not start: {werr.read()[-2000:]}")
+                raise workload_error("did not start")
             else:
                 time.sleep(0.005)
-        if prof is not None:
-            eperr = open(tmp / "ebpfprof.err", "w+")
-            epargv = [str(EBPFPROF), "--pid", str(pid), "-o", str(tmp / "profile.json"), *map(str, prof)]
-            if pin[1] is not None:
-                epargv = ["taskset", "-c", str(pin[1])] + epargv
-            ep = subprocess.Popen(epargv, stdout=subprocess.DEVNULL, stderr=eperr)
-            t_start = time.monotonic()
+        for k, step in enumerate(plan):
+            out = {}
             inst = None
-            while inst is None:
+            if step is not None and step[0] == "perf":
+                # reference: perf's own sampler on the same clock (no BPF, no Python stacks)
+                ep = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", *map(str, step[1]),
+                                       "-p", str(pid), "-o", str(tmp / f"perf-{k}.data")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.0)
                 if ep.poll() is not None:
-                    eperr.seek(0)
-                    raise BenchError(f"ebpfprof exited ({ep.returncode}) before attaching: "
-                                     f"{eperr.read()[-2000:]}")
-                if time.monotonic() - t_start > 120:
-                    raise BenchError("ebpfprof did not attach within 120 s")
-                inst = find_instance(pid)
-                if inst is None:
-                    time.sleep(0.05)
-            out["attach_s"] = time.monotonic() - t_start
-            time.sleep(SETTLE_S)
-            if stats:
-                out["snap0"] = inst.snapshot()
-            out["ep_cpu_go"] = proc_cpu(ep.pid)
-            out["ep_status_go"] = proc_status(ep.pid)
-        go.touch()
-        deadline = time.monotonic() + timeout
-        while not result.exists():
-            if w.poll() is not None:
-                werr.seek(0)
-                raise BenchError(f"{script} exited ({w.returncode}) early: {werr.read()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise BenchError(f"{script} took over {timeout} s")
-            time.sleep(0.01)
-        if ep is not None:
-            out["ep_cpu_done"] = proc_cpu(ep.pid)
-            out["ep_status_done"] = proc_status(ep.pid)
-            if stats:
-                out["snap1"] = inst.snapshot()
-        with open(result) as f:
-            out.update(json.load(f))
-        if "voluntary" in out:
+                    raise BenchError(f"perf record exited ({ep.returncode})")
+            elif step is not None:
+                prof, ep_cpu = step
+                newer_than = max_procs_id()
+                epargv = [str(EBPFPROF), "--pid", str(pid), "-o", str(tmp / f"profile-{k}.json"),
+                          *map(str, prof)]
+                if ep_cpu is not None:
+                    epargv = ["taskset", "-c", str(ep_cpu)] + epargv
+                errpath = tmp / f"ebpfprof-{k}.err"
+                with open(errpath, "a") as child_err:
+                    ep = subprocess.Popen(epargv, stdout=subprocess.DEVNULL, stderr=child_err)
+                t_start = time.monotonic()
+                while inst is None:
+                    if ep.poll() is not None:
+                        raise BenchError(f"ebpfprof exited ({ep.returncode}) before attaching: "
+                                         f"{errpath.read_text()[-2000:]}")
+                    if time.monotonic() - t_start > 120:
+                        raise BenchError("ebpfprof did not attach within 120 s")
+                    inst = find_instance(pid, newer_than)
+                    if inst is None:
+                        time.sleep(0.05)
+                out["attach_s"] = time.monotonic() - t_start
+                time.sleep(SETTLE_S)
+                if STATS["on"]:
+                    snap0 = inst.snapshot()
+                out["ep_cpu_go"] = proc_cpu(ep.pid)
+                out["ep_status_go"] = proc_status(ep.pid)
+            (tmp / f"go-{k}").touch()
+            result = tmp / f"result-{k}.json"
+            deadline = time.monotonic() + timeout
+            while not result.exists():
+                if w.poll() is not None:
+                    raise workload_error(f"exited ({w.returncode}) early")
+                if time.monotonic() > deadline:
+                    raise BenchError(f"{script} took over {timeout} s")
+                time.sleep(0.01)
+            with open(result) as f:
+                out.update(json.load(f))
             out["switches"] = out["voluntary"] + out["involuntary"]
-        release.touch()
+            if step is not None and step[0] == "perf":
+                ep.send_signal(signal.SIGINT)
+                ep.wait(timeout=60)
+                ep = None
+                (tmp / f"perf-{k}.data").unlink(missing_ok=True)
+            if ep is not None:
+                out["ep_cpu_done"] = proc_cpu(ep.pid)
+                out["ep_status_done"] = proc_status(ep.pid)
+                if STATS["on"]:
+                    out["bpf"] = bpf_figures(snap0, inst.snapshot())
+                ep.send_signal(signal.SIGINT)
+                _, status, ru = os.wait4(ep.pid, 0)
+                ep.returncode = os.waitstatus_to_exitcode(status)
+                err = errpath.read_text()
+                ep = None
+                if ep_rc := os.waitstatus_to_exitcode(status):
+                    raise BenchError(f"ebpfprof failed ({ep_rc}): {err[-2000:]}")
+                out["ep_cpu_total"] = ru.ru_utime + ru.ru_stime
+                out["ep_utime"], out["ep_stime"] = ru.ru_utime, ru.ru_stime
+                out["ep_maxrss_kib"] = ru.ru_maxrss
+                s0, s1 = out["ep_status_go"], out["ep_status_done"]
+                # ebpfprof is one thread: its voluntary switches are its sleeps, one per wake-up
+                out["ep_wakeups"] = (s1.get("voluntary_ctxt_switches", 0)
+                                     - s0.get("voluntary_ctxt_switches", 0))
+                m = SUMMARY_RE.search(err)
+                if not m:
+                    raise BenchError(f"no summary line from ebpfprof: {err[-2000:]}")
+                out.update(recorded_s=float(m.group(1)), samples=int(m.group(3)), lost=int(m.group(4)),
+                           threads=int(m.group(5)), cpython=m.group(6), gc_probe=m.group(7).strip())
+                prof_file = tmp / f"profile-{k}.json"
+                out["profile_bytes"] = prof_file.stat().st_size if prof_file.exists() else 0
+            out["name"] = names[k]
+            results.append(out)
+            if label:
+                log(f"  {label} {k + 1:2}/{len(plan)} {names[k]:<18} "
+                    f"{out['seconds']:7.3f} s wall {out['cpu_seconds']:7.3f} s CPU"
+                    + (f" {out['undisturbed_mean_us']:9.2f} us/unit" if "undisturbed_mean_us" in out else "")
+                    + f" {out['switches'] / out['seconds']:8.0f} sw/s"
+                    + (f"  ({out['samples']} samples, {out['lost']} lost, "
+                       f"{out['ep_wakeups'] / out['seconds']:.0f} profiler wake-ups/s)" if "samples" in out else ""))
+        (tmp / "release").touch()
         w.wait(timeout=60)
-        if ep is not None:
-            _, status, ru = os.wait4(ep.pid, 0)
-            ep.returncode = os.waitstatus_to_exitcode(status)
-            eperr.seek(0)
-            err = eperr.read()
-            if ep.returncode != 0:
-                raise BenchError(f"ebpfprof failed ({ep.returncode}): {err[-2000:]}")
-            out["ep_cpu_total"] = ru.ru_utime + ru.ru_stime
-            out["ep_utime"], out["ep_stime"] = ru.ru_utime, ru.ru_stime
-            out["ep_maxrss_kib"] = ru.ru_maxrss
-            s0, s1 = out["ep_status_go"], out["ep_status_done"]
-            # ebpfprof is one thread: its voluntary switches are its sleeps, one per wake-up
-            out["ep_wakeups"] = s1.get("voluntary_ctxt_switches", 0) - s0.get("voluntary_ctxt_switches", 0)
-            m = SUMMARY_RE.search(err)
-            if not m:
-                raise BenchError(f"no summary line from ebpfprof: {err[-2000:]}")
-            out.update(recorded_s=float(m.group(1)), samples=int(m.group(3)), lost=int(m.group(4)),
-                       threads=int(m.group(5)), cpython=m.group(6), gc_probe=m.group(7).strip())
-            prof_file = tmp / "profile.json"
-            out["profile_bytes"] = prof_file.stat().st_size if prof_file.exists() else 0
-        return out
+        return results
     finally:
         for p in (w, ep):
             if p is not None and p.returncode is None and p.poll() is None:
                 p.kill()
                 p.wait()
         werr.close()
-        if eperr:
-            eperr.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def phases(py, script, wargs, configs, reps, target_cpu=None, label=""):
+    """configs: [(name, None or (ebpfprof options, profiler CPU))]. Runs them
+    reps times in one process, the order reversed every other repetition,
+    after an unprofiled warm-up phase that is thrown away (a fresh process
+    runs its first phase slower). Returns name -> [phase results], in
+    repetition order."""
+    order = [("warm-up", None)]
+    for rep in range(reps):
+        order += configs if rep % 2 == 0 else configs[::-1]
+    if label:
+        log(f"  {label}: {len(order)} phases in one process")
+    results = session(py, script, wargs, [step for _, step in order], target_cpu, label,
+                      [name for name, _ in order])
+    out = {name: [] for name, _ in configs}
+    for r in results[1:]:
+        out[r["name"]].append(r)
+    return out
+
+
+def single(py, script, wargs):
+    """One unprofiled phase (calibration)."""
+    return session(py, script, wargs, [None])[0]
+
+
+def bpf_figures(s0, s1):
+    """BPF run time of the timed part, by kind of program, and the target's
+    events from the counters (enum ep_counter: 0 samples, 4 switch-outs)."""
+    ns = {"sample": 0, "offcpu": 0, "gc": 0, "all": 0}
+    runs = {}
+    for name, (t, cnt) in s1["progs"].items():
+        t0, cnt0 = s0["progs"].get(name, (0, 0))
+        if cnt - cnt0 <= 0:
+            continue
+        runs[name] = [t - t0, cnt - cnt0]
+        ns["all"] += t - t0
+        for kind in ("sample", "offcpu", "gc"):
+            if name.startswith(kind):
+                ns[kind] += t - t0
+    c0, c1 = s0["counters"], s1["counters"]
+    return {"ns": ns, "progs": runs, "samples": c1.get(0, 0) - c0.get(0, 0),
+            "switch_outs": c1.get(4, 0) - c0.get(4, 0)}
 
 
 # ---------------------------------------------------------------- statistics
@@ -300,62 +393,72 @@ def versus(base, prof, events_key=None, events=None):
     wall = compare(base, prof)
     cpu = compare(base, prof, "cpu_seconds")
     n = events if events is not None else med(r[events_key] for r in prof)
-    row = {"wall": wall, "cpu": cpu, "events": n,
+    und = compare(base, prof, "undisturbed_mean_us")
+    units = med(r["units"] for r in prof)
+    row = {"wall": wall, "cpu": cpu, "undisturbed": und, "events": n, "units": units,
            "us_per_event": (wall["prof"] - wall["base"]) / n * 1e6 if n else None,
            "cpu_us_per_event": (cpu["prof"] - cpu["base"]) / n * 1e6 if n else None,
+           "und_us_per_event": (und["prof"] - und["base"]) * units / n if n else None,
+           "kept": med(r["undisturbed_units"] / r["units"] for r in base + prof),
            "base_rates": rates(base), "prof_rates": rates(prof),
            "lost": max((r.get("lost", 0) for r in prof), default=0),
            "runs": {"base": base, "prof": prof}}
+    row["bpf"] = bpf_medians(prof)
     return row
 
 
-def interleaved(reps, configs, label):
-    """Runs every (name, thunk) of configs reps times, alternating, the order
-    reversed every other repetition. Returns name -> [results]."""
-    out = {name: [] for name, _ in configs}
-    for rep in range(reps):
-        order = configs if rep % 2 == 0 else configs[::-1]
-        for name, thunk in order:
-            r = thunk()
-            out[name].append(r)
-            log(f"  {label} rep {rep + 1}/{reps} {name:<22} {r['seconds']:7.3f} s wall"
-                f"  {r.get('cpu_seconds', 0):7.3f} s CPU  {r.get('switches', 0) / r['seconds']:8.0f} sw/s"
-                + (f"  ({r['samples']} samples, {r['lost']} lost, {r['ep_wakeups'] / r['seconds']:.0f} "
-                   "profiler wake-ups/s)" if "samples" in r else ""))
-    return out
+def bpf_medians(runs):
+    """Median BPF time per event of the target, over the runs that have it."""
+    b = [r["bpf"] for r in runs if "bpf" in r]
+    if not b:
+        return None
+    return {"sample_us": med(x["ns"]["sample"] / x["samples"] / 1e3 for x in b if x["samples"]),
+            "offcpu_us": med(x["ns"]["offcpu"] / x["switch_outs"] / 1e3 for x in b if x["switch_outs"]),
+            "gc_us": med(x["ns"]["gc"] / r["collections"] / 1e3
+                         for x, r in zip(b, runs) if r.get("collections") and x["ns"]["gc"]),
+            "switch_outs_per_s": med(x["switch_outs"] / r["seconds"] for x, r in zip(b, runs)),
+            "share": med(x["ns"]["all"] / 1e9 / r["seconds"] for x, r in zip(b, runs)),
+            "progs": {n: med(x["progs"].get(n, [0, 0])[0] / 1e6 for x in b)
+                      for n in sorted({n for x in b for n in x["progs"]})}}
 
 
 # ---------------------------------------------------------------- the benchmarks
 
 def bench_sampling(cfg):
     log("1. sampling overhead (CPU-bound, fixed work)")
-    probe = measure(DEBIAN_PY, "cpu.py", ["--rounds", 200])
-    rounds = max(100, int(200 * cfg.cpu_seconds / probe["cpu_seconds"]))
+    probe = single(DEBIAN_PY, "cpu.py", ["--rounds", 300])
+    rounds = max(100, int(300 * cfg.cpu_seconds / probe["cpu_seconds"]))
     log(f"  calibrated: {rounds} rounds of crunch(1000) ~ {cfg.cpu_seconds:.1f} s of CPU")
     rows = []
+    perf = shutil.which("perf")
     for depth in (1, 300):
-        wargs = ["--rounds", rounds, "--depth", depth]
-        configs = [("none", lambda: measure(DEBIAN_PY, "cpu.py", wargs)),
-                   ("100 Hz", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 100])),
-                   ("1000 Hz", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 1000]))]
-        res = interleaved(cfg.reps, configs, f"depth {depth}")
+        configs = [("none", None), ("100 Hz", (["-r", 100], None)), ("1000 Hz", (["-r", 1000], None))]
+        if perf and depth == 1:
+            configs.append(("perf 1000 Hz", ("perf", ["-F", 1000])))
+        res = phases(DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", depth], configs,
+                     cfg.reps, label=f"depth {depth}")
         for rate in ("100 Hz", "1000 Hz"):
             row = versus(res["none"], res[rate], events_key="samples")
             row.update(depth=depth, rate=rate)
+            rows.append(row)
+        if "perf 1000 Hz" in res:
+            # perf reports no sample count here: count the clock's ticks over the CPU time
+            row = versus(res["none"], res["perf 1000 Hz"],
+                         events=med(r["cpu_seconds"] for r in res["perf 1000 Hz"]) * 1000)
+            row.update(depth=depth, rate="perf record -F 1000 (reference)")
             rows.append(row)
     return {"rounds": rounds, "rows": rows}
 
 
 def bench_placement(cfg, rounds):
-    """Where the profiler runs matters: pinned to the target's CPU, or to the other."""
+    """Where the profiler runs: on the target's CPU, or on the other."""
     if (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
         return {"skipped": "needs 2 CPUs and taskset"}
     log("1b. sampling at 100 Hz, target pinned to CPU 1, profiler on CPU 0 or on CPU 1")
-    wargs = ["--rounds", rounds, "--depth", 1]
-    configs = [("none", lambda: measure(DEBIAN_PY, "cpu.py", wargs, pin=(1, None))),
-               ("profiler on CPU 0", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 100], pin=(1, 0))),
-               ("profiler on CPU 1", lambda: measure(DEBIAN_PY, "cpu.py", wargs, prof=["-r", 100], pin=(1, 1)))]
-    res = interleaved(cfg.placement_reps, configs, "placement")
+    res = phases(DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", 1],
+                 [("none", None), ("profiler on CPU 0", (["-r", 100], 0)),
+                  ("profiler on CPU 1", (["-r", 100], 1))],
+                 cfg.placement_reps, target_cpu=1, label="placement")
     rows = []
     for name in ("profiler on CPU 0", "profiler on CPU 1"):
         row = versus(res["none"], res[name], events_key="samples")
@@ -365,9 +468,9 @@ def bench_placement(cfg, rounds):
 
 
 def calibrate_gc(py, target_rate, quick):
-    threshold, n = 4000, (200 if quick else 500)
+    threshold, n = 8000, (200 if quick else 500)
     for _ in range(3):
-        r = measure(py, "gc_rate.py", ["--threshold", threshold, "--collections", n])
+        r = single(py, "gc_rate.py", ["--threshold", threshold, "--collections", n])
         rate = n / r["cpu_seconds"]
         new = int(min(200000, max(100, threshold * rate / target_rate)))
         if abs(new - threshold) < 0.05 * threshold:
@@ -387,10 +490,9 @@ def bench_gc(cfg):
             continue
         threshold = calibrate_gc(py, cfg.gc_rate, cfg.quick)
         log(f"  {name}: gen-0 threshold {threshold} for ~{cfg.gc_rate}/s")
-        wargs = ["--threshold", threshold, "--collections", cfg.collections]
-        configs = [("none", lambda: measure(py, "gc_rate.py", wargs)),
-                   ("profiled -r 1", lambda: measure(py, "gc_rate.py", wargs, prof=["-r", 1]))]
-        res = interleaved(cfg.reps, configs, name.split()[0])
+        res = phases(py, "gc_rate.py", ["--threshold", threshold, "--collections", cfg.collections],
+                     [("none", None), ("profiled -r 1", (["-r", 1], None))], cfg.reps,
+                     label=name.split()[0])
         row = versus(res["none"], res["profiled -r 1"], events_key="collections")
         row.update(name=name, threshold=threshold, expected_probe=expect,
                    per_generation=res["none"][0]["per_generation"],
@@ -402,13 +504,11 @@ def bench_gc(cfg):
 
 def bench_offcpu(cfg):
     log("3. off-CPU tracking cost (ping-pong, fixed round trips)")
-    probe = measure(DEBIAN_PY, "pingpong.py", ["--round-trips", 2000])
-    trips = max(1000, int(2000 * cfg.pingpong_seconds / probe["seconds"]))
+    probe = single(DEBIAN_PY, "pingpong.py", ["--round-trips", 5000])
+    trips = max(1000, int(5000 * cfg.pingpong_seconds / probe["seconds"]))
     log(f"  calibrated: {trips} round trips ~ {cfg.pingpong_seconds:.1f} s")
-    wargs = ["--round-trips", trips]
-    configs = [("none", lambda: measure(DEBIAN_PY, "pingpong.py", wargs)),
-               ("profiled -r 1", lambda: measure(DEBIAN_PY, "pingpong.py", wargs, prof=["-r", 1]))]
-    res = interleaved(cfg.reps, configs, "ping-pong")
+    res = phases(DEBIAN_PY, "pingpong.py", ["--round-trips", trips],
+                 [("none", None), ("profiled -r 1", (["-r", 1], None))], cfg.reps, label="ping-pong")
     row = versus(res["none"], res["profiled -r 1"], events_key="switches")
     row.update(round_trips=trips, switches_base=med(r["switches"] for r in res["none"]))
     return row
@@ -416,14 +516,25 @@ def bench_offcpu(cfg):
 
 def bench_self(cfg):
     log(f"4. the profiler's own CPU and memory ({cfg.record_seconds:.0f} s recordings)")
+    # one process: an unprofiled phase, then 100 Hz and 1000 Hz alternately
+    configs = [("100 Hz", (["-r", 100], None)), ("1000 Hz", (["-r", 1000], None))]
+    order = [("none", None)]
+    for rep in range(cfg.self_reps):
+        order += configs if rep % 2 == 0 else configs[::-1]
+    results = session(DEBIAN_PY, "multi.py", ["--seconds", cfg.record_seconds],
+                      [step for _, step in order], label="multi", names=[n for n, _ in order])
+    res = {"100 Hz": [], "1000 Hz": []}
+    for r in results[1:]:
+        res[r["name"]].append(r)
+    alone_runs = results[:1]
+    alone_sw = med(r["switches"] / r["seconds"] for r in alone_runs)
+    alone_gc = med(r["collections"] / r["seconds"] for r in alone_runs)
     rows = []
     for rate in (100, 1000):
-        runs = []
-        for rep in range(cfg.self_reps):
-            r = measure(DEBIAN_PY, "multi.py", ["--seconds", cfg.record_seconds], prof=["-r", rate])
-            runs.append(r)
-            log(f"  {rate} Hz rep {rep + 1}/{cfg.self_reps}: ebpfprof {r['ep_cpu_total']:.2f} s CPU, "
-                f"max RSS {r['ep_maxrss_kib'] / 1024:.1f} MiB, {r['samples']} samples, {r['lost']} lost, "
+        runs = res[f"{rate} Hz"]
+        for r in runs:
+            log(f"  {rate} Hz: ebpfprof {r['ep_cpu_total']:.2f} s CPU, max RSS "
+                f"{r['ep_maxrss_kib'] / 1024:.1f} MiB, {r['samples']} samples, {r['lost']} lost, "
                 f"{r['ep_wakeups'] / r['seconds']:.0f} wake-ups/s")
         go = [r["ep_status_go"] for r in runs]
         done = [r["ep_status_done"] for r in runs]
@@ -442,69 +553,28 @@ def bench_self(cfg):
                                     for g, d, r in zip(go, done, runs)),
             "samples_per_s": med(r["samples"] / r["recorded_s"] for r in runs),
             "switches_per_s": med(r["switches"] / r["seconds"] for r in runs),
+            "switches_alone_per_s": alone_sw, "gcs_alone_per_s": alone_gc,
+            "cpu_alone": med(r["cpu_seconds"] / r["seconds"] for r in alone_runs),
+            "cpu_prof": med(r["cpu_seconds"] / r["seconds"] for r in runs),
             "wakeups_per_s": med(r["ep_wakeups"] / r["seconds"] for r in runs),
             "gcs_per_s": med(r["collections"] / r["seconds"] for r in runs),
             "threads": runs[0]["threads"],
             "profile_mib": med(r["profile_bytes"] for r in runs) / 2**20,
+            "bpf": bpf_medians(runs),
             "lost": max(r["lost"] for r in runs), "runs": runs})
-    return {"rows": rows}
-
-
-def bench_kernel(cfg, R):
-    """One profiled run per case with kernel.bpf_stats_enabled=1: the BPF
-    programs' own run time, put per event of the target."""
-    if not STATS_SYSCTL.exists():
-        return {"skipped": "kernel.bpf_stats_enabled is not available"}
-    log("+ kernel side: BPF run time per event (kernel.bpf_stats_enabled=1, one run each)")
-    old = STATS_SYSCTL.read_text().strip()
-    rounds = R["sampling"]["rounds"]
-    cases = [("sample, 1-frame stack", DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", 1],
-              ["-r", 1000], "sample"),
-             ("sample, 300-frame stack", DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", 300],
-              ["-r", 1000], "sample")]
-    for row in R["gc"]["rows"]:
-        if "missing" not in row:
-            py = DEBIAN_PY if row["expected_probe"] == "USDT" else PYENV_PY
-            cases.append((f"collection, {row['expected_probe']}", py, "gc_rate.py",
-                          ["--threshold", row["threshold"], "--collections", cfg.collections], ["-r", 1], "gc"))
-    cases.append(("switch-out (ping-pong)", DEBIAN_PY, "pingpong.py",
-                  ["--round-trips", R["offcpu"]["round_trips"]], ["-r", 1], "switch"))
-    rows = []
-    try:
-        STATS_SYSCTL.write_text("1\n")
-        for label, py, script, wargs, prof, kind in cases:
-            r = measure(py, script, wargs, prof=prof, stats=True)
-            s0, s1 = r["snap0"], r["snap1"]
-            progs = {}
-            for name, (ns, cnt) in s1["progs"].items():
-                ns0, cnt0 = s0["progs"].get(name, (0, 0))
-                if cnt - cnt0:
-                    progs[name] = {"ns": ns - ns0, "runs": cnt - cnt0}
-            c0, c1 = s0["counters"], s1["counters"]
-            if kind == "sample":        # EP_CNT_SAMPLES
-                events = c1.get(0, 0) - c0.get(0, 0)
-                ns = sum(p["ns"] for n, p in progs.items() if n.startswith("sample"))
-            elif kind == "gc":
-                events = r["collections"]
-                ns = sum(p["ns"] for n, p in progs.items() if n.startswith("gc_"))
-            else:                       # EP_CNT_OFFCPU: switch-outs of the target
-                events = c1.get(4, 0) - c0.get(4, 0)
-                ns = sum(p["ns"] for n, p in progs.items() if n.startswith("offcpu"))
-            all_ns = sum(p["ns"] for p in progs.values())
-            rows.append({"label": label, "kind": kind, "events": events, "bpf_ns": ns,
-                         "ns_per_event": ns / events if events else None,
-                         "all_bpf_ns": all_ns, "all_share": all_ns / 1e9 / r["seconds"],
-                         "offcpu_events": c1.get(4, 0) - c0.get(4, 0),
-                         "progs": progs, "seconds": r["seconds"]})
-            log(f"  {label}: {events} events, {ns / 1e6:.1f} ms of BPF, "
-                f"{(ns / events / 1000) if events else float('nan'):.2f} us each; all programs "
-                f"{all_ns / 1e6:.1f} ms")
-    finally:
-        STATS_SYSCTL.write_text(old + "\n")
-    return {"rows": rows}
+    return {"rows": rows, "alone": alone_runs}
 
 
 # ---------------------------------------------------------------- reporting
+
+def binary_id(path):
+    """sha256 (first 12 hex digits) and modification time of a binary."""
+    import hashlib
+    st = path.stat()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    when = datetime.datetime.fromtimestamp(st.st_mtime).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    return f"sha256 {digest}, built {when}"
+
 
 def machine():
     model = "?"
@@ -533,12 +603,12 @@ def machine():
                         for p in (DEBIAN_PY, PYENV_PY) if os.access(p, os.X_OK)}}
 
 
-def pct(ratio):
-    return f"{(ratio - 1) * 100:+.0f}%"
+def pct(ratio, digits=0):
+    return f"{(ratio - 1) * 100:+.{digits}f}%"
 
 
-def fmt_ratio(c):
-    return f"{c['ratio']:.2f} ({c['lo']:.2f}-{c['hi']:.2f})"
+def fmt_ratio(c, digits=2):
+    return f"{c['ratio']:.{digits}f} ({c['lo']:.{digits}f}-{c['hi']:.{digits}f})"
 
 
 def num(x, fmt=".2f"):
@@ -552,41 +622,47 @@ def sw(row):
             num(p["wakeups_per_s"], ".0f"))
 
 
+def bpf_us(row, kind):
+    """Median BPF run time per event of this kind (us), or None."""
+    b = row.get("bpf")
+    return b and b.get(f"{kind}_us")
+
+
+def costs(row):
+    return (f"{num(row['us_per_event'], '.1f')} / {num(row['cpu_us_per_event'], '.1f')} / "
+            f"{num(row['und_us_per_event'], '.2f')}")
+
+
 def summary_table(R):
     """The compact table printed at the end: one line per measurement."""
-    head = (f"{'benchmark':<38} {'unprof s':>8} {'prof s':>8} {'wall x':>6} {'CPU x':>6} "
-            f"{'target sw/s':>15} {'prof wake/s':>11}  cost per event (wall / CPU)")
+    head = (f"{'benchmark':<34} {'unprof s':>8} {'prof s':>8} {'wall x':>6} {'CPU x':>6} {'undist x':>8} "
+            f"{'target sw/s':>15} {'prof wake/s':>11} {'BPF us/ev':>9}  cost us per event: wall / CPU / undisturbed")
     lines = [head, "-" * len(head)]
 
-    def line(label, row, cost):
+    def line(label, row, kind, what):
         s, wk = sw(row)
-        lines.append(f"{label:<38} {row['wall']['base']:8.3f} {row['wall']['prof']:8.3f} "
-                     f"{row['wall']['ratio']:6.2f} {row['cpu']['ratio']:6.2f} {s:>15} {wk:>11}  {cost}")
+        lines.append(f"{label:<34} {row['wall']['base']:8.3f} {row['wall']['prof']:8.3f} "
+                     f"{row['wall']['ratio']:6.2f} {row['cpu']['ratio']:6.2f} {row['undisturbed']['ratio']:8.3f} "
+                     f"{s:>15} {wk:>11} {num(bpf_us(row, kind)):>9}  {costs(row)} per {what}")
     for row in R["sampling"]["rows"]:
-        line(f"1 sampling {row['rate']}, depth {row['depth']}", row,
-             f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us per sample")
+        if row["rate"].startswith("perf"):
+            line(f"1 ref: perf record -F 1000, depth {row['depth']}", row, "sample", "tick")
+        else:
+            line(f"1 sampling {row['rate']}, depth {row['depth']}", row, "sample", "sample")
     for row in R["placement"].get("rows", []):
-        line(f"1b 100 Hz, {row['name']}", row,
-             f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us per sample")
+        line(f"1b 100 Hz, {row['name']}", row, "sample", "sample")
     for row in R["gc"]["rows"]:
         if "missing" in row:
-            lines.append(f"{'2 GC ' + row['name']:<38} skipped: {row['missing']} missing")
+            lines.append(f"{'2 GC ' + row['name']:<34} skipped: {row['missing']} missing")
             continue
-        line(f"2 GC {row['name']}", row,
-             f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us per collection "
-             f"({row['rate']:.0f}/s)")
-    o = R["offcpu"]
-    line("3 off-CPU ping-pong", o,
-         f"{num(o['us_per_event'])} / {num(o['cpu_us_per_event'])} us per switch")
+        line(f"2 GC {row['name']}", row, "gc", f"collection ({row['rate']:.0f}/s unprofiled)")
+    line("3 off-CPU ping-pong", R["offcpu"], "offcpu", "switch")
     for row in R["self"]["rows"]:
-        lines.append(f"{'4 ebpfprof itself, ' + str(row['rate']) + ' Hz':<38} "
+        lines.append(f"{'4 ebpfprof itself, ' + str(row['rate']) + ' Hz':<34} "
                      f"{row['cpu_per_s'] * 100:.1f}% of a CPU while recording "
                      f"({row['wakeups_per_s']:.0f} wake-ups/s), startup {row['startup_cpu']:.2f} s CPU, "
-                     f"write {row['finish_cpu']:.2f} s, peak RSS {row['maxrss_mib']:.1f} MiB")
-    for row in R["kernel"].get("rows", []):
-        lines.append(f"{'+ BPF run time, ' + row['label']:<38} "
-                     f"{num(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} us per event "
-                     f"({row['events']} events)")
+                     f"write {row['finish_cpu']:.2f} s, peak RSS {row['maxrss_mib']:.1f} MiB, "
+                     f"+{row['growth_kib_per_s']:.0f} KiB/s")
     return "\n".join(lines)
 
 
@@ -605,11 +681,14 @@ def write_markdown(R, path):
     a(f"- **Machine:** nproc {M['nproc']}, {M['cpu']}, {M['mem']} RAM, kernel {M['kernel']}, {M['os']}")
     a(f"- **Load average:** {R['loadavg_before']} before the run, {R['loadavg_after']} after "
       "(the VM is shared with other jobs; see *Method*)")
-    a(f"- **ebpfprof:** {M['ebpfprof']}")
+    a(f"- **ebpfprof:** {M['ebpfprof']}, binary {R['binary']}")
+    if R.get("binary_after") != R["binary"]:
+        a(f"- **Note:** ./ebpfprof was rebuilt during the run (now {R.get('binary_after')}); "
+          "every figure here is of the copy taken at the start")
     for p, v in M["pythons"].items():
         a(f"- **{p}:** {v.splitlines()[0]}")
-    a(f"- **Repetitions:** {cfg['reps']} alternating runs per configuration (order reversed every "
-      f"other repetition; {cfg['placement_reps']} for 1b, {cfg['self_reps']} for 4); figures are medians")
+    a(f"- **Repetitions:** {cfg['reps']} alternating phases per configuration in one process per "
+      f"benchmark ({cfg['placement_reps']} for 1b, {cfg['self_reps']} for 4); figures are medians")
     a("")
     a("## Summary")
     a("")
@@ -620,16 +699,18 @@ def write_markdown(R, path):
     a(R["table"])
     a("```")
     a("")
-    a("*wall x*, *CPU x*: profiled / unprofiled median wall time and CPU time of the fixed work. "
+    a("*wall x*, *CPU x*: profiled / unprofiled median wall time and CPU time of the fixed work; "
+      "*undist x*: the same for the mean time of undisturbed units of work (see *Method*). "
       "*target sw/s*: context switches per second of the target (all its threads), unprofiled -> "
       "profiled. *prof wake/s*: times per second the ebpfprof process went to sleep and was woken. "
-      "*cost per event*: (profiled - unprofiled median time) / events.")
+      "*cost per event*: (profiled - unprofiled) / events, from the wall, CPU and undisturbed times. "
+      "*BPF us/ev*: kernel-accounted run time of the BPF programs per event (see the last section).")
     a("")
     a("## Reproduce")
     a("")
     a("```sh")
     a("sudo make bench                     # builds ./ebpfprof first; about 10 minutes")
-    a("sudo scripts/bench.sh --reps 7      # more repetitions; --quick: a 3-minute smoke run")
+    a("sudo scripts/bench.sh --reps 9      # more repetitions; --quick: a 1-minute smoke run")
     a("```")
     a("")
     a("Needs root (BPF, perf events, uprobes), `bpftool` (to see when the profiler has attached, and "
@@ -639,16 +720,19 @@ def write_markdown(R, path):
     a("")
     a("## Method")
     a("")
-    a("Each workload (`bench/*.py`) does a **fixed amount of work** and times it itself with "
-      "`time.perf_counter()` (wall) and `time.process_time()` (CPU time of the whole process), and "
-      "counts its context switches from `/proc`. It warms up, then waits for a go file; for a "
-      "profiled run the harness starts `ebpfprof --pid PID`, waits until the profiler's BPF `procs` "
-      f"map holds the PID (attached and sampling), waits {SETTLE_S} s more, then gives the go. "
-      "Profiler startup and writing the profile are outside the timed part (benchmark 4 measures "
-      "them).")
+    a("Each workload (`bench/*.py`) runs in one process per benchmark and does the same **fixed "
+      "amount of work** in several phases, timing each itself with `time.perf_counter()` (wall) and "
+      "`time.process_time()` (CPU time of the whole process) and counting its context switches "
+      "(`getrusage`). Before a profiled phase the harness starts a fresh `ebpfprof --pid PID`, waits "
+      "until the profiler's BPF `procs` map holds the PID (attached and sampling), waits "
+      f"{SETTLE_S} s more, then lets the phase start; after the phase it stops ebpfprof with SIGINT, "
+      "as a user would. Unprofiled and profiled phases alternate, the order reversed every other "
+      "repetition (none, 100 Hz, 1000 Hz, 1000 Hz, 100 Hz, none, ...), so each comparison is between "
+      "phases of the same process close in time. Profiler startup and writing the profile are "
+      "outside the timed phases (benchmark 4 measures them).")
     a("")
     a("**Ratio** = median profiled time / median unprofiled time; the range in brackets is the "
-      "smallest and largest ratio of the individual pairs of runs. The machine is a 2-CPU VM shared "
+      "smallest and largest ratio of the individual pairs of phases (repetition by repetition). The machine is a 2-CPU VM shared "
       "with other jobs, so wall times are noisy: read the ratio with its range, and with the "
       "**CPU ratio**, the same comparison on the workload's own CPU time. The kernel has no IRQ "
       "time accounting (`CONFIG_IRQ_TIME_ACCOUNTING` unset), so the BPF programs that run in the "
@@ -656,7 +740,18 @@ def write_markdown(R, path):
       "the profiler causes are charged to the target's CPU time; the CPU ratio includes them and "
       "is much less disturbed by other jobs taking the CPUs (not entirely: a VM has no steal-time "
       "accounting here). **Cost per event** = (median profiled - median unprofiled) / events: "
-      "samples ebpfprof reports, collections or context switches the workload counted.")
+      "samples ebpfprof reports, collections or context switches the workload counted; when the "
+      "difference is within the noise it can come out negative.")
+    a("")
+    a("**Undisturbed** figures are for a busy machine: the workload also times every unit of its "
+      "work (a `crunch(1000)` call, an allocate-and-collect cycle, a round trip; tens of microseconds "
+      "to a millisecond). A unit during which the process was descheduled takes a time slice longer; "
+      "units over 1.5 x the median + 200 us are dropped (typically "
+      f"{(1 - R['kept_median']) * 100:.0f}% of them in this run) and the rest averaged. That keeps "
+      "what the profiler adds in the target's own context (BPF programs, perf interrupts, uprobe "
+      "traps) and drops what other jobs do; it also drops preemptions the profiler itself causes, "
+      "which the whole-run wall and CPU figures keep. Undisturbed cost per event = (difference of "
+      "the undisturbed means) x units / events.")
     a("")
     a("Benchmarks 2 and 3 profile with `-r 1` (one sample a second) so that the figure is the cost of "
       "the GC probes, or of the off-CPU tracker, without sampling; at the default 100 Hz add "
@@ -670,15 +765,17 @@ def write_markdown(R, path):
     a(f"`bench/cpu.py`: {S['rounds']} calls of a pure-Python arithmetic loop (`crunch(1000)`), made "
       "at the bottom of a recursion of *depth* frames, under Debian's python3.11. On every sample the "
       "BPF program finds the thread's `PyThreadState` and walks every frame of its Python stack "
-      "(up to 512), so the deep variant shows the cost of the walk.")
+      "(up to 512), so the deep variant shows the cost of the walk. As a reference, the depth-1 "
+      "workload also runs under `perf record -F 1000 -e cpu-clock -p PID` (the same software clock, "
+      "perf's own handler, no BPF and no Python stacks); its *samples* are 1000 per CPU second.")
     a("")
-    a("| stack depth | rate | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | samples | target switches/s unprof -> prof | profiler wake-ups/s | cost per sample, wall / CPU |")
-    a("|---|---|---|---|---|---|---|---|---|---|")
+    a("| stack depth | rate | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | samples | target switches/s unprof -> prof | profiler wake-ups/s | cost per sample us, wall / CPU / undisturbed |")
+    a("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in S["rows"]:
         s, wk = sw(row)
         a(f"| {row['depth']} | {row['rate']} | {row['wall']['base']:.3f} | {row['wall']['prof']:.3f} | "
-          f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {row['events']:.0f} | {s} | {wk} | "
-          f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us |")
+          f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {fmt_ratio(row['undisturbed'], 3)} | "
+          f"{row['events']:.0f} | {s} | {wk} | {costs(row)} |")
     a("")
     P = R["placement"]
     a("### 1b. Where the profiler runs")
@@ -690,12 +787,13 @@ def write_markdown(R, path):
           "unprofiled baseline too), ebpfprof on CPU 0 or on CPU 1 with the target. Left to the "
           "scheduler (benchmark 1) the profiler lands on either.")
         a("")
-        a("| profiler | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | samples | target switches/s unprof -> prof | profiler wake-ups/s |")
-        a("|---|---|---|---|---|---|---|---|")
+        a("| profiler | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | samples | target switches/s unprof -> prof | profiler wake-ups/s | cost per sample us, wall / CPU / undisturbed |")
+        a("|---|---|---|---|---|---|---|---|---|---|")
         for row in P["rows"]:
             s, wk = sw(row)
             a(f"| {row['name']} | {row['wall']['base']:.3f} | {row['wall']['prof']:.3f} | "
-              f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {row['events']:.0f} | {s} | {wk} |")
+              f"{fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {fmt_ratio(row['undisturbed'], 3)} | "
+              f"{row['events']:.0f} | {s} | {wk} | {costs(row)} |")
     a("")
 
     G = R["gc"]
@@ -703,22 +801,23 @@ def write_markdown(R, path):
     a("")
     a(f"`bench/gc_rate.py`: makes cyclic garbage until the collector has run {cfg['collections']} "
       f"times; the generation-0 threshold is calibrated per interpreter for about {cfg['gc_rate']} "
-      "collections a second (nothing survives and the interpreter's own objects are frozen out with "
-      "`gc.freeze()`, so every collection does the same work; collections are counted with "
-      "`gc.get_stats()`, not `gc.callbacks`). ebpfprof times every collection: a probe at its start, "
+      "collections per second of CPU time (on a busy machine the wall-clock rate is lower). Nothing "
+      "survives and the interpreter's own objects are frozen out with `gc.freeze()`, so every "
+      "collection does the same work; a `gc.callbacks` entry stamps the end of each collection, so "
+      "the undisturbed unit is one allocate-and-collect cycle. ebpfprof times every collection: a probe at its start, "
       "another at its end, which also walks the Python stack that triggered it and sends an event "
       "through the ring buffer. Profiled with `-r 1`.")
     a("")
-    a("| interpreter (GC timed by) | threshold | collections/s unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per collection, wall / CPU |")
-    a("|---|---|---|---|---|---|---|---|---|---|")
+    a("| interpreter (GC timed by) | threshold | collections/s unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per collection us, wall / CPU / undisturbed |")
+    a("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in G["rows"]:
         if "missing" in row:
-            a(f"| {row['name']} | skipped: `{row['missing']}` is missing | | | | | | | | |")
+            a(f"| {row['name']} | skipped: `{row['missing']}` is missing | | | | | | | | | |")
             continue
         s, wk = sw(row)
         a(f"| {row['name']} | {row['threshold']} | {row['rate']:.0f} | {row['wall']['base']:.3f} | "
-          f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | {s} | {wk} | "
-          f"{num(row['us_per_event'])} / {num(row['cpu_us_per_event'])} us |")
+          f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | "
+          f"{fmt_ratio(row['undisturbed'], 3)} | {s} | {wk} | {costs(row)} |")
     a("")
     for row in G["rows"]:
         if "missing" not in row:
@@ -736,12 +835,12 @@ def write_markdown(R, path):
       "small record. Context switches are counted from `/proc/thread-self/status` of both threads "
       "(voluntary + involuntary). Profiled with `-r 1`.")
     a("")
-    a("| round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch, wall / CPU |")
-    a("|---|---|---|---|---|---|---|---|---|")
+    a("| round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch us, wall / CPU / undisturbed |")
+    a("|---|---|---|---|---|---|---|---|---|---|")
     s, wk = sw(O)
     a(f"| {O['round_trips']} | {O['switches_base']:.0f} | {O['wall']['base']:.3f} | {O['wall']['prof']:.3f} | "
-      f"{fmt_ratio(O['wall'])} | {fmt_ratio(O['cpu'])} | {s} | {wk} | "
-      f"{num(O['us_per_event'])} / {num(O['cpu_us_per_event'])} us |")
+      f"{fmt_ratio(O['wall'])} | {fmt_ratio(O['cpu'])} | {fmt_ratio(O['undisturbed'], 3)} | {s} | {wk} | "
+      f"{costs(O)} |")
     a("")
     a(f"{O['lost']} events lost (worst run). The cost per switch divides by the profiled run's "
       "switches.")
@@ -757,12 +856,15 @@ def write_markdown(R, path):
       "from `wait4()` rusage at exit (user + system: reading the ring buffer counts, the BPF "
       "programs do not, they run in the target's context, see benchmarks 1-3). Peak RSS is "
       f"`ru_maxrss`, RSS growth is VmHWM at the end less VmRSS at the go. Medians of "
-      f"{cfg['self_reps']} runs per rate.")
+      f"{cfg['self_reps']} runs per rate; the unprofiled rates are from one run without the profiler. "
+      "Startup CPU includes loading and verifying the BPF programs, which takes far longer in wall "
+      "time when the machine is busy.")
     a("")
-    a("| rate | samples/s | target switches/s | collections/s | profiler wake-ups/s | startup CPU s (attach wall s) | CPU while recording, per s | CPU to write the profile s | total CPU s (user / sys) | RSS at go MiB | peak RSS MiB | RSS growth KiB/s | profile MiB | lost |")
+    a("| rate | samples/s | target switches/s unprof -> prof | collections/s unprof -> prof | profiler wake-ups/s | startup CPU s (attach wall s) | CPU while recording, per s | CPU to write the profile s | total CPU s (user / sys) | RSS at go MiB | peak RSS MiB | RSS growth KiB/s | profile MiB | lost |")
     a("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in F["rows"]:
-        a(f"| {row['rate']} Hz | {row['samples_per_s']:.0f} | {row['switches_per_s']:.0f} | {row['gcs_per_s']:.0f} | "
+        a(f"| {row['rate']} Hz | {row['samples_per_s']:.0f} | {row['switches_alone_per_s']:.0f} -> {row['switches_per_s']:.0f} | "
+          f"{row['gcs_alone_per_s']:.0f} -> {row['gcs_per_s']:.0f} | "
           f"{row['wakeups_per_s']:.0f} | {row['startup_cpu']:.2f} ({row['attach_s']:.2f}) | "
           f"{row['cpu_per_s'] * 1000:.0f} ms ({row['cpu_per_s'] * 100:.1f}% of a CPU) | "
           f"{row['finish_cpu']:.2f} | {row['total_cpu']:.2f} ({row['utime']:.2f} / {row['stime']:.2f}) | "
@@ -770,27 +872,33 @@ def write_markdown(R, path):
           f"{row['profile_mib']:.2f} | {row['lost']} |")
     a("")
 
-    K = R["kernel"]
-    a("## Kernel side: BPF run time per event")
+    a("## Kernel side: BPF run time")
     a("")
-    if "skipped" in K:
-        a(f"Skipped: {K['skipped']}.")
+    if not R.get("bpf_stats"):
+        a(f"Not measured: {R.get('bpf_stats_why', 'kernel.bpf_stats_enabled is not available')}.")
     else:
-        a("One more profiled run of each case with `kernel.bpf_stats_enabled=1` (restored afterwards): "
-          "the run time the kernel accounts to ebpfprof's BPF programs during the timed part, divided "
-          "by the target's events (samples, collections, switch-outs). It is the time inside the "
-          "programs only; the perf interrupt, the uprobe trap and the context switches come on top. "
-          "The sampler and the `sched_switch` program also run, briefly, for every other task on the "
-          "machine, so these are upper bounds per event. *All programs* is every program of the "
-          "instance over the timed part, as a share of its wall time.")
+        a("Every profiled run above ran with `kernel.bpf_stats_enabled=1` (restored afterwards; it adds "
+          "two clock reads to each program run). From the run time the kernel accounts to the "
+          "instance's BPF programs over the timed part: per event of the target (sample, collection, "
+          "switch-out; medians over the runs), and all programs together as a share of the run's wall "
+          "time. It is the time inside the programs only: the perf interrupt, the uprobe trap and the "
+          "context switches come on top. The sampler and the `sched_switch` program also run, briefly, "
+          "for every other task on the machine, so per-event figures are upper bounds.")
         a("")
-        a("| case | events | BPF ms | per event us | all programs ms (share of the run) | target switch-outs | programs (runs, ms) |")
+        a("| case | sample us | collection us | switch-out us | target switch-outs/s | all programs, share of the run | median ms per program |")
         a("|---|---|---|---|---|---|---|")
-        for row in K["rows"]:
-            progs = ", ".join(f"{n} ({p['runs']}, {p['ns'] / 1e6:.1f})" for n, p in sorted(row["progs"].items()))
-            a(f"| {row['label']} | {row['events']} | {row['bpf_ns'] / 1e6:.1f} | "
-              f"{num(row['ns_per_event'] / 1000 if row['ns_per_event'] else None)} | "
-              f"{row['all_bpf_ns'] / 1e6:.1f} ({row['all_share'] * 100:.1f}%) | {row['offcpu_events']} | {progs} |")
+        cases = ([(f"1 sampling {r['rate']}, depth {r['depth']}", r) for r in R["sampling"]["rows"]] +
+                 [(f"1b 100 Hz, {r['name']}", r) for r in R["placement"].get("rows", [])] +
+                 [(f"2 GC {r['name']}", r) for r in R["gc"]["rows"] if "missing" not in r] +
+                 [("3 off-CPU ping-pong", R["offcpu"])] +
+                 [(f"4 ebpfprof itself, {r['rate']} Hz", r) for r in R["self"]["rows"]])
+        for label, row in cases:
+            b = row.get("bpf")
+            if not b:
+                continue
+            progs = ", ".join(f"{n} {v:.1f}" for n, v in b["progs"].items() if v >= 0.05)
+            a(f"| {label} | {num(b['sample_us'])} | {num(b['gc_us'])} | {num(b['offcpu_us'])} | "
+              f"{num(b['switch_outs_per_s'], '.0f')} | {b['share'] * 100:.2f}% | {progs} |")
     a("")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(L) + "\n")
@@ -803,9 +911,12 @@ def observations(R):
     for depth in (1, 300):
         r1, r2 = rows.get((depth, "100 Hz")), rows.get((depth, "1000 Hz"))
         if r1 and r2:
-            out.append(f"Sampling, {depth}-frame stack: {pct(r1['wall']['ratio'])} wall "
-                       f"({pct(r1['cpu']['ratio'])} CPU) at 100 Hz, {pct(r2['wall']['ratio'])} wall "
-                       f"({pct(r2['cpu']['ratio'])} CPU) at 1000 Hz.")
+            out.append(f"Sampling, {depth}-frame stack: at 100 Hz {pct(r1['wall']['ratio'])} wall, "
+                       f"{pct(r1['cpu']['ratio'])} CPU, {pct(r1['undisturbed']['ratio'], 1)} undisturbed "
+                       f"({num(r1['und_us_per_event'], '.1f')} us per sample); at 1000 Hz "
+                       f"{pct(r2['wall']['ratio'])} wall, {pct(r2['cpu']['ratio'])} CPU, "
+                       f"{pct(r2['undisturbed']['ratio'], 1)} undisturbed "
+                       f"({num(r2['und_us_per_event'], '.1f')} us per sample).")
     # the profiler's wake-ups preempting the target, each preemption waking it again
     loops = []
     for label, row in ([(f"sampling {r['rate']} depth {r['depth']}", r) for r in R["sampling"]["rows"]] +
@@ -823,7 +934,7 @@ def observations(R):
             "single-threaded cases show it. Every switch-out of the target sends a ring-buffer record "
             "that wakes ebpfprof; woken on the target's CPU it preempts the target, which is a switch-out, "
             "which wakes it again. The time goes to context switches, not to the BPF programs (see the "
-            "kernel-side table), and most of the benchmarks' overhead is this loop.")
+            "kernel-side table); most of the overhead measured here is this loop.")
     P = R["placement"]
     if "rows" in P:
         other, same = P["rows"]
@@ -831,41 +942,76 @@ def observations(R):
                    f"({pct(other['cpu']['ratio'])} CPU, target {num(other['prof_rates']['switches_per_s'], '.0f')} "
                    f"switches/s); on the target's CPU {pct(same['wall']['ratio'])} wall "
                    f"({pct(same['cpu']['ratio'])} CPU, {num(same['prof_rates']['switches_per_s'], '.0f')} switches/s).")
-    k = {r["label"]: r for r in R["kernel"].get("rows", [])}
-    a, b = k.get("sample, 1-frame stack"), k.get("sample, 300-frame stack")
-    if a and b and a["ns_per_event"] and b["ns_per_event"]:
-        out.append(f"Kernel side, one sample: {a['ns_per_event'] / 1000:.1f} us of BPF with a 1-frame stack, "
-                   f"{b['ns_per_event'] / 1000:.1f} us with 300 frames "
-                   f"(~{max(0, b['ns_per_event'] - a['ns_per_event']) / 299:.0f} ns per frame): "
-                   f"{b['ns_per_event'] * 1000 / 1e9 * 100:.1f}% of a CPU at 1000 Hz on a 300-frame stack.")
+    a = rows.get((1, "1000 Hz"))
+    b = rows.get((300, "1000 Hz"))
+    sa, sb = a and bpf_us(a, "sample"), b and bpf_us(b, "sample")
+    if sa and sb:
+        out.append(f"Kernel side, one sample: {sa:.1f} us of BPF with a 1-frame stack, {sb:.1f} us with "
+                   f"300 frames (~{max(0, sb - sa) * 1000 / 299:.0f} ns per frame), i.e. "
+                   f"{sb * 1000 / 1e6 * 100:.1f}% of a CPU at 1000 Hz on a 300-frame stack.")
     for row in R["gc"]["rows"]:
         if "missing" in row:
             continue
-        kern = k.get(f"collection, {row['expected_probe']}")
-        line = (f"GC, {row['name']}: {row['rate']:.0f} collections/s unprofiled, "
-                f"{pct(row['wall']['ratio'])} wall ({pct(row['cpu']['ratio'])} CPU): "
-                f"{num(row['us_per_event'], '.1f')} us per collection from wall time, "
-                f"{num(row['cpu_us_per_event'], '.1f')} us from CPU time")
-        if kern and kern["ns_per_event"]:
-            line += f"; {kern['ns_per_event'] / 1000:.1f} us of it in the GC probes' BPF programs"
+        kern = bpf_us(row, "gc")
+        line = (f"GC, {row['name']}: {row['rate']:.0f} collections/s unprofiled; profiled "
+                f"{pct(row['wall']['ratio'])} wall, {pct(row['cpu']['ratio'])} CPU, "
+                f"{pct(row['undisturbed']['ratio'], 1)} undisturbed: "
+                f"{num(row['und_us_per_event'], '.1f')} us per collection undisturbed "
+                f"({num(row['us_per_event'], '.0f')} from wall time, {num(row['cpu_us_per_event'], '.0f')} "
+                f"from CPU time)")
+        if kern:
+            line += f"; {kern:.1f} us of it in the GC probes' BPF programs"
         out.append(line + ".")
         if row["expected_probe"] not in " ".join(row["gc_probe"]):
             out.append(f"UNEXPECTED: {row['name']} was timed by {row['gc_probe']}, "
                        f"not {row['expected_probe']}.")
     o = R["offcpu"]
-    kern = k.get("switch-out (ping-pong)")
-    line = (f"Off-CPU: {num(o['base_rates']['switches_per_s'], '.0f')} context switches/s unprofiled, "
-            f"{pct(o['wall']['ratio'])} wall ({pct(o['cpu']['ratio'])} CPU): "
-            f"{num(o['us_per_event'])} us per switch from wall time, {num(o['cpu_us_per_event'])} us from CPU time")
-    if kern and kern["ns_per_event"]:
-        line += f"; {kern['ns_per_event'] / 1000:.2f} us per switch-out in the BPF program"
+    kern = bpf_us(o, "offcpu")
+    line = (f"Off-CPU: {num(o['base_rates']['switches_per_s'], '.0f')} context switches/s unprofiled; "
+            f"profiled {pct(o['wall']['ratio'])} wall, {pct(o['cpu']['ratio'])} CPU, "
+            f"{pct(o['undisturbed']['ratio'], 1)} undisturbed: {num(o['und_us_per_event'])} us per "
+            f"switch undisturbed ({num(o['us_per_event'])} from wall time, {num(o['cpu_us_per_event'])} "
+            f"from CPU time)")
+    if kern:
+        line += f"; {kern:.2f} us per switch-out in the BPF program"
     out.append(line + ".")
     for row in R["self"]["rows"]:
         out.append(f"ebpfprof at {row['rate']} Hz on a {row['threads']}-thread target: "
                    f"{row['cpu_per_s'] * 100:.1f}% of a CPU while recording "
                    f"({row['wakeups_per_s']:.0f} wake-ups/s for {row['samples_per_s']:.0f} samples/s and "
-                   f"{row['switches_per_s']:.0f} target switches/s), {row['startup_cpu']:.2f} s of CPU to "
+                   f"{row['switches_per_s']:.0f} target switches/s, {row['switches_alone_per_s']:.0f}/s "
+                   f"unprofiled), {row['startup_cpu']:.2f} s of CPU to "
                    f"start, peak RSS {row['maxrss_mib']:.1f} MiB.")
+    ref = next((r for r in R["sampling"]["rows"] if r["rate"].startswith("perf")), None)
+    mine = rows.get((1, "1000 Hz"))
+    if ref and mine:
+        out.append(f"Reference: `perf record -F 1000 -e cpu-clock` on the same target costs "
+                   f"{pct(ref['undisturbed']['ratio'], 1)} undisturbed ({num(ref['und_us_per_event'], '.0f')} us "
+                   f"per tick), ebpfprof at 1000 Hz {pct(mine['undisturbed']['ratio'], 1)} "
+                   f"({num(mine['und_us_per_event'], '.0f')} us per sample, of which "
+                   f"{num(bpf_us(mine, 'sample'), '.1f')} us in the BPF program): most of a sample's cost "
+                   "here is the timer interrupt itself, which perf pays as well.")
+    deep = rows.get((300, "100 Hz"))
+    if deep and kern and bpf_us(deep, "offcpu"):
+        out.append(f"The `sched_switch` program walks the whole Python stack on every switch-out of the "
+                   f"target, like a sample: {kern:.1f} us per switch-out with the ping-pong's shallow "
+                   f"stacks, {bpf_us(deep, 'offcpu'):.1f} us with 300 frames. A thread that blocks often "
+                   "with a deep stack pays it on every block, whatever the sampling rate.")
+    for row in R["self"]["rows"]:
+        b = row.get("bpf") or {}
+        outs = b.get("switch_outs_per_s")
+        if row["growth_kib_per_s"] > 256:
+            per = f", about {row['growth_kib_per_s'] * 1024 / outs:.0f} bytes per switch-out of the target " \
+                  f"({outs:.0f}/s)" if outs else ""
+            out.append(f"ebpfprof's memory grows with the recording at {row['rate']} Hz: RSS "
+                       f"{row['rss_go_mib']:.0f} MiB at the go, {row['hwm_done_mib']:.0f} MiB after "
+                       f"{row['seconds']:.0f} s, {row['growth_kib_per_s'] / 1024:.1f} MiB per second{per}; "
+                       f"at that rate an hour of recording needs "
+                       f"{row['growth_kib_per_s'] * 3600 / 2**20:.1f} GiB.")
+            break
+    if R["binary_after"] != R["binary"]:
+        out.insert(0, f"./ebpfprof was rebuilt during this run; the figures are of the build copied at "
+                      f"the start ({R['binary']}).")
     lost = [r["lost"] for r in R["sampling"]["rows"]] + \
            [r["lost"] for r in R["gc"]["rows"] if "lost" in r] + [o["lost"]] + \
            [r["lost"] for r in R["self"]["rows"]]
@@ -881,15 +1027,16 @@ def observations(R):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=5, help="alternating runs per configuration (default 5)")
+    ap.add_argument("--reps", type=int, default=7,
+                    help="alternating phases per configuration (default 7)")
     ap.add_argument("--quick", action="store_true", help="small sizes, 2 repetitions: a smoke run")
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="do not write the markdown file")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root: BPF programs, perf events and uprobes (run: sudo make bench)")
-    if not EBPFPROF.exists():
-        sys.exit(f"bench: {EBPFPROF} is not built (run make)")
+    if not BUILT.exists():
+        sys.exit(f"bench: {BUILT} is not built (run make)")
     if not shutil.which("bpftool"):
         sys.exit("bench: bpftool is missing (apt-get install bpftool); it tells when ebpfprof has attached")
     if not os.access(DEBIAN_PY, os.X_OK):
@@ -909,22 +1056,40 @@ def main():
     cfg.record_seconds = 3.0 if args.quick else 10.0
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # measure one build: a copy, so that a rebuild during the run changes nothing
+    global EBPFPROF
+    bindir = Path(tempfile.mkdtemp(prefix="ebpfprof-bench-bin-"))
+    shutil.copy2(BUILT, bindir / "ebpfprof")
+    EBPFPROF = bindir / "ebpfprof"
     t0 = time.monotonic()
     R = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
          "machine": machine(), "config": dict(vars(cfg)),
-         "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3])}
+         "loadavg_before": " ".join(open("/proc/loadavg").read().split()[:3]),
+         "binary": binary_id(EBPFPROF)}
     log(f"bench: {R['machine']['nproc']} CPUs, {R['machine']['cpu']}, kernel {R['machine']['kernel']}, "
         f"load {R['loadavg_before']}")
+    old_stats = None
     try:
+        try:
+            old_stats = STATS_SYSCTL.read_text().strip()
+            STATS_SYSCTL.write_text("1\n")
+            STATS["on"] = R["bpf_stats"] = True
+        except OSError as e:
+            R["bpf_stats_why"] = f"cannot turn on kernel.bpf_stats_enabled: {e}"
         R["sampling"] = bench_sampling(cfg)
         R["placement"] = bench_placement(cfg, R["sampling"]["rounds"])
         R["gc"] = bench_gc(cfg)
         R["offcpu"] = bench_offcpu(cfg)
         R["self"] = bench_self(cfg)
-        R["kernel"] = bench_kernel(cfg, R)
     except BenchError as e:
         sys.exit(f"bench: {e}")
+    finally:
+        if old_stats is not None:
+            STATS_SYSCTL.write_text(old_stats + "\n")
     R["elapsed_s"] = time.monotonic() - t0
+    R["binary_after"] = binary_id(BUILT)
+    R["kept_median"] = med(r["kept"] for r in R["sampling"]["rows"] + R["placement"].get("rows", []) +
+                           [g for g in R["gc"]["rows"] if "missing" not in g] + [R["offcpu"]])
     R["loadavg_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
     R["table"] = summary_table(R)
     R["observations"] = observations(R)
@@ -939,6 +1104,7 @@ def main():
     if not args.no_doc:
         write_markdown(R, Path(args.output))
         print(f"\nwrote {args.output} and {raw} ({R['elapsed_s'] / 60:.1f} min)")
+    shutil.rmtree(bindir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ def spinner():
 
 def sleeper():
     while not stop.is_set():
-        time.sleep(0.05)
+        time.sleep(0.2)
 
 
 def reader(sock):
