@@ -45,6 +45,7 @@ DEBIAN_PY = os.environ.get("BENCH_DEBIAN_PYTHON", "/usr/bin/python3")
 PYENV_PY = os.environ.get("BENCH_PYENV_PYTHON", "/root/.pyenv/versions/3.11.7/bin/python3.11")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SETTLE_S = 0.3          # after the profiler has attached, before the timed part
+WARMUP_PHASES = 2       # unprofiled phases run and thrown away before the measured ones
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 
 
@@ -322,22 +323,37 @@ def _session(py, script, wargs, plan, target_cpu, label, names, timeout=600):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+BRACKET_KEYS = ("seconds", "cpu_seconds", "undisturbed_mean_us", "undisturbed_units", "units",
+                "switches", "voluntary", "involuntary", "user_seconds", "sys_seconds")
+
+
 def phases(py, script, wargs, configs, reps, target_cpu=None, label=""):
-    """configs: [(name, None or (ebpfprof options, profiler CPU))]. Runs them
-    reps times in one process, the order reversed every other repetition,
-    after an unprofiled warm-up phase that is thrown away (a fresh process
-    runs its first phase slower). Returns name -> [phase results], in
-    repetition order."""
-    order = [("warm-up", None)]
+    """configs: [(name, (ebpfprof options, profiler CPU) or ("perf", options))].
+    Runs, in one process, WARMUP_PHASES unprofiled phases that are thrown away
+    (a fresh process runs its first phases slower), then an unprofiled phase,
+    and after it each profiled configuration followed by another unprofiled
+    phase, reps times (the configurations' order rotating). Every profiled
+    phase is so bracketed by two unprofiled ones; its baseline is their mean,
+    which takes out a machine whose speed drifts. Returns name -> [profiled
+    phase results] and "none" -> [their baselines], paired in order."""
+    order = [("warm-up", None)] * WARMUP_PHASES + [("none", None)]
     for rep in range(reps):
-        order += configs if rep % 2 == 0 else configs[::-1]
+        k = rep % len(configs)
+        for cfg in configs[k:] + configs[:k]:
+            order += [cfg, ("none", None)]
     if label:
         log(f"  {label}: {len(order)} phases in one process")
     results = session(py, script, wargs, [step for _, step in order], target_cpu, label,
-                      [name for name, _ in order])
+                      [name for name, _ in order])[WARMUP_PHASES:]
     out = {name: [] for name, _ in configs}
-    for r in results[1:]:
+    baselines = {name: [] for name, _ in configs}
+    for i in range(1, len(results), 2):
+        before, r, after = results[i - 1], results[i], results[i + 1]
+        base = {k: (before[k] + after[k]) / 2 for k in BRACKET_KEYS if k in before and k in after}
+        base.update({k: v for k, v in before.items() if k not in base and not isinstance(v, (dict, list))})
         out[r["name"]].append(r)
+        baselines[r["name"]].append(base)
+    out["none"] = baselines
     return out
 
 
@@ -373,11 +389,14 @@ def med(xs):
 
 
 def compare(base, prof, key="seconds"):
-    """Ratio of medians, and the range of the per-repetition ratios."""
-    b, p = med(r[key] for r in base), med(r[key] for r in prof)
-    pairs = [q[key] / a[key] for a, q in zip(base, prof) if a[key]]
-    return {"base": b, "prof": p, "ratio": p / b if b else None,
-            "lo": min(pairs) if pairs else None, "hi": max(pairs) if pairs else None}
+    """Paired comparison: the median of the per-pair ratios (profiled phase /
+    its bracketing baseline) and their range, the median of the per-pair
+    differences, and the medians of either side for display."""
+    pairs = [(a[key], q[key]) for a, q in zip(base, prof) if a.get(key)]
+    ratios = [q / a for a, q in pairs]
+    return {"base": med(a for a, _ in pairs), "prof": med(q for _, q in pairs),
+            "ratio": med(ratios), "delta": med(q - a for a, q in pairs),
+            "lo": min(ratios) if ratios else None, "hi": max(ratios) if ratios else None}
 
 
 def rates(runs):
@@ -396,9 +415,9 @@ def versus(base, prof, events_key=None, events=None):
     und = compare(base, prof, "undisturbed_mean_us")
     units = med(r["units"] for r in prof)
     row = {"wall": wall, "cpu": cpu, "undisturbed": und, "events": n, "units": units,
-           "us_per_event": (wall["prof"] - wall["base"]) / n * 1e6 if n else None,
-           "cpu_us_per_event": (cpu["prof"] - cpu["base"]) / n * 1e6 if n else None,
-           "und_us_per_event": (und["prof"] - und["base"]) * units / n if n else None,
+           "us_per_event": wall["delta"] / n * 1e6 if n else None,
+           "cpu_us_per_event": cpu["delta"] / n * 1e6 if n else None,
+           "und_us_per_event": und["delta"] * units / n if n else None,
            "kept": med(r["undisturbed_units"] / r["units"] for r in base + prof),
            "base_rates": rates(base), "prof_rates": rates(prof),
            "lost": max((r.get("lost", 0) for r in prof), default=0),
@@ -438,12 +457,12 @@ def bench_sampling(cfg):
         res = phases(DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", depth], configs,
                      cfg.reps, label=f"depth {depth}")
         for rate in ("100 Hz", "1000 Hz"):
-            row = versus(res["none"], res[rate], events_key="samples")
+            row = versus(res["none"][rate], res[rate], events_key="samples")
             row.update(depth=depth, rate=rate)
             rows.append(row)
         if "perf 1000 Hz" in res:
             # perf reports no sample count here: count the clock's ticks over the CPU time
-            row = versus(res["none"], res["perf 1000 Hz"],
+            row = versus(res["none"]["perf 1000 Hz"], res["perf 1000 Hz"],
                          events=med(r["cpu_seconds"] for r in res["perf 1000 Hz"]) * 1000)
             row.update(depth=depth, rate="perf record -F 1000 (reference)")
             rows.append(row)
@@ -461,7 +480,7 @@ def bench_placement(cfg, rounds):
                  cfg.placement_reps, target_cpu=1, label="placement")
     rows = []
     for name in ("profiler on CPU 0", "profiler on CPU 1"):
-        row = versus(res["none"], res[name], events_key="samples")
+        row = versus(res["none"][name], res[name], events_key="samples")
         row["name"] = name
         rows.append(row)
     return {"rows": rows}
@@ -493,9 +512,9 @@ def bench_gc(cfg):
         res = phases(py, "gc_rate.py", ["--threshold", threshold, "--collections", cfg.collections],
                      [("none", None), ("profiled -r 1", (["-r", 1], None))], cfg.reps,
                      label=name.split()[0])
-        row = versus(res["none"], res["profiled -r 1"], events_key="collections")
+        row = versus(res["none"]["profiled -r 1"], res["profiled -r 1"], events_key="collections")
         row.update(name=name, threshold=threshold, expected_probe=expect,
-                   per_generation=res["none"][0]["per_generation"],
+                   per_generation=res["profiled -r 1"][0]["per_generation"],
                    rate=row["events"] / row["wall"]["base"],
                    gc_probe=sorted({r["gc_probe"] for r in res["profiled -r 1"]}))
         rows.append(row)
@@ -509,8 +528,8 @@ def bench_offcpu(cfg):
     log(f"  calibrated: {trips} round trips ~ {cfg.pingpong_seconds:.1f} s")
     res = phases(DEBIAN_PY, "pingpong.py", ["--round-trips", trips],
                  [("none", None), ("profiled -r 1", (["-r", 1], None))], cfg.reps, label="ping-pong")
-    row = versus(res["none"], res["profiled -r 1"], events_key="switches")
-    row.update(round_trips=trips, switches_base=med(r["switches"] for r in res["none"]))
+    row = versus(res["none"]["profiled -r 1"], res["profiled -r 1"], events_key="switches")
+    row.update(round_trips=trips, switches_base=med(r["switches"] for r in res["none"]["profiled -r 1"]))
     return row
 
 
@@ -726,32 +745,35 @@ def write_markdown(R, path):
       "(`getrusage`). Before a profiled phase the harness starts a fresh `ebpfprof --pid PID`, waits "
       "until the profiler's BPF `procs` map holds the PID (attached and sampling), waits "
       f"{SETTLE_S} s more, then lets the phase start; after the phase it stops ebpfprof with SIGINT, "
-      "as a user would. Unprofiled and profiled phases alternate, the order reversed every other "
-      "repetition (none, 100 Hz, 1000 Hz, 1000 Hz, 100 Hz, none, ...), so each comparison is between "
-      "phases of the same process close in time. Profiler startup and writing the profile are "
-      "outside the timed phases (benchmark 4 measures them).")
+      "as a user would. Every profiled phase sits between two unprofiled ones (none, 100 Hz, none, "
+      "1000 Hz, none, 1000 Hz, none, 100 Hz, ..., the order of the configurations rotating), so each "
+      "comparison is between phases of one process next to each other in time. "
+      f"{WARMUP_PHASES} unprofiled warm-up phases come first and are thrown away (a fresh process "
+      "runs its first phases slower). Profiler startup and writing the profile are outside the "
+      "timed phases (benchmark 4 measures them).")
     a("")
-    a("**Ratio** = median profiled time / median unprofiled time; the range in brackets is the "
-      "smallest and largest ratio of the individual pairs of phases (repetition by repetition). The machine is a 2-CPU VM shared "
-      "with other jobs, so wall times are noisy: read the ratio with its range, and with the "
-      "**CPU ratio**, the same comparison on the workload's own CPU time. The kernel has no IRQ "
-      "time accounting (`CONFIG_IRQ_TIME_ACCOUNTING` unset), so the BPF programs that run in the "
-      "target's context (sampling interrupt, uprobes, `sched_switch`) and the context switches "
-      "the profiler causes are charged to the target's CPU time; the CPU ratio includes them and "
-      "is much less disturbed by other jobs taking the CPUs (not entirely: a VM has no steal-time "
-      "accounting here). **Cost per event** = (median profiled - median unprofiled) / events: "
-      "samples ebpfprof reports, collections or context switches the workload counted; when the "
-      "difference is within the noise it can come out negative.")
+    a("**Ratio**: each profiled phase is compared with the mean of the two unprofiled phases on "
+      "either side of it; the ratio is the median of these per-phase ratios, the range in brackets "
+      "their smallest and largest; *unprofiled s* and *profiled s* are medians of either side. "
+      "The machine is a 2-CPU VM shared with other jobs and its speed drifts by tens of percent "
+      "within seconds, so read a ratio with its range. The **CPU ratio** is the same comparison on "
+      "the workload's own CPU time: the kernel has no IRQ time accounting "
+      "(`CONFIG_IRQ_TIME_ACCOUNTING` unset), so the BPF programs that run in the target's context "
+      "(sampling interrupt, uprobes, `sched_switch`) and the context switches the profiler causes "
+      "are charged to the target's CPU time, while time other jobs take the CPU is not (time the "
+      "hypervisor takes is: there is no steal-time accounting). **Cost per event** = median over "
+      "the phases of (profiled - bracketing unprofiled time) / events, the events being the samples "
+      "ebpfprof reports, or the collections or context switches the workload counted; within the "
+      "noise it can come out negative.")
     a("")
-    a("**Undisturbed** figures are for a busy machine: the workload also times every unit of its "
-      "work (a `crunch(1000)` call, an allocate-and-collect cycle, a round trip; tens of microseconds "
-      "to a millisecond). A unit during which the process was descheduled takes a time slice longer; "
-      "units over 1.5 x the median + 200 us are dropped (typically "
-      f"{(1 - R['kept_median']) * 100:.0f}% of them in this run) and the rest averaged. That keeps "
-      "what the profiler adds in the target's own context (BPF programs, perf interrupts, uprobe "
-      "traps) and drops what other jobs do; it also drops preemptions the profiler itself causes, "
-      "which the whole-run wall and CPU figures keep. Undisturbed cost per event = (difference of "
-      "the undisturbed means) x units / events.")
+    a("**Undisturbed** figures: the workload also times every unit of its work (a `crunch(1000)` "
+      "call, an allocate-and-collect cycle, a round trip; tens of microseconds to a millisecond). A "
+      "unit during which the process was descheduled takes a time slice longer; units over 1.5 x "
+      f"the median + 200 us are dropped (typically {(1 - R['kept_median']) * 100:.0f}% of them in "
+      "this run) and the rest averaged. That keeps what the profiler adds in the target's own "
+      "context (BPF programs, perf interrupts, uprobe traps) and drops what other jobs do; it also "
+      "drops preemptions the profiler itself causes, which the whole-phase wall and CPU figures "
+      "keep. Undisturbed cost per event = (difference of the undisturbed means) x units / events.")
     a("")
     a("Benchmarks 2 and 3 profile with `-r 1` (one sample a second) so that the figure is the cost of "
       "the GC probes, or of the off-CPU tracker, without sampling; at the default 100 Hz add "
@@ -1049,10 +1071,10 @@ def main():
     cfg.reps = 2 if args.quick else max(1, args.reps)
     cfg.placement_reps = 1 if args.quick else 3
     cfg.self_reps = 1 if args.quick else 3
-    cfg.cpu_seconds = 0.5 if args.quick else 1.5
+    cfg.cpu_seconds = 0.5 if args.quick else 1.0
     cfg.gc_rate = 1000
-    cfg.collections = 1000 if args.quick else 3000
-    cfg.pingpong_seconds = 0.5 if args.quick else 1.5
+    cfg.collections = 1000 if args.quick else 2000
+    cfg.pingpong_seconds = 0.5 if args.quick else 1.0
     cfg.record_seconds = 3.0 if args.quick else 10.0
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
