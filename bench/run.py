@@ -299,7 +299,7 @@ def _session(py, script, wargs, plan, target_cpu, label, names, timeout=600):
                 if not m:
                     raise BenchError(f"no summary line from ebpfprof: {err[-2000:]}")
                 out.update(recorded_s=float(m.group(1)), samples=int(m.group(3)), lost=int(m.group(4)),
-                           threads=int(m.group(5)), cpython=m.group(6), gc_probe=m.group(7).strip())
+                           ep_threads=int(m.group(5)), cpython=m.group(6), gc_probe=m.group(7).strip())
                 prof_file = tmp / f"profile-{k}.json"
                 out["profile_bytes"] = prof_file.stat().st_size if prof_file.exists() else 0
             out["name"] = names[k]
@@ -336,6 +336,7 @@ def phases(py, script, wargs, configs, reps, target_cpu=None, label=""):
     phase is so bracketed by two unprofiled ones; its baseline is their mean,
     which takes out a machine whose speed drifts. Returns name -> [profiled
     phase results] and "none" -> [their baselines], paired in order."""
+    configs = [c for c in configs if c[1] is not None]     # "none" comes by itself
     order = [("warm-up", None)] * WARMUP_PHASES + [("none", None)]
     for rep in range(reps):
         k = rep % len(configs)
@@ -513,6 +514,10 @@ def bench_gc(cfg):
                      [("none", None), ("profiled -r 1", (["-r", 1], None))], cfg.reps,
                      label=name.split()[0])
         row = versus(res["none"]["profiled -r 1"], res["profiled -r 1"], events_key="collections")
+        empty = phases(py, "gc_empty.py", ["--n", cfg.empty_collections],
+                       [("profiled -r 1", (["-r", 1], None))], cfg.reps, label=name.split()[0] + " empty")
+        row["empty"] = versus(empty["none"]["profiled -r 1"], empty["profiled -r 1"],
+                              events_key="collections")
         row.update(name=name, threshold=threshold, expected_probe=expect,
                    per_generation=res["profiled -r 1"][0]["per_generation"],
                    rate=row["events"] / row["wall"]["base"],
@@ -616,8 +621,16 @@ def machine():
     except OSError:
         pass
     ver = subprocess.run([str(EBPFPROF), "--version"], capture_output=True, text=True).stdout.strip()
+    with open("/proc/cpuinfo") as f:
+        virt = "a virtual machine" if " hypervisor" in f.read() else "bare metal"
+    mitigations = []
+    for v in ("meltdown", "spectre_v2", "spec_rstack_overflow"):
+        try:
+            mitigations.append(f"{v}: " + Path(f"/sys/devices/system/cpu/vulnerabilities/{v}").read_text().strip())
+        except OSError:
+            pass
     return {"nproc": os.cpu_count(), "kernel": platform.release(), "cpu": model, "mem": mem,
-            "os": os_name, "ebpfprof": ver or "?",
+            "os": os_name, "ebpfprof": ver or "?", "virt": virt, "mitigations": mitigations,
             "pythons": {p: subprocess.run([p, "-VV"], capture_output=True, text=True).stdout.strip()
                         for p in (DEBIAN_PY, PYENV_PY) if os.access(p, os.X_OK)}}
 
@@ -675,6 +688,10 @@ def summary_table(R):
             lines.append(f"{'2 GC ' + row['name']:<34} skipped: {row['missing']} missing")
             continue
         line(f"2 GC {row['name']}", row, "gc", f"collection ({row['rate']:.0f}/s unprofiled)")
+        e = row["empty"]
+        lines.append(f"{'  same, empty collections':<34} {e['wall']['base']:8.3f} {e['wall']['prof']:8.3f} "
+                     f"{'':>6} {'':>6} {'':>8} {'':>15} {'':>11} {num(bpf_us(e, 'gc')):>9}  "
+                     f"{costs(e)} per collection (probe hit alone)")
     line("3 off-CPU ping-pong", R["offcpu"], "offcpu", "switch")
     for row in R["self"]["rows"]:
         lines.append(f"{'4 ebpfprof itself, ' + str(row['rate']) + ' Hz':<34} "
@@ -697,7 +714,11 @@ def write_markdown(R, path):
       "the run described here. Speed and memory targets are tracked here, not in timed tests.")
     a("")
     a(f"- **Date:** {R['date']} (the whole run took {R['elapsed_s'] / 60:.1f} min)")
-    a(f"- **Machine:** nproc {M['nproc']}, {M['cpu']}, {M['mem']} RAM, kernel {M['kernel']}, {M['os']}")
+    a(f"- **Machine:** nproc {M['nproc']}, {M['cpu']}, {M['mem']} RAM, kernel {M['kernel']}, {M['os']}, "
+      f"{M['virt']}")
+    if M.get("mitigations"):
+        a(f"- **CPU vulnerability mitigations** (every kernel entry pays them; they weigh on trap and "
+          f"interrupt costs): {'; '.join(M['mitigations'])}")
     a(f"- **Load average:** {R['loadavg_before']} before the run, {R['loadavg_after']} after "
       "(the VM is shared with other jobs; see *Method*)")
     a(f"- **ebpfprof:** {M['ebpfprof']}, binary {R['binary']}")
@@ -728,7 +749,7 @@ def write_markdown(R, path):
     a("## Reproduce")
     a("")
     a("```sh")
-    a("sudo make bench                     # builds ./ebpfprof first; about 10 minutes")
+    a("sudo make bench                     # builds ./ebpfprof first; 5 to 10 minutes")
     a("sudo scripts/bench.sh --reps 9      # more repetitions; --quick: a 1-minute smoke run")
     a("```")
     a("")
@@ -828,18 +849,21 @@ def write_markdown(R, path):
       "collection does the same work; a `gc.callbacks` entry stamps the end of each collection, so "
       "the undisturbed unit is one allocate-and-collect cycle. ebpfprof times every collection: a probe at its start, "
       "another at its end, which also walks the Python stack that triggered it and sends an event "
-      "through the ring buffer. Profiled with `-r 1`.")
+      "through the ring buffer. Profiled with `-r 1`. *Empty collection*: `bench/gc_empty.py` calls "
+      f"`gc.collect(0)` {cfg['empty_collections']} times per phase with nothing to collect, so the "
+      "probe hits (traps, BPF programs, event) stand alone.")
     a("")
-    a("| interpreter (GC timed by) | threshold | collections/s unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per collection us, wall / CPU / undisturbed |")
-    a("|---|---|---|---|---|---|---|---|---|---|---|")
+    a("| interpreter (GC timed by) | threshold | collections/s unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per collection us, wall / CPU / undisturbed | BPF us per collection | empty collection: cost us, wall / CPU / undisturbed (BPF us) |")
+    a("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in G["rows"]:
         if "missing" in row:
-            a(f"| {row['name']} | skipped: `{row['missing']}` is missing | | | | | | | | | |")
+            a(f"| {row['name']} | skipped: `{row['missing']}` is missing | | | | | | | | | | | |")
             continue
         s, wk = sw(row)
         a(f"| {row['name']} | {row['threshold']} | {row['rate']:.0f} | {row['wall']['base']:.3f} | "
           f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | "
-          f"{fmt_ratio(row['undisturbed'], 3)} | {s} | {wk} | {costs(row)} |")
+          f"{fmt_ratio(row['undisturbed'], 3)} | {s} | {wk} | {costs(row)} | {num(bpf_us(row, 'gc'))} | "
+          f"{costs(row['empty'])} ({num(bpf_us(row['empty'], 'gc'))}) |")
     a("")
     for row in G["rows"]:
         if "missing" not in row:
@@ -854,8 +878,8 @@ def write_markdown(R, path):
     a(f"`bench/pingpong.py`: two threads pass a token {O['round_trips']} times through two "
       "`threading.Event`s. Every switch-out of a profiled thread runs the `sched_switch` BPF program, "
       "which classifies the wait, walks the Python stack and sends it; the switch-in sends a second, "
-      "small record. Context switches are counted from `/proc/thread-self/status` of both threads "
-      "(voluntary + involuntary). Profiled with `-r 1`.")
+      "small record. Context switches of both threads are counted with `getrusage` (voluntary + "
+      "involuntary). Profiled with `-r 1`.")
     a("")
     a("| round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch us, wall / CPU / undisturbed |")
     a("|---|---|---|---|---|---|---|---|---|---|")
@@ -871,16 +895,18 @@ def write_markdown(R, path):
     F = R["self"]
     a("## 4. The profiler's own CPU and memory")
     a("")
-    a(f"`bench/multi.py` under Debian's python3.11 for {cfg['record_seconds']:.0f} s: "
+    a(f"`bench/multi.py` under Debian's python3.11: "
       f"{F['rows'][0]['threads']} threads (two CPU spinners 40 frames deep, a garbage maker, a "
-      "ping-pong pair, a 1 ms sleeper, a socket reader and writer, the main thread). CPU time of the "
-      "ebpfprof process from `/proc/PID/stat` at the go and when the recording's work ends, and "
-      "from `wait4()` rusage at exit (user + system: reading the ring buffer counts, the BPF "
-      "programs do not, they run in the target's context, see benchmarks 1-3). Peak RSS is "
-      f"`ru_maxrss`, RSS growth is VmHWM at the end less VmRSS at the go. Medians of "
-      f"{cfg['self_reps']} runs per rate; the unprofiled rates are from one run without the profiler. "
-      "Startup CPU includes loading and verifying the BPF programs, which takes far longer in wall "
-      "time when the machine is busy.")
+      "ping-pong pair, a 1 ms sleeper, a socket reader and writer, the main thread), in one process: "
+      f"a {cfg['record_seconds']:.0f} s phase without the profiler, then {cfg['self_reps']} "
+      f"{cfg['record_seconds']:.0f} s recordings at each rate, alternately, each by a fresh "
+      "`ebpfprof --pid` stopped with SIGINT. CPU time of the ebpfprof process from `/proc/PID/stat` "
+      "once it has attached (*startup*) and when the phase ends (*while recording*), and from "
+      "`wait4()` rusage at exit (*to write the profile*, *total*): user + system time of the "
+      "profiler process, which drains the ring buffer; its BPF programs run in the target's context "
+      "and are charged there (benchmarks 1-3, and the kernel-side table). Peak RSS is `ru_maxrss`; "
+      "RSS growth is VmHWM at the end of the phase less VmRSS at its start. Medians over the "
+      "recordings at each rate.")
     a("")
     a("| rate | samples/s | target switches/s unprof -> prof | collections/s unprof -> prof | profiler wake-ups/s | startup CPU s (attach wall s) | CPU while recording, per s | CPU to write the profile s | total CPU s (user / sys) | RSS at go MiB | peak RSS MiB | RSS growth KiB/s | profile MiB | lost |")
     a("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -926,6 +952,13 @@ def write_markdown(R, path):
     path.write_text("\n".join(L) + "\n")
 
 
+def noise(c):
+    """A warning when the per-pair ratios straddle 1: the effect is within the noise."""
+    if c.get("lo") is not None and c["lo"] < 1 < c["hi"]:
+        return f"; within the noise, pairs range {c['lo']:.3f}-{c['hi']:.3f}"
+    return ""
+
+
 def observations(R):
     """Plain statements computed from the figures, for the doc and the log."""
     out = []
@@ -935,10 +968,19 @@ def observations(R):
         if r1 and r2:
             out.append(f"Sampling, {depth}-frame stack: at 100 Hz {pct(r1['wall']['ratio'])} wall, "
                        f"{pct(r1['cpu']['ratio'])} CPU, {pct(r1['undisturbed']['ratio'], 1)} undisturbed "
-                       f"({num(r1['und_us_per_event'], '.1f')} us per sample); at 1000 Hz "
-                       f"{pct(r2['wall']['ratio'])} wall, {pct(r2['cpu']['ratio'])} CPU, "
+                       f"({num(r1['und_us_per_event'], '.1f')} us per sample{noise(r1['undisturbed'])}); "
+                       f"at 1000 Hz {pct(r2['wall']['ratio'])} wall, {pct(r2['cpu']['ratio'])} CPU, "
                        f"{pct(r2['undisturbed']['ratio'], 1)} undisturbed "
-                       f"({num(r2['und_us_per_event'], '.1f')} us per sample).")
+                       f"({num(r2['und_us_per_event'], '.1f')} us per sample{noise(r2['undisturbed'])}).")
+    ref = next((r for r in R["sampling"]["rows"] if r["rate"].startswith("perf")), None)
+    mine = rows.get((1, "1000 Hz"))
+    if ref and mine:
+        out.append(f"Reference: `perf record -F 1000 -e cpu-clock` on the same target costs "
+                   f"{pct(ref['undisturbed']['ratio'], 1)} undisturbed ({num(ref['und_us_per_event'], '.0f')} us "
+                   f"per tick), ebpfprof at 1000 Hz {pct(mine['undisturbed']['ratio'], 1)} "
+                   f"({num(mine['und_us_per_event'], '.0f')} us per sample, of which "
+                   f"{num(bpf_us(mine, 'sample'), '.1f')} us in the BPF program): most of a sample's cost "
+                   "here is the timer interrupt itself, which perf pays as well.")
     # the profiler's wake-ups preempting the target, each preemption waking it again
     loops = []
     for label, row in ([(f"sampling {r['rate']} depth {r['depth']}", r) for r in R["sampling"]["rows"]] +
@@ -980,15 +1022,20 @@ def observations(R):
                 f"{pct(row['undisturbed']['ratio'], 1)} undisturbed: "
                 f"{num(row['und_us_per_event'], '.1f')} us per collection undisturbed "
                 f"({num(row['us_per_event'], '.0f')} from wall time, {num(row['cpu_us_per_event'], '.0f')} "
-                f"from CPU time)")
+                f"from CPU time{noise(row['undisturbed'])})")
         if kern:
             line += f"; {kern:.1f} us of it in the GC probes' BPF programs"
+        e = row.get("empty")
+        if e:
+            line += (f". On an empty collection the probes alone cost {num(e['und_us_per_event'], '.1f')} us "
+                     f"({num(bpf_us(e, 'gc'), '.1f')} us of BPF)")
         out.append(line + ".")
         if row["expected_probe"] not in " ".join(row["gc_probe"]):
             out.append(f"UNEXPECTED: {row['name']} was timed by {row['gc_probe']}, "
                        f"not {row['expected_probe']}.")
     o = R["offcpu"]
     kern = bpf_us(o, "offcpu")
+    share = (o.get("bpf") or {}).get("share")
     line = (f"Off-CPU: {num(o['base_rates']['switches_per_s'], '.0f')} context switches/s unprofiled; "
             f"profiled {pct(o['wall']['ratio'])} wall, {pct(o['cpu']['ratio'])} CPU, "
             f"{pct(o['undisturbed']['ratio'], 1)} undisturbed: {num(o['und_us_per_event'])} us per "
@@ -996,6 +1043,12 @@ def observations(R):
             f"from CPU time)")
     if kern:
         line += f"; {kern:.2f} us per switch-out in the BPF program"
+    if share:
+        line += f", whose run time is {share * 100:.1f}% of the phase"
+        extra = o["undisturbed"]["ratio"] - 1
+        if extra > 0 and share >= 0.6 * extra:
+            line += (": most of the off-CPU overhead is the `sched_switch` program itself, which walks "
+                     "the Python stack on every switch-out")
     out.append(line + ".")
     for row in R["self"]["rows"]:
         out.append(f"ebpfprof at {row['rate']} Hz on a {row['threads']}-thread target: "
@@ -1004,15 +1057,6 @@ def observations(R):
                    f"{row['switches_per_s']:.0f} target switches/s, {row['switches_alone_per_s']:.0f}/s "
                    f"unprofiled), {row['startup_cpu']:.2f} s of CPU to "
                    f"start, peak RSS {row['maxrss_mib']:.1f} MiB.")
-    ref = next((r for r in R["sampling"]["rows"] if r["rate"].startswith("perf")), None)
-    mine = rows.get((1, "1000 Hz"))
-    if ref and mine:
-        out.append(f"Reference: `perf record -F 1000 -e cpu-clock` on the same target costs "
-                   f"{pct(ref['undisturbed']['ratio'], 1)} undisturbed ({num(ref['und_us_per_event'], '.0f')} us "
-                   f"per tick), ebpfprof at 1000 Hz {pct(mine['undisturbed']['ratio'], 1)} "
-                   f"({num(mine['und_us_per_event'], '.0f')} us per sample, of which "
-                   f"{num(bpf_us(mine, 'sample'), '.1f')} us in the BPF program): most of a sample's cost "
-                   "here is the timer interrupt itself, which perf pays as well.")
     deep = rows.get((300, "100 Hz"))
     if deep and kern and bpf_us(deep, "offcpu"):
         out.append(f"The `sched_switch` program walks the whole Python stack on every switch-out of the "
@@ -1054,7 +1098,18 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes, 2 repetitions: a smoke run")
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="do not write the markdown file")
+    ap.add_argument("--report", metavar="RESULTS_JSON",
+                    help="measure nothing: write the table and the markdown again from a saved run")
     args = ap.parse_args()
+    if args.report:
+        R = json.loads(Path(args.report).read_text())
+        R["table"] = summary_table(R)
+        R["observations"] = observations(R)
+        print(R["table"])
+        if not args.no_doc:
+            write_markdown(R, Path(args.output))
+            print(f"wrote {args.output} from {args.report}")
+        return
     if os.geteuid() != 0:
         sys.exit("bench: needs root: BPF programs, perf events and uprobes (run: sudo make bench)")
     if not BUILT.exists():
@@ -1074,6 +1129,7 @@ def main():
     cfg.cpu_seconds = 0.5 if args.quick else 1.0
     cfg.gc_rate = 1000
     cfg.collections = 1000 if args.quick else 2000
+    cfg.empty_collections = 10000 if args.quick else 30000
     cfg.pingpong_seconds = 0.5 if args.quick else 1.0
     cfg.record_seconds = 3.0 if args.quick else 10.0
 
