@@ -2,14 +2,21 @@
 FIXED number of round trips per phase (--round-trips). Each hand-off blocks
 one thread in futex() and wakes the other, so the process makes tens of
 thousands of context switches a second: the off-CPU tracker (sched_switch)
-runs on every one of them and sends the blocked thread's Python stack. Every
-round trip is timed (common.Units)."""
+runs on every one of them and walks and sends the blocked thread's Python
+stack, which --depth makes deeper (both threads wait at the bottom of a
+recursion of that many frames). Every round trip is timed (common.Units)."""
 import sys
 import threading
 import time
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 import common  # noqa: E402
+
+
+def dive(level, fn, *args):
+    if level <= 1:
+        return fn(*args)
+    return dive(level - 1, fn, *args)
 
 
 def ponger(ping, pong, n):
@@ -19,10 +26,15 @@ def ponger(ping, pong, n):
         pong.set()
 
 
-def play(n, units):
+def play(n, units, depth):
     ping, pong = threading.Event(), threading.Event()
-    t = threading.Thread(target=ponger, args=(ping, pong, n), name="ponger")
+    t = threading.Thread(target=dive, args=(depth, ponger, ping, pong, n), name="ponger")
     t.start()
+    dive(depth, pinger, ping, pong, n, units)
+    t.join()
+
+
+def pinger(ping, pong, n, units):
     clock, tick = time.perf_counter, units.tick
     tick(clock())
     for _ in range(n):
@@ -30,17 +42,19 @@ def play(n, units):
         pong.wait()
         pong.clear()
         tick(clock())
-    t.join()
 
 
 def main():
-    args = common.parse({"--round-trips": {"type": int, "default": 50000}})
-    play(max(100, args.round_trips // 50), common.Units())      # warm-up
+    args = common.parse({"--round-trips": {"type": int, "default": 50000},
+                         "--depth": {"type": int, "default": 1}})
+    sys.setrecursionlimit(args.depth + 200)
+    threading.stack_size(16 << 20)
+    play(max(100, args.round_trips // 50), common.Units(), args.depth)      # warm-up
 
     def work():
         units = common.Units()
         with common.Timed() as t:       # its switch counts include the exited ponger's
-            play(args.round_trips, units)
+            play(args.round_trips, units, args.depth)
         return t.result(round_trips=args.round_trips, **units.summary())
     common.run_phases(args, work)
 

@@ -355,6 +355,12 @@ def phases(py, script, wargs, configs, reps, target_cpu=None, label=""):
         out[r["name"]].append(r)
         baselines[r["name"]].append(base)
     out["none"] = baselines
+    # how much the machine's own speed moved: the unprofiled phases' spread
+    plain = [r.get("undisturbed_mean_us") or r["seconds"] for r in results if r["name"] == "none"]
+    spread = max(plain) / min(plain) if plain and min(plain) > 0 else None
+    for name in baselines:
+        for b in baselines[name]:
+            b["spread"] = spread
     return out
 
 
@@ -422,7 +428,8 @@ def versus(base, prof, events_key=None, events=None):
            "kept": med(r["undisturbed_units"] / r["units"] for r in base + prof),
            "base_rates": rates(base), "prof_rates": rates(prof),
            "lost": max((r.get("lost", 0) for r in prof), default=0),
-           "runs": {"base": base, "prof": prof}}
+           "runs": {"base": base, "prof": prof},
+           "base_spread": max((b.get("spread") or 1 for b in base), default=None)}
     row["bpf"] = bpf_medians(prof)
     return row
 
@@ -535,6 +542,10 @@ def bench_offcpu(cfg):
                  [("none", None), ("profiled -r 1", (["-r", 1], None))], cfg.reps, label="ping-pong")
     row = versus(res["none"]["profiled -r 1"], res["profiled -r 1"], events_key="switches")
     row.update(round_trips=trips, switches_base=med(r["switches"] for r in res["none"]["profiled -r 1"]))
+    deep = phases(DEBIAN_PY, "pingpong.py", ["--round-trips", trips, "--depth", 300],
+                  [("profiled -r 1", (["-r", 1], None))], cfg.reps, label="ping-pong 300 frames")
+    row["deep"] = versus(deep["none"]["profiled -r 1"], deep["profiled -r 1"], events_key="switches")
+    row["deep"]["switches_base"] = med(r["switches"] for r in deep["none"]["profiled -r 1"])
     return row
 
 
@@ -693,6 +704,8 @@ def summary_table(R):
                      f"{'':>6} {'':>6} {'':>8} {'':>15} {'':>11} {num(bpf_us(e, 'gc')):>9}  "
                      f"{costs(e)} per collection (probe hit alone)")
     line("3 off-CPU ping-pong", R["offcpu"], "offcpu", "switch")
+    if R["offcpu"].get("deep"):
+        line("3 off-CPU ping-pong, 300 frames", R["offcpu"]["deep"], "offcpu", "switch")
     for row in R["self"]["rows"]:
         lines.append(f"{'4 ebpfprof itself, ' + str(row['rate']) + ' Hz':<34} "
                      f"{row['cpu_per_s'] * 100:.1f}% of a CPU while recording "
@@ -879,16 +892,21 @@ def write_markdown(R, path):
       "`threading.Event`s. Every switch-out of a profiled thread runs the `sched_switch` BPF program, "
       "which classifies the wait, walks the Python stack and sends it; the switch-in sends a second, "
       "small record. Context switches of both threads are counted with `getrusage` (voluntary + "
-      "involuntary). Profiled with `-r 1`.")
+      "involuntary). Profiled with `-r 1`. The second row has both threads wait at the bottom of "
+      "a 300-frame recursion, so every switch-out walks 300 frames.")
     a("")
-    a("| round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch us, wall / CPU / undisturbed |")
-    a("|---|---|---|---|---|---|---|---|---|---|")
-    s, wk = sw(O)
-    a(f"| {O['round_trips']} | {O['switches_base']:.0f} | {O['wall']['base']:.3f} | {O['wall']['prof']:.3f} | "
-      f"{fmt_ratio(O['wall'])} | {fmt_ratio(O['cpu'])} | {fmt_ratio(O['undisturbed'], 3)} | {s} | {wk} | "
-      f"{costs(O)} |")
+    a("| stack depth | round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch us, wall / CPU / undisturbed | BPF us per switch-out |")
+    a("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for depth, row in ((1, O), (300, O.get("deep"))):
+        if not row:
+            continue
+        s, wk = sw(row)
+        a(f"| {depth} | {O['round_trips']} | {row['switches_base']:.0f} | {row['wall']['base']:.3f} | "
+          f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | "
+          f"{fmt_ratio(row['undisturbed'], 3)} | {s} | {wk} | {costs(row)} | {num(bpf_us(row, 'offcpu'))} |")
     a("")
-    a(f"{O['lost']} events lost (worst run). The cost per switch divides by the profiled run's "
+    a(f"Events lost to a full ring buffer (worst recording): {O['lost']} at depth 1"
+      + (f", {O['deep']['lost']} at 300 frames" if O.get("deep") else "") + ". The cost per switch divides by the profiled run's "
       "switches.")
     a("")
 
@@ -939,6 +957,7 @@ def write_markdown(R, path):
                  [(f"1b 100 Hz, {r['name']}", r) for r in R["placement"].get("rows", [])] +
                  [(f"2 GC {r['name']}", r) for r in R["gc"]["rows"] if "missing" not in r] +
                  [("3 off-CPU ping-pong", R["offcpu"])] +
+                 ([("3 off-CPU ping-pong, 300 frames", R["offcpu"]["deep"])] if R["offcpu"].get("deep") else []) +
                  [(f"4 ebpfprof itself, {r['rate']} Hz", r) for r in R["self"]["rows"]])
         for label, row in cases:
             b = row.get("bpf")
@@ -1057,12 +1076,22 @@ def observations(R):
                    f"{row['switches_per_s']:.0f} target switches/s, {row['switches_alone_per_s']:.0f}/s "
                    f"unprofiled), {row['startup_cpu']:.2f} s of CPU to "
                    f"start, peak RSS {row['maxrss_mib']:.1f} MiB.")
-    deep = rows.get((300, "100 Hz"))
+    deep = o.get("deep")
     if deep and kern and bpf_us(deep, "offcpu"):
         out.append(f"The `sched_switch` program walks the whole Python stack on every switch-out of the "
-                   f"target, like a sample: {kern:.1f} us per switch-out with the ping-pong's shallow "
-                   f"stacks, {bpf_us(deep, 'offcpu'):.1f} us with 300 frames. A thread that blocks often "
-                   "with a deep stack pays it on every block, whatever the sampling rate.")
+                   f"target, like a sample: {kern:.1f} us of BPF per switch-out with the ping-pong's "
+                   f"shallow stacks, {bpf_us(deep, 'offcpu'):.1f} us with 300 frames, where profiling "
+                   f"costs {pct(deep['undisturbed']['ratio'], 1)} undisturbed "
+                   f"({num(deep['und_us_per_event'])} us per switch). A thread that blocks often with a "
+                   "deep stack pays this on every block, whatever the sampling rate.")
+        prof_runs = deep["runs"]["prof"]
+        ep_cpu = med((r["ep_cpu_done"] - r["ep_cpu_go"]) / r["seconds"] for r in prof_runs)
+        lost_deep = [r["lost"] for r in prof_runs]
+        out.append(f"Reading those 300-frame switch-out records ({num(deep['prof_rates']['switches_per_s'], '.0f')} "
+                   f"switches/s) kept ebpfprof at {ep_cpu * 100:.0f}% of a CPU, and "
+                   + (f"{sum(1 for x in lost_deep if x)} of {len(lost_deep)} recordings lost events "
+                      f"(up to {max(lost_deep)} in one) to a full ring buffer."
+                      if any(lost_deep) else "no events were lost."))
     for row in R["self"]["rows"]:
         b = row.get("bpf") or {}
         outs = b.get("switch_outs_per_s")
@@ -1078,8 +1107,21 @@ def observations(R):
     if R["binary_after"] != R["binary"]:
         out.insert(0, f"./ebpfprof was rebuilt during this run; the figures are of the build copied at "
                       f"the start ({R['binary']}).")
+    shaky = []
+    for label, row in ([(f"sampling {r['rate']} depth {r['depth']}", r) for r in R["sampling"]["rows"]] +
+                       [(f"1b {r['name']}", r) for r in R["placement"].get("rows", [])] +
+                       [(f"GC {r['name']}", r) for r in R["gc"]["rows"] if "missing" not in r] +
+                       [("ping-pong", o)] + ([("ping-pong 300 frames", o["deep"])] if o.get("deep") else [])):
+        if (row.get("base_spread") or 1) > 1.15:
+            shaky.append(f"{label} ({(row['base_spread'] - 1) * 100:.0f}%)")
+    if shaky:
+        out.append("**Unreliable rows:** the machine's own speed moved by more than 15% between the "
+                   "unprofiled phases of " + ", ".join(shaky) + " (other jobs on the host), so their "
+                   "ratios say more about the machine than about ebpfprof; run `make bench` again on a "
+                   "quieter machine.")
     lost = [r["lost"] for r in R["sampling"]["rows"]] + \
            [r["lost"] for r in R["gc"]["rows"] if "lost" in r] + [o["lost"]] + \
+           ([o["deep"]["lost"]] if o.get("deep") else []) + \
            [r["lost"] for r in R["self"]["rows"]]
     out.append(f"Events lost (ring buffer full): up to {max(lost)} in one run." if any(lost)
                else "No events were lost in any run.")
@@ -1167,7 +1209,8 @@ def main():
     R["elapsed_s"] = time.monotonic() - t0
     R["binary_after"] = binary_id(BUILT)
     R["kept_median"] = med(r["kept"] for r in R["sampling"]["rows"] + R["placement"].get("rows", []) +
-                           [g for g in R["gc"]["rows"] if "missing" not in g] + [R["offcpu"]])
+                           [g for g in R["gc"]["rows"] if "missing" not in g] + [R["offcpu"]] +
+                           ([R["offcpu"]["deep"]] if R["offcpu"].get("deep") else []))
     R["loadavg_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
     R["table"] = summary_table(R)
     R["observations"] = observations(R)
