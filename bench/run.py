@@ -46,6 +46,7 @@ PYENV_PY = os.environ.get("BENCH_PYENV_PYTHON", "/root/.pyenv/versions/3.11.7/bi
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SETTLE_S = 0.3          # after the profiler has attached, before the timed part
 WARMUP_PHASES = 2       # unprofiled phases run and thrown away before the measured ones
+BRACKET_TOLERANCE = 1.10  # the two unprofiled phases around a profiled one must agree this well
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 
 
@@ -352,6 +353,10 @@ def phases(py, script, wargs, configs, reps, target_cpu=None, label=""):
         before, r, after = results[i - 1], results[i], results[i + 1]
         base = {k: (before[k] + after[k]) / 2 for k in BRACKET_KEYS if k in before and k in after}
         base.update({k: v for k, v in before.items() if k not in base and not isinstance(v, (dict, list))})
+        # the machine changed speed within the bracket: the comparison means nothing
+        key = "undisturbed_mean_us" if "undisturbed_mean_us" in before else "seconds"
+        lo, hi = sorted((before[key], after[key]))
+        base["bracket_ok"] = lo > 0 and hi / lo <= BRACKET_TOLERANCE
         out[r["name"]].append(r)
         baselines[r["name"]].append(base)
     out["none"] = baselines
@@ -415,7 +420,15 @@ def rates(runs):
 
 def versus(base, prof, events_key=None, events=None):
     """Everything one table row needs: wall and CPU ratios, per-event costs,
-    context switches of the target with and without, profiler wake-ups."""
+    context switches of the target with and without, profiler wake-ups.
+    Pairs whose bracket shows the machine changing speed are left out (all
+    are kept if that would leave fewer than two)."""
+    ok = [(b, p) for b, p in zip(base, prof) if b.get("bracket_ok", True)]
+    dropped = len(base) - len(ok)
+    if len(ok) >= 2:
+        base, prof = [b for b, _ in ok], [p for _, p in ok]
+    else:
+        dropped = None      # too few good brackets: everything kept, row unreliable
     wall = compare(base, prof)
     cpu = compare(base, prof, "cpu_seconds")
     n = events if events is not None else med(r[events_key] for r in prof)
@@ -429,7 +442,8 @@ def versus(base, prof, events_key=None, events=None):
            "base_rates": rates(base), "prof_rates": rates(prof),
            "lost": max((r.get("lost", 0) for r in prof), default=0),
            "runs": {"base": base, "prof": prof},
-           "base_spread": max((b.get("spread") or 1 for b in base), default=None)}
+           "base_spread": max((b.get("spread") or 1 for b in base), default=None),
+           "pairs": len(base), "dropped": dropped}
     row["bpf"] = bpf_medians(prof)
     return row
 
@@ -788,7 +802,10 @@ def write_markdown(R, path):
     a("")
     a("**Ratio**: each profiled phase is compared with the mean of the two unprofiled phases on "
       "either side of it; the ratio is the median of these per-phase ratios, the range in brackets "
-      "their smallest and largest; *unprofiled s* and *profiled s* are medians of either side. "
+      "their smallest and largest; *unprofiled s* and *profiled s* are medians of either side. A "
+      "comparison whose two unprofiled phases differ by more than "
+      f"{(BRACKET_TOLERANCE - 1) * 100:.0f}% (the machine changed speed meanwhile) is left out; the "
+      "summary says how many were. "
       "The machine is a 2-CPU VM shared with other jobs and its speed drifts by tens of percent "
       "within seconds, so read a ratio with its range. The **CPU ratio** is the same comparison on "
       "the workload's own CPU time: the kernel has no IRQ time accounting "
@@ -1107,17 +1124,24 @@ def observations(R):
     if R["binary_after"] != R["binary"]:
         out.insert(0, f"./ebpfprof was rebuilt during this run; the figures are of the build copied at "
                       f"the start ({R['binary']}).")
-    shaky = []
+    shaky, dropped = [], []
     for label, row in ([(f"sampling {r['rate']} depth {r['depth']}", r) for r in R["sampling"]["rows"]] +
                        [(f"1b {r['name']}", r) for r in R["placement"].get("rows", [])] +
                        [(f"GC {r['name']}", r) for r in R["gc"]["rows"] if "missing" not in r] +
                        [("ping-pong", o)] + ([("ping-pong 300 frames", o["deep"])] if o.get("deep") else [])):
-        if (row.get("base_spread") or 1) > 1.15:
-            shaky.append(f"{label} ({(row['base_spread'] - 1) * 100:.0f}%)")
+        if row.get("dropped") is None and "dropped" in row:
+            shaky.append(f"{label} (no two usable)")
+        elif row.get("dropped"):
+            dropped.append(f"{label} {row['dropped']} of {row['dropped'] + row['pairs']}")
+            if row["dropped"] > row["pairs"]:
+                shaky.append(f"{label} (only {row['pairs']} usable)")
+    if dropped:
+        out.append("Comparisons left out because the machine changed speed between the two unprofiled "
+                   f"phases around them (by more than {(BRACKET_TOLERANCE - 1) * 100:.0f}%): "
+                   + ", ".join(dropped) + ".")
     if shaky:
-        out.append("**Unreliable rows:** the machine's own speed moved by more than 15% between the "
-                   "unprofiled phases of " + ", ".join(shaky) + " (other jobs on the host), so their "
-                   "ratios say more about the machine than about ebpfprof; run `make bench` again on a "
+        out.append("**Unreliable rows:** most comparisons of " + ", ".join(shaky) + " were spoilt by "
+                   "the machine changing speed (other jobs on the host); run `make bench` again on a "
                    "quieter machine.")
     lost = [r["lost"] for r in R["sampling"]["rows"]] + \
            [r["lost"] for r in R["gc"]["rows"] if "lost" in r] + [o["lost"]] + \
