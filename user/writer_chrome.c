@@ -16,9 +16,7 @@
 #include "json.h"
 #include "writer.h"
 
-#ifndef EP_VERSION
-#define EP_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 /* The event list being written: a comma goes before all but the first. */
 struct trace_out {

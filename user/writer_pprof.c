@@ -20,9 +20,7 @@
 #include <zlib.h>
 #include "writer.h"
 
-#ifndef EP_VERSION
-#define EP_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 /* Profile */
 #define PROFILE_SAMPLE_TYPE	1

@@ -18,9 +18,7 @@
 #include "json.h"
 #include "writer.h"
 
-#ifndef EP_VERSION
-#define EP_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
 

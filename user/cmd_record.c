@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ebpfprof record (the default subcommand): sample a running CPython
+ * process's Python stacks in the kernel and write a profile. This file parses
+ * the recording's options and drives one recording; each concern lives in its
+ * own file.
+ */
+#define _GNU_SOURCE
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "blocked.h"
+#include "commands.h"
+#include "follow.h"
+#include "launch.h"
+#include "preflight.h"
+#include "py_target.h"
+#include "recorder.h"
+#include "report.h"
+#include "session.h"
+#include "writer.h"
+
+#define ERRLEN 512
+/* How long a launched command may take to start its interpreter. */
+#define PYTHON_START_TIMEOUT_NS (10ull * 1000000000ull)
+
+struct options {
+	pid_t pid;
+	double duration;	/* seconds; 0: until Ctrl-C or the target exits */
+	unsigned rate_hz;
+	const char *output;
+	const struct output_writer *writer;
+	int gil_only;
+	int idle;
+	const char *gc_log;
+	double wait_threshold_ms;
+	int by_function;
+	int subprocesses;
+	int verbose;
+	char **command;		/* launch mode */
+	int dashdash;		/* argv index of "--"; 0: none */
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static const char doc[] =
+	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
+	"Subcommands: record (the default, these options), diff, dump, top; "
+	"'ebpfprof SUBCOMMAND --help' describes each.\v"
+	"Examples:\n"
+	"  sudo ebpfprof --pid 4242                 record until Ctrl-C or the target exits\n"
+	"  sudo ebpfprof -d 30 -o app.speedscope.json --pid 4242\n"
+	"  sudo ebpfprof -- python3 app.py ARGS     launch a command and record it\n"
+	"\nOpen the .speedscope.json file at https://www.speedscope.app or with the "
+	"speedscope CLI. Needs CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (root).";
+
+static const struct argp_option option_list[] = {
+	{ "pid", 'p', "PID", 0, "Profile the running process PID", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the target exits)", 0 },
+	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default 100)", 0 },
+	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
+	{ "format", 'f', "FORMAT", 0, "speedscope (default), collapsed, chrome or pprof", 0 },
+	{ "gil", 'g', NULL, 0, "Keep only samples of the thread holding the GIL", 0 },
+	{ "idle", 'i', NULL, 0, "Add off-CPU time (GIL, lock, I/O waits, sleep, preemption) as samples weighted by its duration", 0 },
+	{ "gc-log", 'G', "FILE", 0, "Write every GC pause and every long wait to FILE as JSON lines", 0 },
+	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
+	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
+	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
+	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
+	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
+	{ NULL, 0, NULL, 0, NULL, 0 },
+};
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return errno || end == s || *end || *out == 0 || *out > max || s[0] == '-' ? -1 : 0;
+}
+
+static error_t parse_option(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+	unsigned long v;
+	char *end;
+
+	switch (key) {
+	case 'p':
+		if (parse_uint(arg, INT_MAX, &v))
+			argp_error(state, "invalid pid: %s", arg);
+		o->pid = v;
+		break;
+	case 'd':
+		o->duration = strtod(arg, &end);
+		if (*end || end == arg || !(o->duration > 0))
+			argp_error(state, "invalid duration: %s (seconds, > 0)", arg);
+		break;
+	case 'r':
+		if (parse_uint(arg, 10000, &v))
+			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
+		o->rate_hz = v;
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		o->writer = writer_by_name(arg);
+		if (!o->writer)
+			argp_error(state, "unknown format: %s (speedscope, collapsed, chrome or pprof)", arg);
+		break;
+	case 'g':
+		o->gil_only = 1;
+		break;
+	case 'F':
+		o->by_function = 1;
+		break;
+	case 's':
+		o->subprocesses = 1;
+		break;
+	case 'i':
+		o->idle = 1;
+		break;
+	case 'G':
+		o->gc_log = arg;
+		break;
+	case 'W':
+		o->wait_threshold_ms = strtod(arg, &end);
+		if (*end || end == arg || o->wait_threshold_ms < 0)
+			argp_error(state, "invalid wait threshold: %s (milliseconds)", arg);
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case 'V':
+		printf("ebpfprof %s\n", EP_VERSION);
+		exit(0);
+	case ARGP_KEY_ARG:
+		/* a command to launch only ever comes after "--", so that a
+		 * mistyped subcommand is never run as a program */
+		if (!o->dashdash || state->next - 1 <= o->dashdash)
+			argp_error(state, "unexpected argument '%s' (a command to launch goes after --)", arg);
+		o->command = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		if (!o->pid && !o->command)
+			argp_error(state, "nothing to profile: give --pid PID or -- COMMAND");
+		if (o->pid && o->command)
+			argp_error(state, "give either --pid or a command, not both");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static void die(const char *msg)
+{
+	fprintf(stderr, "ebpfprof: %s\n", msg);
+	exit(1);
+}
+
+static void default_output(struct options *o, pid_t pid, char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	char stamp[32];
+
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
+	snprintf(buf, len, "ebpfprof-%d-%s%s", pid, stamp, o->writer->suffix);
+}
+
+struct run {
+	struct options *o;
+	pid_t pid;
+	int is_child;
+	int pidfd;
+	int exit_status;
+	int target_exited;
+	struct session *session;
+	struct recorder rec;
+	struct py_target target;
+	enum gc_probe_kind gc_probe;
+	struct follower follower;
+	int in_pidns;		/* the profiler runs inside a PID namespace */
+};
+
+/* Waits (launch mode) until the command has started a CPython interpreter. */
+static void find_interpreter(struct run *run)
+{
+	uint64_t deadline = monotonic_ns() + (run->is_child ? PYTHON_START_TIMEOUT_NS : 0);
+	char err[ERRLEN];
+	int rc;
+
+	for (;;) {
+		rc = py_target_find(run->pid, &run->target, err, sizeof(err));
+		if (rc == PY_TARGET_OK)
+			rc = py_target_prepare(&run->target, err, sizeof(err));
+		if (rc == PY_TARGET_OK)
+			return;
+		if (rc == PY_TARGET_UNSUPPORTED || rc == PY_TARGET_GONE)
+			break;
+		if (!run->is_child && rc == PY_TARGET_NOT_PYTHON)
+			break;
+		if (monotonic_ns() > deadline || stop_signal ||
+		    process_exited(run->pid, run->pidfd, run->is_child, &run->exit_status)) {
+			if (rc == PY_TARGET_NOT_READY)
+				snprintf(err, sizeof(err), "process %d did not finish starting CPython",
+					 run->pid);
+			break;
+		}
+		usleep(2000);
+	}
+	if (run->is_child && !process_exited(run->pid, run->pidfd, 1, &run->exit_status))
+		kill(run->pid, SIGTERM);
+	die(err);
+}
+
+static int should_stop(struct run *run, uint64_t deadline)
+{
+	if (stop_signal)
+		return 1;
+	if (deadline && monotonic_ns() >= deadline)
+		return 1;
+	if (process_exited(run->pid, run->pidfd, run->is_child, &run->exit_status)) {
+		run->target_exited = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static void record(struct run *run)
+{
+	uint64_t deadline = 0, next_names = 0;
+
+	uint64_t end;
+
+	run->gc_probe = session_attach_gc(run->session, &run->target);
+	if (run->gc_probe != GC_PROBE_NONE)
+		analysis_set_exact_gc(&run->rec.analysis, run->pid);
+	run->rec.t0_ns = monotonic_ns();
+	if (recorder_add_process(&run->rec, &run->target))
+		die("out of memory");
+	if (session_add_process(run->session, run->pid, &run->target.cfg))
+		die("cannot configure the BPF maps for the target");
+	/* host pids only: inside a PID namespace the kernel's keys are not ours */
+	if (!run->in_pidns)
+		seed_blocked_threads(run->session, &run->rec, &run->target, run->rec.t0_ns);
+	if (run->o->subprocesses)
+		session_follow(run->session, run->pid);
+	if (run->o->duration > 0)
+		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
+	while (!should_stop(run, deadline)) {
+		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
+			break;
+		follower_step(&run->follower);
+		/* thread names can change and threads come and go: look again each second */
+		if (monotonic_ns() >= next_names && !run->target_exited) {
+			recorder_refresh_names(&run->rec);
+			next_names = monotonic_ns() + 1000000000ull;
+		}
+	}
+	end = monotonic_ns();
+	session_remove_process(run->session, run->pid);
+	while (session_poll(run->session, 0) > 0)
+		;
+	recorder_finish(&run->rec, end);
+}
+
+static const char *stop_reason(const struct run *run)
+{
+	if (stop_signal == SIGINT)
+		return "interrupted";
+	if (stop_signal)
+		return "terminated";
+	if (run->target_exited)
+		return "target exited";
+	return "duration reached";
+}
+
+static void print_summary(struct run *run, const char *path)
+{
+	uint64_t counters[EP_CNT_MAX];
+	struct profile *p = &run->rec.profile;
+
+	session_counters(run->session, counters);
+	fprintf(stderr, "ebpfprof: recorded %.2f s (%s): %lu samples, %llu lost, %zu thread%s, CPython %d.%d, GC timed by %s\n",
+		p->duration_ns / 1e9, stop_reason(run), run->rec.kept,
+		(unsigned long long)counters[EP_CNT_LOST], p->nthreads,
+		p->nthreads == 1 ? "" : "s", run->target.major, run->target.minor,
+		gc_probe_name(run->gc_probe));
+	if (run->o->subprocesses)
+		fprintf(stderr, "ebpfprof: followed %zu child process%s\n", run->rec.nprocs - 1,
+			run->rec.nprocs == 2 ? "" : "es");
+	report_thread_table(stderr, &run->rec.analysis, p);
+	report_longest_gc(stderr, &run->rec.analysis, p, 5);
+	if (run->o->gc_log)
+		fprintf(stderr, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
+			run->o->wait_threshold_ms, run->o->gc_log);
+	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
+}
+
+/* The profiler's own PID namespace, when it is not the initial one: pids on
+ * the command line and in /proc are then that namespace's, and the kernel
+ * side must translate (bpf_get_ns_current_pid_tgid). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu
+
+static int own_pidns(uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
+		return 0;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static void check_environment(struct options *o, char *output, size_t outlen)
+{
+	char err[ERRLEN];
+
+	if (o->pid && preflight_pid(o->pid, err, sizeof(err)))
+		die(err);
+	if (preflight_btf(err, sizeof(err)) || preflight_privileges(err, sizeof(err)))
+		die(err);
+	if (o->output)
+		snprintf(output, outlen, "%s", o->output);
+	else
+		default_output(o, o->pid ? o->pid : getpid(), output, outlen);
+	if (preflight_output(output, err, sizeof(err)))
+		die(err);
+	if (o->gc_log && preflight_output(o->gc_log, err, sizeof(err)))
+		die(err);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct options o = { .rate_hz = 100, .writer = &speedscope_writer, .wait_threshold_ms = 10 };
+	struct argp argp = { option_list, parse_option, "--pid PID | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
+	struct recorder_opts ropts;
+	struct session_opts sopts = { 0 };
+	struct writer_options wopts = { .gaps_as_idle = 1 };
+	char output[PATH_MAX], err[ERRLEN];
+	struct run run = { .o = &o, .pidfd = -1 };
+
+	o.dashdash = find_dashdash(argc, argv);
+	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
+	check_environment(&o, output, sizeof(output));
+	install_signals();
+	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
+					.by_function = o.by_function, .idle = o.idle };
+	if (recorder_init(&run.rec, &ropts))
+		die("out of memory");
+	run.in_pidns = own_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
+	if (run.in_pidns && o.subprocesses)
+		die("--subprocesses is not supported yet when ebpfprof runs inside a PID namespace; run it from the host");
+	sopts.follow_children = o.subprocesses;
+	sopts.rate_hz = o.rate_hz;
+	sopts.verbose = o.verbose;
+	sopts.on_event = recorder_on_event;
+	sopts.ctx = &run.rec;
+	run.session = session_open(&sopts, err, sizeof(err));
+	if (!run.session)
+		die(err);
+	if (o.command) {
+		run.pid = launch_command(o.command, err, sizeof(err));
+		if (run.pid < 0)
+			die(err);
+		run.is_child = 1;
+		if (!o.output)
+			default_output(&o, run.pid, output, sizeof(output));
+	} else {
+		run.pid = o.pid;
+	}
+	run.pidfd = watch_process(run.pid);
+	find_interpreter(&run);
+	run.rec.profile.command = o.command ? o.command[0] : run.target.shown_path;
+	run.follower = (struct follower){ .session = run.session, .rec = &run.rec, .verbose = o.verbose };
+	record(&run);
+	if (writer_write_file(o.writer, &run.rec.profile, &wopts, output)) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", output, strerror(errno));
+		die(err);
+	}
+	if (o.gc_log && report_gc_log(o.gc_log, &run.rec.analysis, &run.rec.profile,
+				      (uint64_t)(o.wait_threshold_ms * 1e6))) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", o.gc_log, strerror(errno));
+		die(err);
+	}
+	print_summary(&run, output);
+	session_close(run.session);
+	follower_free(&run.follower);
+	recorder_free(&run.rec);
+	if (run.is_child && !run.target_exited) {
+		kill(run.pid, SIGTERM);
+		waitpid(run.pid, &run.exit_status, 0);
+	}
+	return 0;
+}

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* ebpfprof top: not built yet (placeholder so the dispatcher can name it). */
+#include <stdio.h>
+#include "commands.h"
+
+int cmd_top(int argc, char **argv)
+{
+	fprintf(stderr, "ebpfprof top: not available yet in this build\n");
+	return 2;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#ifndef EBPFPROF_COMMANDS_H
+#define EBPFPROF_COMMANDS_H
+
+/*
+ * The subcommands. main() picks one by the first bare word of the command
+ * line ("record" when there is none) and hands it argv with argv[0] set to
+ * "ebpfprof SUBCOMMAND". Each returns the process's exit status: 0 done,
+ * 1 failed at run time, 2 bad usage.
+ */
+int cmd_record(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/* The index of a "--" argument in argv (a command to launch follows it), or 0. */
+int find_dashdash(int argc, char **argv);
+
+#endif
