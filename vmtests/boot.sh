@@ -128,11 +128,11 @@ if [ -s "$OUT/status" ]; then
 	exit "$(cat "$OUT/status")"
 fi
 if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
-	echo "$prog: no result after ${TIMEOUT}s; the guest console's last lines:" >&2
+	echo "$prog: no result after ${TIMEOUT}s; the guest console's last lines (quiet: errors only):" >&2
 	tail -n 30 "$OUT/console.log" >&2
 	exit 124
 fi
-echo "$prog: the guest ended without a status (QEMU exit $qemu_rc); the guest console's last lines:" >&2
+echo "$prog: the guest ended without a status (QEMU exit $qemu_rc); the guest console's last lines (quiet: errors only):" >&2
 tail -n 30 "$OUT/console.log" >&2
 cat "$WORK/qemu.err" >&2
 exit 125
