@@ -63,7 +63,8 @@ EP_MAP struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* tid -> the collection it is running now (from the GC probes) */
+/* tid -> the collection it is running now (from the GC probes); LRU: a
+ * process killed mid-collection leaves an entry nobody deletes */
 struct ep_gc_running {
 	__u64 start_ts;
 	__s32 generation;
@@ -71,10 +72,19 @@ struct ep_gc_running {
 };
 
 EP_MAP struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct ep_gc_running);
 } gc_running SEC(".maps");
+
+/* tgid -> its GC clock (ep_gc_clock_*), for processes whose collections are
+ * probed: userspace creates the entry when it attaches the probes */
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u64);
+} gc_clocks SEC(".maps");
 
 #endif

@@ -44,6 +44,7 @@ struct sample {
 	uint32_t nframes;
 	uint8_t state;		/* enum sample_state */
 	uint8_t holds_gil;
+	uint8_t exact;		/* start and weight measured (a whole interval), not nominal */
 };
 
 struct thread_profile {
