@@ -239,58 +239,96 @@ const char *state_marker(int state)
 	}
 }
 
-/* Spreads samples [from, to) of t over [start, end) in proportion to their
- * weights, keeping their order. */
-static void spread(struct thread_profile *t, size_t from, size_t to, uint64_t start, uint64_t end)
+struct piece {
+	size_t sample;		/* whose stack */
+	uint64_t start_ns, weight_ns;
+};
+
+struct fit {
+	struct thread_profile *t;
+	size_t next_anchor;	/* first exact sample not yet passed */
+	uint64_t cursor;	/* where the next sample can start */
+	struct piece *extra;	/* pieces after the first, added at the end */
+	size_t nextra, extra_cap;
+};
+
+/* The first exact sample at index >= *from that ends after at, or NULL. */
+static const struct sample *next_anchor(struct fit *f, uint64_t at)
 {
-	long double sum = 0, at = start, scale;
-	size_t i;
+	const struct thread_profile *t = f->t;
 
-	for (i = from; i < to; i++)
-		sum += t->samples[i].weight_ns;
-	if (to <= from || end <= start || sum <= 0)
-		return;
-	scale = (end - start) / sum;
-	for (i = from; i < to; i++) {
-		uint64_t next = i + 1 == to ? end : (uint64_t)(at + t->samples[i].weight_ns * scale);
+	for (; f->next_anchor < t->nsamples; f->next_anchor++) {
+		const struct sample *s = &t->samples[f->next_anchor];
 
-		t->samples[i].start_ns = (uint64_t)at;
-		t->samples[i].weight_ns = next - (uint64_t)at;
-		at = next;
+		if (s->exact && s->start_ns + s->weight_ns > at)
+			return s;
 	}
+	return NULL;
 }
 
-static void fit_thread(struct thread_profile *t)
+/* Places sample i at its time or after the previous one, its whole weight,
+ * cut around the exact samples in the way (the pieces past the first become
+ * samples of their own). */
+static int place(struct fit *f, size_t i)
 {
-	size_t i, first = 0;
-	uint64_t cursor = t->nsamples ? t->samples[0].start_ns : 0;
-	int seen = 0;
+	struct sample *s = &f->t->samples[i];
+	uint64_t at = s->start_ns > f->cursor ? s->start_ns : f->cursor, left = s->weight_ns;
+	int first = 1;
 
-	for (i = 0; i < t->nsamples; i++) {
-		const struct sample *s = &t->samples[i];
+	while (left) {
+		const struct sample *a = next_anchor(f, at);
+		uint64_t room = !a ? left : a->start_ns > at ? a->start_ns - at : 0;
+		uint64_t take = room < left ? room : left;
 
-		if (!s->exact)
-			continue;
-		spread(t, first, i, cursor, s->start_ns > cursor ? s->start_ns : cursor);
-		if (s->start_ns + s->weight_ns > cursor)
-			cursor = s->start_ns + s->weight_ns;
-		first = i + 1;
-		seen = 1;
+		if (take && first) {
+			s->start_ns = at;
+			s->weight_ns = take;
+			first = 0;
+		} else if (take) {
+			if (reserve((void **)&f->extra, f->nextra, &f->extra_cap, sizeof(*f->extra)))
+				return -1;
+			f->extra[f->nextra++] = (struct piece){ i, at, take };
+		}
+		left -= take;
+		at += take;
+		if (left && a)
+			at = a->start_ns + a->weight_ns;
 	}
-	/* after the last exact interval: the thread ran on; samples keep their width */
-	for (i = first; seen && i < t->nsamples; i++)
-		if (t->samples[i].start_ns < cursor)
-			t->samples[i].start_ns = cursor;
+	f->cursor = at;
+	return 0;
 }
 
-void analysis_fit_timeline(struct profile *p)
+static int fit_thread(struct profile *p, struct thread_profile *t)
+{
+	struct fit f = { .t = t };
+	size_t i, n = t->nsamples;
+	int rc = 0;
+
+	for (i = 0; i < n && !rc; i++)
+		if (!t->samples[i].exact)
+			rc = place(&f, i);
+	for (i = 0; i < f.nextra && !rc; i++) {
+		struct sample piece = t->samples[f.extra[i].sample];
+
+		piece.start_ns = f.extra[i].start_ns;
+		piece.weight_ns = f.extra[i].weight_ns;
+		/* may move t->samples: read the source again each time (copied above) */
+		rc = profile_add_sample(p, t, &piece);
+	}
+	free(f.extra);
+	return rc;
+}
+
+int analysis_fit_timeline(struct profile *p)
 {
 	size_t i;
+	int rc = 0;
 
 	profile_sort(p);
 	for (i = 0; i < p->nthreads; i++)
-		fit_thread(&p->threads[i]);
+		rc |= fit_thread(p, &p->threads[i]);
 	profile_sort(p);
+	return rc;
 }
 
 uint32_t analysis_idle_markers(struct profile *p, uint32_t *ids, uint32_t n, int state, int gen)

@@ -69,13 +69,15 @@ int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own
 size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 			      struct thread_states **out);
 /*
- * Lays each thread's --idle timeline out without overlaps: samples marked
- * exact (intervals measured whole) keep their place; the others (on-CPU
- * samples, sampled short waits) between two exact ones share the time
- * between them in proportion to their weights, in their order. Without this
- * a 1/rate-long sample would overlap the next interval and be cut. Sorts.
+ * Lays each thread's --idle timeline out without overlaps, keeping every
+ * sample's weight: samples marked exact (intervals measured whole) keep
+ * their place; the others (on-CPU samples, sampled short waits) start at
+ * their time or right after the previous one, cut in pieces around exact
+ * ones in their way. Without this the writers would cut a 1/rate-long
+ * sample where the next begins, and the flame graph would lose its time.
+ * Sorts. 0 or -1 (out of memory).
  */
-void analysis_fit_timeline(struct profile *p);
+int analysis_fit_timeline(struct profile *p);
 /* Adds every off-CPU interval to the profile as an exact sample weighted by
  * its duration, its stack topped by a frame naming the reason ([GIL wait]...). */
 int analysis_add_idle_samples(const struct analysis *a, struct profile *p);

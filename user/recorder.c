@@ -498,7 +498,8 @@ void recorder_finish(struct recorder *r, uint64_t end_ns)
 	if (r->opts.idle) {
 		if (analysis_add_idle_samples(&r->analysis, &r->profile))
 			r->failed++;
-		analysis_fit_timeline(&r->profile);
+		if (analysis_fit_timeline(&r->profile))
+			r->failed++;
 	}
 
 	for (i = 0; i < r->profile.nthreads; i++)

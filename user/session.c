@@ -225,7 +225,9 @@ int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_
 		return -1;
 	}
 	rc = bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &copy, BPF_NOEXIST);
-	if (rc)
+	if (rc && errno == EEXIST)
+		rc = 0;		/* it ran meanwhile: the kernel has its own record */
+	else if (rc)
 		s->seed_failed++;
 	close(fd);
 	return rc;
