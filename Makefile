@@ -77,7 +77,7 @@ unit: $(UNIT_BINS)
 
 # real processes under the real BPF programs, then the same under 6.1 and 6.12 in QEMU
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/integration vmtests
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/integration tests/hostile vmtests
 
 # the README's first command: set up, build, profile the bundled demo
 demo: deps
