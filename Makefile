@@ -4,6 +4,7 @@
 #   make deps       install every Debian package the build and tests need (root)
 #   make test       unit tests (cmocka) then integration tests (pytest, root)
 #   make bench      overhead benchmarks (root)
+#   make soak       10-minute memory test of a long recording (root)
 
 VERSION    ?= 0.1.0
 OUTPUT     := build
@@ -29,7 +30,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps demo test unit unit-bins integration bench vmtest clean
+.PHONY: all deps demo test unit unit-bins integration bench soak vmtest clean
 all: ebpfprof
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
@@ -91,6 +92,10 @@ test:
 
 bench: ebpfprof
 	scripts/bench.sh
+
+# a 10-minute recording of a switch-heavy target: memory must not grow with it
+soak: ebpfprof
+	EBPFPROF_SOAK=1 $(PYTHON) -m pytest -ra -s -p no:cacheprovider tests/integration/test_memory.py -k soak
 
 vmtest: ebpfprof
 	vmtests/run.sh
