@@ -364,7 +364,8 @@ int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 		ids = grown;
 		if (!t || !s.weight_ns)
 			continue;
-		memcpy(ids, w->frames, w->nframes * sizeof(*ids));
+		if (w->nframes)
+			memcpy(ids, w->frames, w->nframes * sizeof(*ids));
 		s.frames = ids;
 		s.nframes = analysis_idle_markers(p, ids, w->nframes, w->state, w->generation);
 		profile_add_sample(p, t, &s);

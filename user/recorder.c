@@ -494,7 +494,8 @@ void recorder_finish(struct recorder *r, uint64_t end_ns)
 {
 	size_t i;
 
-	qsort(r->analysis.waits.v, r->analysis.waits.n, sizeof(*r->analysis.waits.v), by_start);
+	if (r->analysis.waits.n)
+		qsort(r->analysis.waits.v, r->analysis.waits.n, sizeof(*r->analysis.waits.v), by_start);
 	if (r->opts.idle) {
 		if (analysis_add_idle_samples(&r->analysis, &r->profile))
 			r->failed++;
