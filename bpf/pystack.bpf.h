@@ -129,7 +129,26 @@ struct frame_walk {
 	const struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	__u64 frame;
+	__u64 now;		/* for the identity cache */
 };
+
+/* The identity of the code object at `code`: cached per CPU while fresh. */
+static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
+{
+	struct ep_ident_slot *slot = &w->sc->idents[(code >> 4) & (EP_IDENT_CACHE - 1)];
+	const struct ep_proc_cfg *cfg = w->cfg;
+
+	__u32 pid = w->sc->ev.pid;
+
+	if (slot->code == code && slot->pid == pid && w->now - slot->ts < EP_IDENT_FRESH_NS)
+		return slot->ident;
+	slot->ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
+				    read_u64(code + cfg->code_filename));
+	slot->code = code;
+	slot->pid = pid;
+	slot->ts = w->now;
+	return slot->ident;
+}
 
 static __always_inline __u64 buf_u64(const __u8 *buf, __u32 off)
 {
@@ -201,8 +220,7 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 		return 0;
 	ev->frames[depth].code = code;
 	ev->frames[depth].instr = instr < 0 ? ~0u : (__u32)instr;
-	ev->frames[depth].ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
-						read_u64(code + cfg->code_filename));
+	ev->frames[depth].ident = code_ident(w, code);
 	ev->stack_id = ep_stack_mix(ev->stack_id, code, ev->frames[depth].instr,
 				    ev->frames[depth].ident);
 	ev->depth = depth + 1;
@@ -214,7 +232,7 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
 					      struct ep_scratch *sc, __u64 tstate)
 {
-	struct frame_walk w = { .cfg = cfg, .sc = sc };
+	struct frame_walk w = { .cfg = cfg, .sc = sc, .now = bpf_ktime_get_ns() };
 
 	w.frame = current_frame(cfg, tstate);
 	sc->ev.depth = 0;
