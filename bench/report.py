@@ -252,11 +252,14 @@ def write_markdown(R, path):
     a("## 3. Off-CPU tracking cost")
     a("")
     a(f"`bench/pingpong.py`: two threads pass a token {O['round_trips']} times through two "
-      "`threading.Event`s. Every switch-out of a profiled thread runs the `sched_switch` BPF program, "
-      "which classifies the wait, walks the Python stack and sends it; the switch-in sends a second, "
-      "small record. Context switches of both threads are counted with `getrusage` (voluntary + "
+      "`threading.Event`s. Every switch of a profiled thread runs the `sched_switch` BPF program: at "
+      "switch-out it classifies the wait and notes it in the task's storage, with the stack found by a "
+      "fingerprint of the two innermost frames (a new place costs one walk, sent once); at switch-in it "
+      "adds the exact time to the thread's in-kernel totals and sends a record only for an interval over "
+      "the threshold or, for shorter ones, with probability length/period. Context switches of both "
+      "threads are counted with `getrusage` (voluntary + "
       "involuntary). Profiled with `-r 1`. The second row has both threads wait at the bottom of "
-      "a 300-frame recursion, so every switch-out walks 300 frames.")
+      "a 300-frame recursion: a walk there would cost 300 frames, a fingerprint still two reads.")
     a("")
     a("| stack depth | round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch us, wall / CPU / undisturbed | BPF us per switch-out |")
     a("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -429,8 +432,7 @@ def observations(R):
         line += f", whose run time is {share * 100:.1f}% of the phase"
         extra = o["undisturbed"]["ratio"] - 1
         if extra > 0 and share >= 0.6 * extra:
-            line += (": most of the off-CPU overhead is the `sched_switch` program itself, which walks "
-                     "the Python stack on every switch-out")
+            line += ": most of the off-CPU overhead is the `sched_switch` program itself"
     out.append(line + ".")
     for row in R["self"]["rows"]:
         out.append(f"ebpfprof at {row['rate']} Hz on a {row['threads']}-thread target: "
@@ -441,16 +443,15 @@ def observations(R):
                    f"start, peak RSS {row['maxrss_mib']:.1f} MiB.")
     deep = o.get("deep")
     if deep and kern and bpf_us(deep, "offcpu"):
-        out.append(f"The `sched_switch` program walks the whole Python stack on every switch-out of the "
-                   f"target, like a sample: {kern:.1f} us of BPF per switch-out with the ping-pong's "
-                   f"shallow stacks, {bpf_us(deep, 'offcpu'):.1f} us with 300 frames, where profiling "
-                   f"costs {pct(deep['undisturbed']['ratio'], 1)} undisturbed "
-                   f"({num(deep['und_us_per_event'])} us per switch). A thread that blocks often with a "
-                   "deep stack pays this on every block, whatever the sampling rate.")
+        out.append(f"The `sched_switch` program per switch (out and in): {kern:.2f} us of BPF with the "
+                   f"ping-pong's shallow stacks, {bpf_us(deep, 'offcpu'):.2f} us with 300 frames (the "
+                   f"stack is fingerprinted, not walked, when the thread blocks where it blocked "
+                   f"before), where profiling costs {pct(deep['undisturbed']['ratio'], 1)} undisturbed "
+                   f"({num(deep['und_us_per_event'])} us per switch).")
         prof_runs = deep["runs"]["prof"]
         ep_cpu = med((r["ep_cpu_done"] - r["ep_cpu_go"]) / r["seconds"] for r in prof_runs)
         lost_deep = [r["lost"] for r in prof_runs]
-        out.append(f"Reading those 300-frame switch-out records ({num(deep['prof_rates']['switches_per_s'], '.0f')} "
+        out.append(f"Reading the records of that ping-pong ({num(deep['prof_rates']['switches_per_s'], '.0f')} "
                    f"switches/s) kept ebpfprof at {ep_cpu * 100:.0f}% of a CPU, and "
                    + (f"{sum(1 for x in lost_deep if x)} of {len(lost_deep)} recordings lost events "
                       f"(up to {max(lost_deep)} in one) to a full ring buffer."
