@@ -307,6 +307,7 @@ static void print_summary(struct run *run, const char *path)
 		fprintf(stderr, "ebpfprof: followed %zu child process%s\n", run->rec.nprocs - 1,
 			run->rec.nprocs == 2 ? "" : "es");
 	session_print_summary(run->session, stderr);
+	recorder_print_losses(&run->rec, stderr);
 	report_thread_table(stderr, &run->rec.analysis, p);
 	report_longest_gc(stderr, &run->rec.analysis, p, 5);
 	if (run->o->gc_log)

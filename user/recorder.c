@@ -338,7 +338,6 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 
 	if (!p || rec->end_ts < rec->start_ts)
 		return;
-	r->offcpu_shown++;
 	if (rec->stack_id) {
 		st = stack_table_get(&r->stacks, rec->pid, rec->stack_id);
 		if (!st)
@@ -508,4 +507,11 @@ void recorder_finish(struct recorder *r, uint64_t end_ns)
 	r->profile.duration_ns = since_start(r, end_ns);
 	r->profile.start_monotonic_ns = r->t0_ns;
 	profile_sort(&r->profile);
+}
+
+void recorder_print_losses(const struct recorder *r, FILE *f)
+{
+	if (r->unknown_stacks || r->failed)
+		fprintf(f, "ebpfprof: warning: %lu off-CPU records named a stack whose record was lost (shown without frames), %lu records not kept (out of memory)\n",
+			r->unknown_stacks, r->failed);
 }

@@ -11,6 +11,7 @@
 #ifndef EP_RECORDER_H
 #define EP_RECORDER_H
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "analysis.h"
 #include "clock.h"
@@ -45,8 +46,7 @@ struct recorder {
 	struct stack_table stacks;	/* (pid, stack id) -> frames */
 	uint64_t t0_ns;			/* session start, CLOCK_MONOTONIC */
 	unsigned long kept;		/* on-CPU samples kept in the profile */
-	unsigned long offcpu_shown;	/* off-CPU records with their stack */
-	unsigned long unknown_stacks;	/* ... naming a stack never received */
+	unsigned long unknown_stacks;	/* off-CPU records naming a stack never received */
 	unsigned long failed;		/* records dropped here: out of memory */
 	uint32_t *ids;			/* scratch: frame ids of one sample */
 	struct proc_change *changes;	/* not yet taken by the driver */
@@ -73,5 +73,7 @@ void recorder_refresh_names(struct recorder *r);
 /* Names every thread (Python name, else MainThread or the kernel's comm),
  * sets the duration and sorts: the profile is then ready for the writers. */
 void recorder_finish(struct recorder *r, uint64_t end_ns);
+/* What userspace could not keep, for the summary (nothing when all is well). */
+void recorder_print_losses(const struct recorder *r, FILE *f);
 
 #endif
