@@ -4,6 +4,7 @@
 #   make deps       install every Debian package the build and tests need (root)
 #   make test       unit tests (cmocka) then integration tests (pytest, root)
 #   make bench      overhead benchmarks (root)
+#   make soak       10-minute memory test of a long recording (root)
 
 VERSION    ?= 0.1.0
 OUTPUT     := build
@@ -37,7 +38,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps demo test unit unit-bins integration bench vmtest clean
+.PHONY: all deps demo test unit unit-bins integration bench soak vmtest clean
 # a recipe that fails leaves no half-written target behind for the next make
 .DELETE_ON_ERROR:
 all: ebpfprof
@@ -87,7 +88,7 @@ unit: $(UNIT_BINS)
 
 # real processes under the real BPF programs, then the same under 6.1 and 6.12 in QEMU
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/integration vmtests
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/integration tests/hostile vmtests
 
 # the README's first command: set up, build, profile the bundled demo
 demo: deps
@@ -101,6 +102,10 @@ test:
 
 bench: ebpfprof
 	scripts/bench.sh
+
+# a 10-minute recording of a switch-heavy target: memory must not grow with it
+soak: ebpfprof
+	EBPFPROF_SOAK=1 $(PYTHON) -m pytest -ra -s -p no:cacheprovider tests/integration/test_memory.py -k soak
 
 vmtest: ebpfprof
 	vmtests/run.sh

@@ -13,7 +13,8 @@
 #include <bpf/usdt.bpf.h>
 #include "ebpfprof.h"
 /* The shared maps are defined in this object: usdt.bpf.h brings weak maps
- * that the BPF linker cannot combine with extern maps from another object. */
+ * that the BPF linker cannot combine with extern maps from another object
+ * (tried: defining them in maps.bpf.c, with or without usdt.bpf.h there). */
 #define EP_DEFINE_MAPS
 #include "maps.bpf.h"
 #include "pystack.bpf.h"
@@ -21,13 +22,26 @@
 static __always_inline void gc_begin(int generation)
 {
 	struct ep_gc_running run = {};
+	__u64 *clock;
 	__u32 pid, tid;
 
 	if (!current_ids(&pid, &tid) || !bpf_map_lookup_elem(&procs, &pid))
 		return;
 	run.start_ts = bpf_ktime_get_ns();
 	run.generation = generation;
-	bpf_map_update_elem(&gc_running, &tid, &run, BPF_ANY);
+	if (bpf_map_update_elem(&gc_running, &tid, &run, BPF_ANY))
+		count(EP_CNT_MAP_FULL);
+	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
+	if (clock)	/* one word, one store: readers never see half of it */
+		*clock = ep_gc_clock_start(*clock, run.start_ts);
+}
+
+static __always_inline void gc_clock_stop(__u32 pid, __u64 now)
+{
+	__u64 *clock = bpf_map_lookup_elem(&gc_clocks, &pid);
+
+	if (clock)
+		*clock = ep_gc_clock_stop(*clock, now);
 }
 
 static __always_inline void gc_end(long collected)
@@ -38,6 +52,8 @@ static __always_inline void gc_end(long collected)
 	struct ep_stack_event *ev;
 	__u32 pid, tid;
 
+	__u64 now = bpf_ktime_get_ns();
+
 	if (!current_ids(&pid, &tid))
 		return;
 	cfg = bpf_map_lookup_elem(&procs, &pid);
@@ -47,10 +63,11 @@ static __always_inline void gc_end(long collected)
 			count(EP_CNT_GC_LOST);
 		return;
 	}
+	gc_clock_stop(pid, now);
 	sc = scratch_slot(EP_SCRATCH_GC);
 	if (sc) {
 		ev = start_stack_event(sc, EP_EV_GC, pid, tid, run->start_ts);
-		ev->end_ts = bpf_ktime_get_ns();
+		ev->end_ts = now;
 		ev->gc_gen = run->generation;
 		ev->flags = EP_F_GC_GEN_KNOWN;
 		ev->collected = collected;

@@ -22,10 +22,25 @@ enum ep_scratch_slot {
 	EP_SCRATCH_SLOTS = 3,
 };
 
+/* A code object's identity (ep_code_ident) as read at `ts`: reused while
+ * fresh, so a frame costs one probe read instead of three. Code objects are
+ * freed and their addresses reused; EP_IDENT_FRESH_NS bounds how long a
+ * stale identity could name a new object at the same address. */
+#define EP_IDENT_CACHE		256
+#define EP_IDENT_FRESH_NS	(50ull * 1000 * 1000)
+
+struct ep_ident_slot {
+	__u64 code;
+	__u64 ts;
+	__u32 ident;
+	__u32 pid;		/* another process can have other code there */
+};
+
 struct ep_scratch {
 	struct ep_stack_event ev;
 	/* one interpreter frame, read whole; sized so a masked offset + 8 stays inside */
 	__u8 frame_buf[EP_FRAME_READ_MAX + 16];
+	struct ep_ident_slot idents[EP_IDENT_CACHE];	/* direct-mapped by code address */
 };
 
 /* tgid (in the profiler's PID namespace) -> how to walk its stacks */
@@ -63,7 +78,8 @@ EP_MAP struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* tid -> the collection it is running now (from the GC probes) */
+/* tid -> the collection it is running now (from the GC probes); LRU: a
+ * process killed mid-collection leaves an entry nobody deletes */
 struct ep_gc_running {
 	__u64 start_ts;
 	__s32 generation;
@@ -71,10 +87,19 @@ struct ep_gc_running {
 };
 
 EP_MAP struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct ep_gc_running);
 } gc_running SEC(".maps");
+
+/* tgid -> its GC clock (ep_gc_clock_*), for processes whose collections are
+ * probed: userspace creates the entry when it attaches the probes */
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u64);
+} gc_clocks SEC(".maps");
 
 #endif

@@ -4,8 +4,20 @@
  * profiled thread leaves the CPU: still runnable means preempted; blocked in
  * futex() on an address inside the GIL's struct means waiting for the GIL;
  * any other futex is a lock (threading.Lock, Condition, queue); sleeping
- * and I/O calls are told apart by the syscall number. The stack at
- * switch-out is sent then; a small record closes the interval at switch-in.
+ * and I/O calls are told apart by the syscall number.
+ *
+ * Switch-out only notes when and why, in the task's own storage (freed with
+ * the task), and which stack: a fingerprint of the two innermost frames
+ * finds the last walk still valid in the common case of a thread blocking
+ * where it blocked before; only a new place costs a walk, sent once as an
+ * EP_EV_STACK record. Preemptions need no stack (the thread was running
+ * Python: its on-CPU samples show where).
+ *
+ * Switch-in adds the exact time to the thread's totals (offcpu_totals, per
+ * reason, drained by userspace), split for a GIL wait into the part behind
+ * a collection, from the process's GC clock. An interval over the threshold
+ * is sent whole; a shorter one with probability length/period and weight
+ * period, so the --idle flame graph stays proportional to off-CPU time.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,15 +29,26 @@
 
 #define TASK_UNINTERRUPTIBLE	0x2
 
-const volatile int ep_offcpu_enabled = 1;
+/* Set by the loader: intervals at least this long are sent whole... */
+const volatile __u64 ep_offcpu_exact_ns = 10000000;
+/* ... shorter ones are sampled once per this much off-CPU time. */
+const volatile __u64 ep_offcpu_period_ns = 10000000;
 
-/* host tid -> when and why it left the CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ep_offcpu_task);
+} offcpu_tasks SEC(".maps");
+
+/* (pid, tid, reason) -> exact count and time; drained by userspace every
+ * EP_DRAIN_MS, so it holds the threads active in one period */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct ep_offcpu_start);
-} offcpu_since SEC(".maps");
+	__type(key, struct ep_totals_key);
+	__type(value, struct ep_totals);
+} offcpu_totals SEC(".maps");
 
 static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_struct *prev)
 {
@@ -45,19 +68,53 @@ static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_
 				   cfg->gil_start, cfg->gil_end);
 }
 
-/* The GIL holder is collecting: a GIL wait now is a wait for the GC. */
+/* The GIL holder is collecting: a GIL wait now is a wait for the GC. Only
+ * for processes without GC probes; with them the GC clock splits exactly. */
 static __always_inline int holder_collecting(const struct ep_proc_cfg *cfg)
 {
 	return cfg->gc_collecting_addr && read_s32(cfg->gc_collecting_addr);
 }
 
+/* The stack the thread leaves the CPU with: the last walk's if the
+ * fingerprint matches, else a new walk, sent as an EP_EV_STACK record. */
+static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
+				       __u32 pid, __u32 tid)
+{
+	struct ep_scratch *sc = scratch_slot(EP_SCRATCH_OFFCPU);
+	struct ep_stack_event *ev;
+	__u64 tstate, key;
+
+	st->stack_id = 0;
+	if (!sc)
+		return;
+	tstate = find_tstate(cfg, tid);
+	if (!tstate)
+		return;
+	key = stack_key(cfg, sc, tstate);
+	if (key && key == st->stack_key) {
+		st->stack_id = st->stack_id_cached;
+		count(EP_CNT_STACK_REUSED);
+		return;
+	}
+	ev = start_stack_event(sc, EP_EV_STACK, pid, tid, bpf_ktime_get_ns());
+	ev->tstate = tstate;
+	walk_python_stack(cfg, sc, tstate);
+	count(EP_CNT_STACK_WALKS);
+	st->stack_key = 0;
+	if (emit_stack_event(ev))
+		return;		/* userspace would not know it: walk again next time */
+	st->stack_key = key;
+	st->stack_id_cached = ev->stack_id;
+	st->stack_id = ev->stack_id;
+}
+
 static __always_inline void on_switch_out(struct task_struct *prev)
 {
-	struct ep_offcpu_start start = {};
+	struct ep_offcpu_task *st;
+	struct ep_gc_running *own_gc;
 	struct ep_proc_cfg *cfg;
-	struct ep_scratch *sc;
-	struct ep_stack_event *ev;
-	__u32 pid, tid, host_tid = BPF_CORE_READ(prev, pid);
+	__u64 *clock;
+	__u32 pid, tid;
 
 	/* prev is still `current` here: the switch has not happened yet */
 	if (!current_ids(&pid, &tid))
@@ -65,47 +122,106 @@ static __always_inline void on_switch_out(struct task_struct *prev)
 	cfg = bpf_map_lookup_elem(&procs, &pid);
 	if (!cfg)
 		return;
-	sc = scratch_slot(EP_SCRATCH_OFFCPU);
-	if (!sc)
+	st = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count(EP_CNT_MAP_FULL);
 		return;
-	start.ts = bpf_ktime_get_ns();
-	start.pid = pid;
-	start.tid = tid;
-	start.reason = classify(cfg, prev);
-	if (start.reason == EP_OFF_GIL && holder_collecting(cfg))
-		start.reason = EP_OFF_GIL_GC;
-	ev = start_stack_event(sc, EP_EV_OFFCPU, pid, tid, start.ts);
-	ev->reason = start.reason;
-	ev->gil_holder = gil_holder(cfg);
-	capture_python_stack(cfg, sc, tid);
-	bpf_map_update_elem(&offcpu_since, &host_tid, &start, BPF_ANY);
-	count(EP_CNT_OFFCPU);
-	emit_stack_event(ev);
+	}
+	st->off_ts = bpf_ktime_get_ns();
+	st->pid = pid;
+	st->tid = tid;
+	st->flags = 0;
+	st->reason = classify(cfg, prev);
+	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
+	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, st->off_ts) : 0;
+	if (clock && (*clock & EP_GC_RUNNING))
+		st->flags |= EP_IV_GC_FIRST;
+	if (!clock && st->reason == EP_OFF_GIL && holder_collecting(cfg))
+		st->reason = EP_OFF_GIL_GC;
+	own_gc = bpf_map_lookup_elem(&gc_running, &tid);
+	if (own_gc) {
+		st->flags |= EP_IV_OWN_GC;
+		st->gc_gen = own_gc->generation;
+	}
+	if (st->reason == EP_OFF_PREEMPTED)
+		st->stack_id = 0;
+	else
+		note_stack(cfg, st, pid, tid);
+}
+
+static __always_inline void add_total(const struct ep_offcpu_task *st, __u8 reason, __u64 ns)
+{
+	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .reason = reason,
+				     .flags = st->flags & EP_IV_OWN_GC };
+	struct ep_totals *t = bpf_map_lookup_elem(&offcpu_totals, &key), fresh = { 1, ns };
+
+	if (t) {
+		__sync_fetch_and_add(&t->count, 1);
+		__sync_fetch_and_add(&t->ns, ns);
+		return;
+	}
+	/* a racing first update on another CPU: add to the one that won */
+	if (!bpf_map_update_elem(&offcpu_totals, &key, &fresh, BPF_NOEXIST))
+		return;
+	t = bpf_map_lookup_elem(&offcpu_totals, &key);
+	if (!t) {
+		count(EP_CNT_MAP_FULL);
+		return;
+	}
+	__sync_fetch_and_add(&t->count, 1);
+	__sync_fetch_and_add(&t->ns, ns);
+}
+
+/* Sent whole when long, else with probability len/period (weight period). */
+static __always_inline void maybe_send(const struct ep_offcpu_task *st, __u64 now, __u64 len,
+				       __u64 gc_ns)
+{
+	struct ep_offcpu_record rec = {
+		.kind = EP_EV_OFFCPU, .pid = st->pid, .tid = st->tid, .reason = st->reason,
+		.flags = st->flags, .gc_gen = st->gc_gen, .start_ts = st->off_ts, .end_ts = now,
+		.weight_ns = len, .gc_ns = gc_ns, .stack_id = st->stack_id,
+	};
+
+	if (len >= ep_offcpu_exact_ns || len >= ep_offcpu_period_ns) {
+		rec.flags |= EP_IV_EXACT;
+	} else {
+		/* len < period <= 2^32 ns here, so neither product overflows */
+		if ((__u64)bpf_get_prandom_u32() * ep_offcpu_period_ns >= len << 32)
+			return;
+		rec.weight_ns = ep_offcpu_period_ns;
+	}
+	if (!ring_output(&rec, sizeof(rec)))
+		count(EP_CNT_OFFCPU_SENT);
 }
 
 static __always_inline void on_switch_in(struct task_struct *next)
 {
-	__u32 host_tid = BPF_CORE_READ(next, pid);
-	struct ep_offcpu_start *start = bpf_map_lookup_elem(&offcpu_since, &host_tid);
-	struct ep_offcpu_end end = {};
+	struct ep_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
+	__u64 now, len, gc_ns = 0, *clock;
 
-	if (!start)
+	if (!st || !st->off_ts)
 		return;
-	end.kind = EP_EV_OFFCPU_END;
-	end.pid = start->pid;
-	end.tid = start->tid;
-	end.reason = start->reason;
-	end.start_ts = start->ts;
-	end.end_ts = bpf_ktime_get_ns();
-	bpf_map_delete_elem(&offcpu_since, &host_tid);
-	ring_output(&end, sizeof(end));
+	now = bpf_ktime_get_ns();
+	len = now > st->off_ts ? now - st->off_ts : 0;
+	if (st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC)) {
+		clock = bpf_map_lookup_elem(&gc_clocks, &st->pid);
+		if (clock)
+			gc_ns = ep_gc_clock_read(*clock, now) - st->gc_clock_out;
+		if (gc_ns > len)
+			gc_ns = len;
+	}
+	if (gc_ns)
+		add_total(st, EP_OFF_GIL_GC, gc_ns);
+	if (len > gc_ns)
+		add_total(st, st->reason, len - gc_ns);
+	count(EP_CNT_OFFCPU);
+	maybe_send(st, now, len, gc_ns);
+	st->off_ts = 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	if (!ep_offcpu_enabled)
-		return 0;
 	on_switch_out(prev);
 	on_switch_in(next);
 	return 0;

@@ -15,7 +15,7 @@
 #include "maps.bpf.h"
 #include "pystack.bpf.h"
 
-const volatile int ep_follow_children = 0;
+/* Loaded only with --subprocesses (bpf_program__set_autoload). */
 
 /* tgid -> 1 for every process followed, Python or not yet (a shell that will
  * exec python, a multiprocessing spawn child before its exec) */
@@ -42,7 +42,7 @@ int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
 	struct ep_proc_cfg *cfg;
 	__u8 one = 1;
 
-	if (!ep_follow_children || cpid != BPF_CORE_READ(child, tgid))
+	if (cpid != BPF_CORE_READ(child, tgid))
 		return 0;	/* a new thread, not a new process */
 	if (!bpf_map_lookup_elem(&followed, &ppid))
 		return 0;
@@ -59,7 +59,7 @@ int BPF_PROG(follow_exec, struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, tgid);
 
-	if (!ep_follow_children || !bpf_map_lookup_elem(&followed, &pid))
+	if (!bpf_map_lookup_elem(&followed, &pid))
 		return 0;
 	bpf_map_delete_elem(&procs, &pid);
 	send_proc_event(EP_EV_EXEC, pid, 0);
@@ -73,8 +73,7 @@ int BPF_PROG(follow_exit, struct task_struct *p)
 
 	/* the thread group is gone when its leader exits last; a pid must not
 	 * keep a configuration it could be reused with */
-	if (!ep_follow_children || pid != BPF_CORE_READ(p, pid) ||
-	    !bpf_map_lookup_elem(&followed, &pid))
+	if (pid != BPF_CORE_READ(p, pid) || !bpf_map_lookup_elem(&followed, &pid))
 		return 0;
 	bpf_map_delete_elem(&followed, &pid);
 	bpf_map_delete_elem(&procs, &pid);

@@ -129,7 +129,26 @@ struct frame_walk {
 	const struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	__u64 frame;
+	__u64 now;		/* for the identity cache */
 };
+
+/* The identity of the code object at `code`: cached per CPU while fresh. */
+static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
+{
+	struct ep_ident_slot *slot = &w->sc->idents[(code >> 4) & (EP_IDENT_CACHE - 1)];
+	const struct ep_proc_cfg *cfg = w->cfg;
+
+	__u32 pid = w->sc->ev.pid;
+
+	if (slot->code == code && slot->pid == pid && w->now - slot->ts < EP_IDENT_FRESH_NS)
+		return slot->ident;
+	slot->ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
+				    read_u64(code + cfg->code_filename));
+	slot->code = code;
+	slot->pid = pid;
+	slot->ts = w->now;
+	return slot->ident;
+}
 
 static __always_inline __u64 buf_u64(const __u8 *buf, __u32 off)
 {
@@ -201,22 +220,54 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 		return 0;
 	ev->frames[depth].code = code;
 	ev->frames[depth].instr = instr < 0 ? ~0u : (__u32)instr;
-	ev->frames[depth].ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
-						read_u64(code + cfg->code_filename));
+	ev->frames[depth].ident = code_ident(w, code);
+	ev->stack_id = ep_stack_mix(ev->stack_id, code, ev->frames[depth].instr,
+				    ev->frames[depth].ident);
 	ev->depth = depth + 1;
 	return 0;
 }
 
-/* Fills sc->ev.frames (innermost first) and depth; flags a truncated stack. */
+/* Fills sc->ev.frames (innermost first), depth and stack_id; flags a
+ * truncated stack. */
 static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
 					      struct ep_scratch *sc, __u64 tstate)
 {
-	struct frame_walk w = { .cfg = cfg, .sc = sc };
+	struct frame_walk w = { .cfg = cfg, .sc = sc, .now = bpf_ktime_get_ns() };
 
 	w.frame = current_frame(cfg, tstate);
 	sc->ev.depth = 0;
+	sc->ev.stack_id = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
 	bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
+	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
+}
+
+/*
+ * A fingerprint of where the thread stands, from its two innermost frames
+ * (address, code, current instruction, caller's address): two probe reads
+ * instead of a walk. The same fingerprint as at the last walk means the
+ * same stack in practice: the frames below could only differ if other
+ * callers had placed frames at exactly the same addresses, running exactly
+ * the same instructions. 0: no frame.
+ */
+static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+				       __u64 tstate)
+{
+	__u8 *buf = sc->frame_buf;
+	__u32 size = cfg->frame_read_size;
+	__u64 frame = current_frame(cfg, tstate), key = 0;
+	int i;
+
+	if (size > EP_FRAME_READ_MAX)
+		size = EP_FRAME_READ_MAX;
+	for (i = 0; i < 2 && frame; i++) {
+		if (bpf_probe_read_user(buf, size, (void *)frame))
+			return 0;
+		key = ep_stack_mix(key, frame, (__u32)buf_u64(buf, cfg->frame_instr),
+				   (__u32)buf_u64(buf, cfg->frame_code));
+		frame = buf_u64(buf, cfg->frame_previous);
+	}
+	return ep_stack_mix(key, frame, 0, 0) | 1;
 }
 
 static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)
@@ -254,6 +305,7 @@ static __always_inline struct ep_stack_event *start_stack_event(struct ep_scratc
 	ev->gc_gen = 0;
 	ev->reason = 0;
 	ev->collected = -1;
+	ev->stack_id = 0;
 	return ev;
 }
 
@@ -276,23 +328,25 @@ static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
  * preempted it, which was another switch-out (22,000 switches a second for
  * a target that makes 200). Only a filling buffer wakes the reader early.
  */
-static __always_inline void ring_output(void *data, __u64 size)
+static __always_inline long ring_output(void *data, __u64 size)
 {
 	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > EP_WAKEUP_BYTES ?
 		      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	long err = bpf_ringbuf_output(&events, data, size, flags);
 
-	if (bpf_ringbuf_output(&events, data, size, flags))
+	if (err)
 		count(EP_CNT_LOST);
+	return err;
 }
 
-/* Sends the header and the walked frames. */
-static __always_inline void emit_stack_event(struct ep_stack_event *ev)
+/* Sends the header and the walked frames; 0 when sent. */
+static __always_inline long emit_stack_event(struct ep_stack_event *ev)
 {
 	__u64 depth = ev->depth;
 
 	if (depth > EP_MAX_FRAMES)
 		depth = EP_MAX_FRAMES;
-	ring_output(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame));
+	return ring_output(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame));
 }
 
 #endif

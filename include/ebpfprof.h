@@ -65,9 +65,9 @@ struct ep_proc_cfg {
 
 enum ep_event_kind {
 	EP_EV_SAMPLE = 1,	/* an on-CPU sample */
-	EP_EV_OFFCPU = 2,	/* a thread left the CPU: its stack at switch-out */
+	EP_EV_STACK = 2,	/* a stack walked at switch-out, named by its stack_id */
 	EP_EV_GC = 3,		/* one garbage collection, with the stack that triggered it */
-	EP_EV_OFFCPU_END = 4,	/* the thread is back on a CPU (struct ep_offcpu_end) */
+	EP_EV_OFFCPU = 4,	/* an off-CPU interval, exact or sampled (struct ep_offcpu_record) */
 	EP_EV_FORK = 5,		/* a followed process forked a child (struct ep_proc_event) */
 	EP_EV_EXEC = 6,		/* a followed process exec'ed a new program */
 	EP_EV_EXIT = 7,		/* a followed process exited */
@@ -107,7 +107,7 @@ static inline __u32 ep_code_ident(__s32 firstlineno, __u64 filename)
 }
 
 struct ep_stack_event {
-	__u32 kind;		/* EP_EV_SAMPLE or EP_EV_OFFCPU */
+	__u32 kind;		/* EP_EV_SAMPLE, EP_EV_STACK or EP_EV_GC */
 	__u32 pid;		/* tgid, in the profiler's PID namespace */
 	__u32 tid;
 	__u16 cpu;
@@ -118,9 +118,10 @@ struct ep_stack_event {
 	__u64 gil_holder;	/* PyThreadState holding the GIL, 0 if unlocked */
 	__u16 depth;		/* frames that follow, innermost first */
 	__u8 gc_gen;		/* with EP_F_GC_GEN_KNOWN */
-	__u8 reason;		/* OFFCPU: enum ep_offcpu_reason */
+	__u8 reason;		/* unused, 0 */
 	__u32 pad;
 	__s64 collected;	/* GC: objects collected, -1 if unknown */
+	__u64 stack_id;		/* STACK: ep_stack_id() of the frames */
 	struct ep_frame frames[EP_MAX_FRAMES];
 };
 
@@ -203,34 +204,129 @@ static inline __u8 ep_classify_blocked(long nr, __u64 arg0, int uninterruptible,
 	return EP_OFF_OTHER;
 }
 
-/* A thread off the CPU since ts (map offcpu_since, keyed by host tid). */
-struct ep_offcpu_start {
-	__u64 ts;
-	__u32 pid;		/* ids in the profiler's namespace, for the end record */
-	__u32 tid;
-	__u8 reason;
-	__u8 pad[7];
+/*
+ * Stack ids: a hash of the walked frames, computed the same way by the kernel
+ * (bpf/pystack.bpf.h) and by userspace for the stacks it walks itself, so an
+ * off-CPU record names its stack in a few bytes. 0 means no stack.
+ */
+static inline __u64 ep_stack_mix(__u64 h, __u64 code, __u32 instr, __u32 ident)
+{
+	h ^= code + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h ^= ((__u64)instr << 32 | ident) * 0xff51afd7ed558ccdull;
+	return h * 0xc4ceb9fe1a85ec53ull;
+}
+
+static inline __u64 ep_stack_id(__u64 h, __u16 flags)
+{
+	h ^= flags & (EP_F_TRUNCATED | EP_F_READ_ERROR);
+	return h ? h : 1;
+}
+
+/*
+ * A process's garbage-collection clock, in one word so that a reader on
+ * another CPU never sees half an update: the GC time of every finished
+ * collection, or, while one runs, (its start - that total) with the top bit
+ * set. gccum(t) is then the process's GC time up to t, and the part of a GIL
+ * wait [a, b] spent behind a collection is gccum(b) - gccum(a): collections
+ * of one process never overlap (the collector holds the GIL).
+ */
+#define EP_GC_RUNNING	(1ull << 63)
+
+static inline __u64 ep_gc_clock_read(__u64 clock, __u64 t)
+{
+	__u64 base = clock & ~EP_GC_RUNNING;
+
+	if (!(clock & EP_GC_RUNNING))
+		return base;
+	return t > base ? t - base : 0;
+}
+
+static inline __u64 ep_gc_clock_start(__u64 clock, __u64 now)
+{
+	if (clock & EP_GC_RUNNING)	/* a start without its end: keep the earlier */
+		return clock;
+	return (now - clock) | EP_GC_RUNNING;
+}
+
+static inline __u64 ep_gc_clock_stop(__u64 clock, __u64 now)
+{
+	return ep_gc_clock_read(clock, now) & ~EP_GC_RUNNING;
+}
+
+/* Flags of an off-CPU record and of the kernel's per-thread totals. */
+#define EP_IV_EXACT	(1u << 0)	/* weight is the interval itself, over the threshold */
+#define EP_IV_OWN_GC	(1u << 1)	/* the thread was itself collecting (the pause's time) */
+#define EP_IV_GC_FIRST	(1u << 2)	/* a collection ran at switch-out: GC part comes first */
+#define EP_IV_SEEDED	(1u << 3)	/* opened by userspace at the start of the recording */
+#define EP_IV_OPEN	(1u << 4)	/* still off the CPU when userspace looked */
+
+/*
+ * What the kernel keeps per profiled thread while it is off the CPU (task
+ * storage, freed with the task). Userspace writes one for a thread already
+ * blocked when the recording starts, and reads them when it ends.
+ */
+struct ep_offcpu_task {
+	__u64 off_ts;		/* switch-out time, 0: on the CPU */
+	__u64 gc_clock_out;	/* gccum at switch-out */
+	__u64 stack_id;		/* stack at switch-out, 0 if not walked */
+	__u64 stack_key;	/* fingerprint of the innermost frames at the last walk */
+	__u64 stack_id_cached;	/* ... and the stack that walk found */
+	__u32 pid, tid;		/* ids in the profiler's namespace */
+	__u8 reason;		/* enum ep_offcpu_reason */
+	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED */
+	__u8 gc_gen;		/* with EP_IV_OWN_GC */
+	__u8 pad[5];
 };
 
-/* Closes the interval an EP_EV_OFFCPU record opened. */
-struct ep_offcpu_end {
-	__u32 kind;		/* EP_EV_OFFCPU_END */
+/*
+ * An off-CPU interval sent to userspace: every one over the threshold
+ * (EP_IV_EXACT, weight = end - start), and shorter ones sampled with a
+ * probability proportional to their length (weight = the sampling period),
+ * so each stack's off-CPU weight is an unbiased measure of its time.
+ */
+struct ep_offcpu_record {
+	__u32 kind;		/* EP_EV_OFFCPU */
 	__u32 pid;
 	__u32 tid;
-	__u8 reason;		/* as at switch-out */
-	__u8 pad[3];
-	__u64 start_ts;		/* the switch-out time */
-	__u64 end_ts;		/* the switch-in time */
+	__u8 reason;		/* enum ep_offcpu_reason, GIL split by gc_ns */
+	__u8 flags;		/* EP_IV_* */
+	__u8 gc_gen;
+	__u8 pad;
+	__u64 start_ts;
+	__u64 end_ts;
+	__u64 weight_ns;
+	__u64 gc_ns;		/* of a GIL wait: the part behind a collection */
+	__u64 stack_id;		/* 0: not walked (preempted) */
+};
+
+/* Exact time per thread and reason, summed in the kernel (map offcpu_totals)
+ * and drained by userspace. A GIL wait is split there into its GIL-wait and
+ * waiting-for-GC parts. */
+struct ep_totals_key {
+	__u32 pid;
+	__u32 tid;
+	__u8 reason;		/* enum ep_offcpu_reason */
+	__u8 flags;		/* EP_IV_OWN_GC or 0 */
+	__u8 pad[6];
+};
+
+struct ep_totals {
+	__u64 count;
+	__u64 ns;
 };
 
 /* Per-CPU counters, indexed by enum ep_counter. */
 enum ep_counter {
-	EP_CNT_SAMPLES = 0,
+	EP_CNT_SAMPLES = 0,	/* on-CPU samples taken */
 	EP_CNT_LOST = 1,	/* ring buffer full: record dropped */
-	EP_CNT_NO_TSTATE = 2,
+	EP_CNT_NO_TSTATE = 2,	/* samples of threads without a Python thread state */
 	EP_CNT_GC_LOST = 3,	/* collection ends with no start seen */
-	EP_CNT_OFFCPU = 4,
-	EP_CNT_MAX = 8,
+	EP_CNT_OFFCPU = 4,	/* off-CPU intervals timed in the kernel */
+	EP_CNT_OFFCPU_SENT = 5,	/* ... sent with their stack (exact or sampled) */
+	EP_CNT_MAP_FULL = 6,	/* a map update failed: totals, task storage, GC state */
+	EP_CNT_STACK_WALKS = 7,	/* full stack walks at switch-out */
+	EP_CNT_STACK_REUSED = 8,	/* switch-outs that reused the thread's last walk */
+	EP_CNT_MAX = 16,
 };
 
 #endif /* EBPFPROF_H */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
+#include "ebpfprof.h"
 
 void analysis_init(struct analysis *a)
 {
@@ -23,21 +24,34 @@ void analysis_free(struct analysis *a)
 {
 	list_free(&a->gcs);
 	list_free(&a->waits);
+	free(a->totals);
+	free(a->totals_index);
+	free(a->exact_gc_pids);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Makes room for one more of v's elements of size `size`; 0 or -1. */
+static int reserve(void **v, size_t n, size_t *cap, size_t size)
+{
+	size_t grown_cap = *cap ? *cap * 2 : 16;
+	void *grown;
+
+	if (n < *cap)
+		return 0;
+	grown = realloc(*v, grown_cap * size);
+	if (!grown)
+		return -1;
+	*v = grown;
+	*cap = grown_cap;
+	return 0;
 }
 
 int analysis_add(struct interval_list *l, const struct interval *iv)
 {
 	struct interval *copy;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		struct interval *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (reserve((void **)&l->v, l->n, &l->cap, sizeof(*l->v)))
+		return -1;
 	copy = &l->v[l->n];
 	*copy = *iv;
 	copy->frames = NULL;
@@ -51,15 +65,19 @@ int analysis_add(struct interval_list *l, const struct interval *iv)
 	return 0;
 }
 
-void analysis_set_exact_gc(struct analysis *a, int pid)
+int analysis_set_exact_gc(struct analysis *a, int pid)
 {
-	if (!analysis_gc_is_exact(a, pid) && a->nexact < 64)
-		a->exact_gc_pids[a->nexact++] = pid;
+	if (analysis_gc_is_exact(a, pid))
+		return 0;
+	if (reserve((void **)&a->exact_gc_pids, a->nexact, &a->exact_cap, sizeof(int)))
+		return -1;
+	a->exact_gc_pids[a->nexact++] = pid;
+	return 0;
 }
 
 int analysis_gc_is_exact(const struct analysis *a, int pid)
 {
-	int i;
+	size_t i;
 
 	for (i = 0; i < a->nexact; i++)
 		if (a->exact_gc_pids[i] == pid)
@@ -67,187 +85,111 @@ int analysis_gc_is_exact(const struct analysis *a, int pid)
 	return 0;
 }
 
-static int by_start(const void *x, const void *y)
+int analysis_reason_state(int reason)
 {
-	const struct interval *a = x, *b = y;
-
-	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
-}
-
-/* The first collection of pid (other than in tid) overlapping [start, end)
- * at or after index *from; gcs are sorted by start and never overlap within
- * one process (one collection at a time: the collector holds the GIL). */
-static const struct interval *next_gc_overlap(const struct analysis *a, size_t *from,
-					      int pid, int tid, uint64_t start, uint64_t end)
-{
-	for (; *from < a->gcs.n; (*from)++) {
-		const struct interval *g = &a->gcs.v[*from];
-
-		if (g->start_ns >= end)
-			return NULL;
-		if (g->pid == pid && g->tid != tid && g->end_ns > start)
-			return g;
+	switch (reason) {
+	case EP_OFF_PREEMPTED: return STATE_PREEMPTED;
+	case EP_OFF_GIL: return STATE_GIL_WAIT;
+	case EP_OFF_GIL_GC: return STATE_GIL_WAIT_GC;
+	case EP_OFF_LOCK: return STATE_LOCK_WAIT;
+	case EP_OFF_IO: return STATE_IO;
+	case EP_OFF_SLEEP: return STATE_SLEEP;
+	default: return STATE_OTHER;
 	}
-	return NULL;
 }
 
-/* Index of the first interval starting at or after t (list sorted by start). */
-static size_t first_start_at(const struct interval_list *l, uint64_t t)
+static size_t thread_slot(const struct analysis *a, int pid, int tid)
 {
-	size_t lo = 0, hi = l->n;
+	uint64_t h = ((uint64_t)(unsigned)pid << 32 | (unsigned)tid) * 0x9e3779b97f4a7c15ull;
+	size_t i = (h >> 23) & (a->index_cap - 1);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
+	while (a->totals_index[i]) {
+		const struct thread_totals *t = &a->totals[a->totals_index[i] - 1];
 
-		if (l->v[mid].start_ns < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static uint64_t longest(const struct interval_list *l)
-{
-	uint64_t m = 0;
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		if (l->v[i].end_ns - l->v[i].start_ns > m)
-			m = l->v[i].end_ns - l->v[i].start_ns;
-	return m;
-}
-
-struct piece {
-	uint64_t start_ns, end_ns;
-	int state;
-};
-
-/* Cuts wait w into GIL-wait and waiting-for-GC pieces; returns how many. */
-static size_t cut_wait(const struct analysis *a, const struct interval *w,
-		       uint64_t longest_gc, struct piece **out)
-{
-	const struct interval *g;
-	struct piece *v = NULL, *grown;
-	uint64_t at = w->start_ns;
-	size_t n = 0, from = first_start_at(&a->gcs, w->start_ns > longest_gc ?
-					    w->start_ns - longest_gc : 0);
-
-	for (;;) {
-		g = next_gc_overlap(a, &from, w->pid, w->tid, at, w->end_ns);
-		uint64_t gs = g ? (g->start_ns > at ? g->start_ns : at) : w->end_ns;
-		uint64_t ge = g ? (g->end_ns < w->end_ns ? g->end_ns : w->end_ns) : w->end_ns;
-
-		grown = realloc(v, (n + 2) * sizeof(*v));
-		if (!grown)
+		if (t->pid == pid && t->tid == tid)
 			break;
-		v = grown;
-		if (gs > at)
-			v[n++] = (struct piece){ at, gs, STATE_GIL_WAIT };
-		if (!g)
-			break;
-		v[n++] = (struct piece){ gs, ge, STATE_GIL_WAIT_GC };
-		at = ge;
-		from++;
+		i = (i + 1) & (a->index_cap - 1);
 	}
-	*out = v;
-	return n;
+	return i;
 }
 
-/* Replaces the wait at index i by its pieces: the first in place, the others
- * appended (they share its stack). */
-static void split_one(struct analysis *a, size_t i, uint64_t longest_gc)
+static int grow_index(struct analysis *a)
 {
-	struct interval w = a->waits.v[i];
-	struct piece *pieces;
-	size_t k, n = cut_wait(a, &w, longest_gc, &pieces);
+	size_t cap = a->index_cap ? a->index_cap * 2 : 64, i, *old = a->totals_index;
 
-	for (k = 1; k < n; k++) {
-		struct interval extra = w;
-
-		extra.start_ns = pieces[k].start_ns;
-		extra.end_ns = pieces[k].end_ns;
-		extra.state = pieces[k].state;
-		analysis_add(&a->waits, &extra);
+	a->totals_index = calloc(cap, sizeof(*a->totals_index));
+	if (!a->totals_index) {
+		a->totals_index = old;
+		return -1;
 	}
-	if (n) {
-		a->waits.v[i].start_ns = pieces[0].start_ns;
-		a->waits.v[i].end_ns = pieces[0].end_ns;
-		a->waits.v[i].state = pieces[0].state;
-	}
-	free(pieces);
+	a->index_cap = cap;
+	for (i = 0; i < a->ntotals; i++)
+		a->totals_index[thread_slot(a, a->totals[i].pid, a->totals[i].tid)] = i + 1;
+	free(old);
+	return 0;
 }
 
-void analysis_split_gc_waits(struct analysis *a)
+static struct thread_totals *totals_of(struct analysis *a, int pid, int tid)
 {
-	size_t i, n = a->waits.n;
-	uint64_t longest_gc = longest(&a->gcs);
+	size_t slot;
 
-	qsort(a->gcs.v, a->gcs.n, sizeof(*a->gcs.v), by_start);
-	for (i = 0; i < n; i++) {
-		struct interval *w = &a->waits.v[i];
-
-		if (w->state != STATE_GIL_WAIT && w->state != STATE_GIL_WAIT_GC)
-			continue;
-		/* with exact collections, overlap decides; without, the kernel's
-		 * reading of the collecting flag at switch-out stands */
-		if (!analysis_gc_is_exact(a, w->pid))
-			continue;
-		a->waits.v[i].state = STATE_GIL_WAIT;
-		split_one(a, i, longest_gc);
-	}
-	qsort(a->waits.v, a->waits.n, sizeof(*a->waits.v), by_start);
+	if ((a->ntotals + 1) * 2 > a->index_cap && grow_index(a))
+		return NULL;
+	slot = thread_slot(a, pid, tid);
+	if (a->totals_index[slot])
+		return &a->totals[a->totals_index[slot] - 1];
+	if (reserve((void **)&a->totals, a->ntotals, &a->totals_cap, sizeof(*a->totals)))
+		return NULL;
+	memset(&a->totals[a->ntotals], 0, sizeof(*a->totals));
+	a->totals[a->ntotals].pid = pid;
+	a->totals[a->ntotals].tid = tid;
+	a->totals_index[slot] = ++a->ntotals;
+	return &a->totals[a->ntotals - 1];
 }
 
-static struct thread_states *states_of(struct thread_states **v, size_t *n, int pid, int tid)
+int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own_gc,
+			uint64_t count, uint64_t ns)
 {
-	struct thread_states *grown;
+	struct thread_totals *t = totals_of(a, pid, tid);
+
+	if (!t || state < 0 || state >= STATE_MAX)
+		return -1;
+	if (own_gc)
+		t->own_gc_ns += ns;
+	else
+		t->ns[state] += ns;
+	t->intervals += count;
+	a->intervals += count;
+	return 0;
+}
+
+static struct thread_states *states_of(struct thread_states **v, size_t *n, size_t *cap,
+				       int pid, int tid)
+{
 	size_t i;
 
 	for (i = 0; i < *n; i++)
 		if ((*v)[i].pid == pid && (*v)[i].tid == tid)
 			return &(*v)[i];
-	grown = realloc(*v, (*n + 1) * sizeof(**v));
-	if (!grown)
+	if (reserve((void **)v, *n, cap, sizeof(**v)))
 		return NULL;
-	*v = grown;
-	memset(&grown[*n], 0, sizeof(grown[*n]));
-	grown[*n].pid = pid;
-	grown[*n].tid = tid;
-	return &grown[(*n)++];
-}
-
-/* How much of wait w falls inside collections run by the same thread: a
- * collector can be preempted mid-collection, and that time is the pause's. */
-static uint64_t own_gc_overlap(const struct analysis *a, const struct interval *w,
-			       uint64_t longest_gc)
-{
-	size_t i = first_start_at(&a->gcs, w->start_ns > longest_gc ? w->start_ns - longest_gc : 0);
-	uint64_t sum = 0;
-
-	for (; i < a->gcs.n && a->gcs.v[i].start_ns < w->end_ns; i++) {
-		const struct interval *g = &a->gcs.v[i];
-		uint64_t s = g->start_ns > w->start_ns ? g->start_ns : w->start_ns;
-		uint64_t e = g->end_ns < w->end_ns ? g->end_ns : w->end_ns;
-
-		if (g->pid == w->pid && g->tid == w->tid && e > s)
-			sum += e - s;
-	}
-	return sum;
+	memset(&(*v)[*n], 0, sizeof(**v));
+	(*v)[*n].pid = pid;
+	(*v)[*n].tid = tid;
+	return &(*v)[(*n)++];
 }
 
 size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 			      struct thread_states **out)
 {
 	struct thread_states *ts;
-	uint64_t longest_gc = longest(&a->gcs);
-	size_t i, j, n = 0;
+	size_t i, j, n = 0, cap = 0;
 
 	*out = NULL;
 	for (i = 0; i < p->nthreads; i++) {
 		const struct thread_profile *t = &p->threads[i];
 
-		ts = states_of(out, &n, t->pid, t->tid);
+		ts = states_of(out, &n, &cap, t->pid, t->tid);
 		for (j = 0; ts && j < t->nsamples; j++) {
 			const struct sample *s = &t->samples[j];
 
@@ -261,18 +203,21 @@ size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 	for (i = 0; i < a->gcs.n; i++) {
 		const struct interval *g = &a->gcs.v[i];
 
-		ts = states_of(out, &n, g->pid, g->tid);
+		ts = states_of(out, &n, &cap, g->pid, g->tid);
 		if (ts && analysis_gc_is_exact(a, g->pid))
 			ts->ns[STATE_GC] += g->end_ns - g->start_ns;
 	}
-	for (i = 0; i < a->waits.n; i++) {
-		const struct interval *w = &a->waits.v[i];
+	for (i = 0; i < a->ntotals; i++) {
+		const struct thread_totals *t = &a->totals[i];
 
-		ts = states_of(out, &n, w->pid, w->tid);
-		if (ts && analysis_gc_is_exact(a, w->pid))
-			ts->ns[w->state] += w->end_ns - w->start_ns - own_gc_overlap(a, w, longest_gc);
-		else if (ts)
-			ts->ns[w->state] += w->end_ns - w->start_ns;
+		/* threads with nothing but off-CPU time are still threads of the table */
+		ts = states_of(out, &n, &cap, t->pid, t->tid);
+		for (j = 0; ts && j < STATE_MAX; j++)
+			ts->ns[j] += t->ns[j];
+		/* a collector off the CPU mid-collection: with exact pauses that
+		 * time is already the pause's */
+		if (ts && !analysis_gc_is_exact(a, t->pid))
+			ts->ns[STATE_OTHER] += t->own_gc_ns;
 	}
 	for (i = 0; i < n; i++)
 		for (j = 0; j < STATE_MAX; j++)
@@ -294,119 +239,137 @@ const char *state_marker(int state)
 	}
 }
 
-/* Spreads samples [from, to) of t evenly over [start, end). */
-static void spread(struct thread_profile *t, size_t from, size_t to, uint64_t start, uint64_t end)
+struct piece {
+	size_t sample;		/* whose stack */
+	uint64_t start_ns, weight_ns;
+};
+
+struct fit {
+	struct thread_profile *t;
+	size_t next_anchor;	/* first exact sample not yet passed */
+	uint64_t cursor;	/* where the next sample can start */
+	struct piece *extra;	/* pieces after the first, added at the end */
+	size_t nextra, extra_cap;
+};
+
+/* The first exact sample at index >= *from that ends after at, or NULL. */
+static const struct sample *next_anchor(struct fit *f, uint64_t at)
 {
-	uint64_t each = (end - start) / (to - from);
-	size_t i;
+	const struct thread_profile *t = f->t;
 
-	for (i = from; i < to; i++) {
-		t->samples[i].start_ns = start + (i - from) * each;
-		t->samples[i].weight_ns = i + 1 == to ? end - t->samples[i].start_ns : each;
-	}
-}
+	for (; f->next_anchor < t->nsamples; f->next_anchor++) {
+		const struct sample *s = &t->samples[f->next_anchor];
 
-/* The on-CPU slice [start, w's start) before wait w: its samples (among the
- * first n, the thread's own; later ones were added here), or w's stack. */
-static size_t fit_slice(struct profile *p, struct thread_profile *t, size_t next, size_t n,
-			uint64_t start, const struct interval *w)
-{
-	size_t first = next;
-	struct sample s = { .start_ns = start, .state = STATE_ON_CPU };
-
-	while (next < n && t->samples[next].start_ns < w->start_ns)
-		next++;
-	if (w->start_ns <= start)
-		return next;
-	if (next > first) {
-		spread(t, first, next, start, w->start_ns);
-		return next;
-	}
-	s.weight_ns = w->start_ns - start;
-	s.frames = w->frames;
-	s.nframes = w->nframes;
-	if (w->nframes)
-		profile_add_sample(p, t, &s);	/* appended: the caller sorts again */
-	return next;
-}
-
-static void fit_thread(const struct analysis *a, struct profile *p, struct thread_profile *t)
-{
-	size_t i, next = 0, n = t->nsamples;
-	uint64_t cursor = n ? t->samples[0].start_ns : UINT64_MAX;
-	int seen = 0;
-
-	for (i = 0; i < a->waits.n; i++) {
-		const struct interval *w = &a->waits.v[i];
-
-		if (w->pid != t->pid || w->tid != t->tid)
-			continue;
-		if (!seen++ && w->start_ns < cursor)
-			cursor = w->start_ns;
-		next = fit_slice(p, t, next, n, cursor, w);
-		if (w->end_ns > cursor)
-			cursor = w->end_ns;
-	}
-	/* after the last wait: the thread ran on; its samples keep their own width */
-	for (i = next; seen && i < n; i++)
-		if (t->samples[i].start_ns < cursor)
-			t->samples[i].start_ns = cursor;
-}
-
-void analysis_fit_on_cpu_samples(const struct analysis *a, struct profile *p)
-{
-	size_t i;
-
-	for (i = 0; i < p->nthreads; i++)
-		fit_thread(a, p, &p->threads[i]);
-}
-
-/* The collection of w's own thread that w starts inside, or NULL. */
-static const struct interval *own_gc_at(const struct analysis *a, const struct interval *w,
-					uint64_t longest_gc)
-{
-	size_t i = first_start_at(&a->gcs, w->start_ns > longest_gc ? w->start_ns - longest_gc : 0);
-
-	for (; i < a->gcs.n && a->gcs.v[i].start_ns <= w->start_ns; i++) {
-		const struct interval *g = &a->gcs.v[i];
-
-		if (g->pid == w->pid && g->tid == w->tid && g->end_ns > w->start_ns)
-			return g;
+		if (s->exact && s->start_ns + s->weight_ns > at)
+			return s;
 	}
 	return NULL;
 }
 
+/* Places sample i at its time or after the previous one, its whole weight,
+ * cut around the exact samples in the way (the pieces past the first become
+ * samples of their own). */
+static int place(struct fit *f, size_t i)
+{
+	struct sample *s = &f->t->samples[i];
+	uint64_t at = s->start_ns > f->cursor ? s->start_ns : f->cursor, left = s->weight_ns;
+	int first = 1;
+
+	while (left) {
+		const struct sample *a = next_anchor(f, at);
+		uint64_t room = !a ? left : a->start_ns > at ? a->start_ns - at : 0;
+		uint64_t take = room < left ? room : left;
+
+		if (take && first) {
+			s->start_ns = at;
+			s->weight_ns = take;
+			first = 0;
+		} else if (take) {
+			if (reserve((void **)&f->extra, f->nextra, &f->extra_cap, sizeof(*f->extra)))
+				return -1;
+			f->extra[f->nextra++] = (struct piece){ i, at, take };
+		}
+		left -= take;
+		at += take;
+		if (left && a)
+			at = a->start_ns + a->weight_ns;
+	}
+	f->cursor = at;
+	return 0;
+}
+
+static int fit_thread(struct profile *p, struct thread_profile *t)
+{
+	struct fit f = { .t = t };
+	size_t i, n = t->nsamples;
+	int rc = 0;
+
+	for (i = 0; i < n && !rc; i++)
+		if (!t->samples[i].exact)
+			rc = place(&f, i);
+	for (i = 0; i < f.nextra && !rc; i++) {
+		struct sample piece = t->samples[f.extra[i].sample];
+
+		piece.start_ns = f.extra[i].start_ns;
+		piece.weight_ns = f.extra[i].weight_ns;
+		/* may move t->samples: read the source again each time (copied above) */
+		rc = profile_add_sample(p, t, &piece);
+	}
+	free(f.extra);
+	return rc;
+}
+
+int analysis_fit_timeline(struct profile *p)
+{
+	size_t i;
+	int rc = 0;
+
+	profile_sort(p);
+	for (i = 0; i < p->nthreads; i++)
+		rc |= fit_thread(p, &p->threads[i]);
+	profile_sort(p);
+	return rc;
+}
+
+uint32_t analysis_idle_markers(struct profile *p, uint32_t *ids, uint32_t n, int state, int gen)
+{
+	char gc_name[32];
+
+	/* a collector off the CPU mid-collection: the time is the pause's too */
+	if (gen >= 0) {
+		snprintf(gc_name, sizeof(gc_name), "[GC gen %d]", gen);
+		ids[n++] = profile_frame(p, gc_name, NULL, 0, FRAME_MARKER);
+	}
+	ids[n++] = profile_frame(p, state_marker(state), NULL, 0, FRAME_MARKER);
+	return n;
+}
+
 int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 {
-	uint64_t longest_gc = longest(&a->gcs);
 	uint32_t *ids = NULL;
 	size_t i;
+	int rc = 0;
 
 	for (i = 0; i < a->waits.n; i++) {
 		const struct interval *w = &a->waits.v[i];
 		struct thread_profile *t = profile_thread(p, w->pid, w->tid);
 		struct sample s = { .start_ns = w->start_ns, .weight_ns = w->end_ns - w->start_ns,
-				    .state = w->state };
-		const struct interval *gc = own_gc_at(a, w, longest_gc);
+				    .state = w->state, .exact = 1 };
 		uint32_t *grown = realloc(ids, (w->nframes + 2) * sizeof(*ids));
-		char gc_name[32];
 
-		if (!t || !grown || !s.weight_ns) {
-			ids = grown ? grown : ids;
-			continue;
+		if (!grown) {
+			rc = -1;
+			break;
 		}
 		ids = grown;
-		memcpy(ids, w->frames, w->nframes * sizeof(*ids));
+		if (!t || !s.weight_ns)
+			continue;
+		if (w->nframes)
+			memcpy(ids, w->frames, w->nframes * sizeof(*ids));
 		s.frames = ids;
-		s.nframes = w->nframes;
-		/* a collector preempted mid-collection: the time is the pause's too */
-		if (gc) {
-			snprintf(gc_name, sizeof(gc_name), "[GC gen %d]", gc->generation);
-			ids[s.nframes++] = profile_frame(p, gc_name, NULL, 0, FRAME_MARKER);
-		}
-		ids[s.nframes++] = profile_frame(p, state_marker(w->state), NULL, 0, FRAME_MARKER);
+		s.nframes = analysis_idle_markers(p, ids, w->nframes, w->state, w->generation);
 		profile_add_sample(p, t, &s);
 	}
 	free(ids);
-	return 0;
+	return rc;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * What each thread did with its time: GC pauses (exact, from the probes) and
- * off-CPU intervals with their reasons (exact, from sched_switch), joined to
- * tell a GIL wait behind a collecting holder ("waiting for GC") from a plain
- * GIL wait, and to total each thread's time per state.
+ * What each thread did with its time: GC pauses (exact, from the probes),
+ * the kernel's exact per-thread totals of off-CPU time by reason (a GIL wait
+ * already split there into plain GIL wait and waiting-for-GC), and the
+ * off-CPU intervals long enough to be shown one by one.
  */
 #ifndef EP_ANALYSIS_H
 #define EP_ANALYSIS_H
@@ -14,7 +14,8 @@ struct interval {
 	int pid, tid;
 	uint64_t start_ns, end_ns;	/* since the session start */
 	int state;			/* enum sample_state (GC for pauses) */
-	int generation;			/* GC: its generation, -1 unknown */
+	int generation;			/* GC: its generation, -1 unknown; a wait: the
+					 * generation the thread itself was collecting, or -1 */
 	int64_t collected;		/* GC: objects collected, -1 unknown */
 	uint32_t *frames;		/* stack at the start, root first */
 	uint32_t nframes;
@@ -25,43 +26,63 @@ struct interval_list {
 	size_t n, cap;
 };
 
-struct analysis {
-	struct interval_list gcs;	/* garbage collections */
-	struct interval_list waits;	/* off-CPU intervals */
-	int exact_gc_pids[64];		/* processes whose collections are probed */
-	int nexact;
-};
-
 struct thread_states {
 	int pid, tid;
 	uint64_t ns[STATE_MAX];		/* indexed by enum sample_state */
-	uint64_t observed_ns;		/* from first to last sign of life */
+	uint64_t observed_ns;		/* sum of the above */
+};
+
+/* Off-CPU time of one thread as the kernel summed it. */
+struct thread_totals {
+	int pid, tid;
+	uint64_t ns[STATE_MAX];		/* time not inside the thread's own collection */
+	uint64_t own_gc_ns;		/* off the CPU while itself collecting */
+	uint64_t intervals;
+};
+
+struct analysis {
+	struct interval_list gcs;	/* every garbage collection */
+	struct interval_list waits;	/* off-CPU intervals over the threshold */
+	struct thread_totals *totals;	/* per thread, indexed by totals_index */
+	size_t ntotals, totals_cap;
+	size_t *totals_index;		/* open addressing over (pid, tid): index + 1 */
+	size_t index_cap;
+	int *exact_gc_pids;		/* processes whose collections are probed */
+	size_t nexact, exact_cap;
+	uint64_t intervals;		/* off-CPU intervals summed by the kernel */
 };
 
 void analysis_init(struct analysis *a);
 void analysis_free(struct analysis *a);
 int analysis_add(struct interval_list *l, const struct interval *iv);
-void analysis_set_exact_gc(struct analysis *a, int pid);
+int analysis_set_exact_gc(struct analysis *a, int pid);
 int analysis_gc_is_exact(const struct analysis *a, int pid);
+/* The sample state of a kernel off-CPU reason (enum ep_offcpu_reason). */
+int analysis_reason_state(int reason);
+/* Adds count intervals and ns of one thread in one state (own_gc: while it
+ * was itself collecting). 0 or -1. */
+int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own_gc,
+			uint64_t count, uint64_t ns);
 
-/* Splits the GIL waits that overlap a collection in another thread of the
- * same process into waiting-for-GC and plain GIL-wait pieces. */
-void analysis_split_gc_waits(struct analysis *a);
-/* Totals per thread over samples and intervals; *out is malloc'ed. */
+/* Totals per thread over samples, collections and the kernel's off-CPU
+ * totals; *out is malloc'ed. */
 size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 			      struct thread_states **out);
 /*
- * With the off-CPU intervals known exactly, the time between them is exactly
- * the time on CPU: each such slice is shared among the on-CPU samples taken
- * in it (a slice no sample fell in gets the stack the thread left the CPU
- * with). Without this a 1/rate-long sample would overlap the next interval
- * and be cut, and on-CPU time would nearly vanish from --idle timelines.
- * Call before analysis_add_idle_samples, with samples sorted by start.
+ * Lays each thread's --idle timeline out without overlaps, keeping every
+ * sample's weight: samples marked exact (intervals measured whole) keep
+ * their place; the others (on-CPU samples, sampled short waits) start at
+ * their time or right after the previous one, cut in pieces around exact
+ * ones in their way. Without this the writers would cut a 1/rate-long
+ * sample where the next begins, and the flame graph would lose its time.
+ * Sorts. 0 or -1 (out of memory).
  */
-void analysis_fit_on_cpu_samples(const struct analysis *a, struct profile *p);
-/* Adds every off-CPU interval to the profile as a sample weighted by its
- * duration, its stack topped by a frame naming the reason ([GIL wait]...). */
+int analysis_fit_timeline(struct profile *p);
+/* Adds every off-CPU interval to the profile as an exact sample weighted by
+ * its duration, its stack topped by a frame naming the reason ([GIL wait]...). */
 int analysis_add_idle_samples(const struct analysis *a, struct profile *p);
+/* Appends [GC gen N] (gen >= 0) and the state's marker to ids[n...]; returns n. */
+uint32_t analysis_idle_markers(struct profile *p, uint32_t *ids, uint32_t n, int state, int gen);
 const char *state_marker(int state);
 
 #endif

@@ -7,10 +7,22 @@
 #include "procfs.h"
 #include "py_stack.h"
 
+/* The kernel's stack id for frames walked here (same hash, same order). */
+static uint64_t stack_id_of(const struct ep_stack_event *ev)
+{
+	uint64_t h = 0;
+	int i;
+
+	for (i = 0; i < ev->depth && i < EP_MAX_FRAMES; i++)
+		h = ep_stack_mix(h, ev->frames[i].code, ev->frames[i].instr, ev->frames[i].ident);
+	return ep_stack_id(h, ev->flags);
+}
+
 static void seed_one(struct session *s, struct recorder *r, const struct py_target *t,
 		     int tid, uint64_t ts_ns)
 {
-	struct ep_offcpu_start start = { .ts = ts_ns, .pid = t->pid, .tid = tid };
+	struct ep_offcpu_task st = { .off_ts = ts_ns, .pid = t->pid, .tid = tid,
+				     .flags = EP_IV_SEEDED };
 	struct ep_stack_event *ev;
 	uint64_t arg0 = 0;
 	char state = procfs_task_state(t->pid, tid);
@@ -19,22 +31,22 @@ static void seed_one(struct session *s, struct recorder *r, const struct py_targ
 	if (state != 'S' && state != 'D')
 		return;		/* running or runnable: the kernel will see it leave */
 	nr = procfs_task_syscall(t->pid, tid, &arg0);
-	start.reason = ep_classify_blocked(nr, arg0, state == 'D', t->cfg.gil_start, t->cfg.gil_end);
+	st.reason = ep_classify_blocked(nr, arg0, state == 'D', t->cfg.gil_start, t->cfg.gil_end);
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return;
-	ev->kind = EP_EV_OFFCPU;
+	ev->kind = EP_EV_STACK;
 	ev->pid = t->pid;
 	ev->tid = tid;
 	ev->ts = ts_ns;
-	ev->reason = start.reason;
 	ev->tstate = py_tstate_of_tid(t, tid);
-	if (ev->tstate)
+	if (ev->tstate) {
 		py_stack_walk(t, ev->tstate, ev);
-	/* the recorder first, so the kernel's end record always finds the start */
-	recorder_on_event(r, ev, sizeof(*ev));
-	if (session_seed_offcpu(s, tid, &start))
-		ev->kind = 0;
+		ev->stack_id = st.stack_id = stack_id_of(ev);
+		/* the recorder first, so the kernel's record always finds the stack */
+		recorder_on_event(r, ev, sizeof(*ev));
+	}
+	session_seed_offcpu(s, tid, &st);
 	free(ev);
 }
 

@@ -251,7 +251,7 @@ static void record(struct run *run)
 
 	run->gc_probe = session_attach_gc(run->session, &run->target);
 	if (run->gc_probe != GC_PROBE_NONE)
-		analysis_set_exact_gc(&run->rec.analysis, run->pid);
+		recorder_set_exact_gc(&run->rec, run->pid);
 	run->rec.t0_ns = monotonic_ns();
 	if (recorder_add_process(&run->rec, &run->target))
 		die("out of memory");
@@ -306,6 +306,8 @@ static void print_summary(struct run *run, const char *path)
 	if (run->o->subprocesses)
 		fprintf(stderr, "ebpfprof: followed %zu child process%s\n", run->rec.nprocs - 1,
 			run->rec.nprocs == 2 ? "" : "es");
+	session_print_summary(run->session, stderr);
+	recorder_print_losses(&run->rec, stderr);
 	report_thread_table(stderr, &run->rec.analysis, p);
 	report_longest_gc(stderr, &run->rec.analysis, p, 5);
 	if (run->o->gc_log)
@@ -383,6 +385,11 @@ int cmd_record(int argc, char **argv)
 	sopts.rate_hz = o.rate_hz;
 	sopts.verbose = o.verbose;
 	sopts.on_event = recorder_on_event;
+	sopts.on_totals = recorder_on_totals;
+	/* every wait the --gc-log shows is sent whole; shorter ones sampled at the rate */
+	sopts.offcpu_period_ns = 1000000000ull / o.rate_hz;
+	sopts.offcpu_exact_ns = o.wait_threshold_ms * 1e6 < sopts.offcpu_period_ns ?
+				(uint64_t)(o.wait_threshold_ms * 1e6) + 1 : sopts.offcpu_period_ns;
 	sopts.ctx = &run.rec;
 	run.session = session_open(&sopts, err, sizeof(err));
 	if (!run.session)

@@ -11,7 +11,7 @@
 static void attach_gc(struct follower *f, const struct py_target *t)
 {
 	if (session_attach_gc(f->session, t) != GC_PROBE_NONE)
-		analysis_set_exact_gc(&f->rec->analysis, t->pid);
+		recorder_set_exact_gc(f->rec, t->pid);
 }
 
 static void add_pending(struct follower *f, int pid)

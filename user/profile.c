@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profile.h"
+#include "stack_table.h"
 
 /* What profile_frame() returns when it cannot allocate. */
 #define FRAME_NONE	UINT32_MAX
@@ -26,10 +27,7 @@ void profile_init(struct profile *p)
 
 static void thread_free(struct thread_profile *t)
 {
-	size_t i;
-
-	for (i = 0; i < t->nsamples; i++)
-		free(t->samples[i].frames);
+	/* sample frames belong to the stack store */
 	free(t->samples);
 	free(t->name);
 	free(t->process);
@@ -38,6 +36,11 @@ static void thread_free(struct thread_profile *t)
 void profile_free(struct profile *p)
 {
 	struct frame_index *idx = p->frame_index;
+
+	if (p->stack_store) {
+		stack_table_free(p->stack_store);
+		free(p->stack_store);
+	}
 	size_t i;
 
 	for (i = 0; i < p->nframes; i++) {
@@ -235,24 +238,50 @@ struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 	return t;
 }
 
+/*
+ * The one stored copy of a stack: samples share it, so a sample costs its
+ * own fields only, whatever its depth (a long recording keeps millions of
+ * samples of a few thousand stacks). Keyed by a hash of the frame ids; a
+ * collision moves on to the next key.
+ */
+static uint32_t *stored_stack(struct profile *p, const uint32_t *frames, uint32_t n)
+{
+	const struct stack_entry *e;
+	uint64_t h = 0x2545f4914f6cdd1dull;
+	uint32_t i;
+
+	if (!p->stack_store && !(p->stack_store = calloc(1, sizeof(struct stack_table))))
+		return NULL;
+	for (i = 0; i < n; i++)
+		h = (h ^ frames[i]) * 0x100000001b3ull;
+	for (h |= 1;; h++) {
+		e = stack_table_get(p->stack_store, 0, h);
+		if (!e)
+			break;
+		if (e->nframes == n && !memcmp(e->frames, frames, n * sizeof(*frames)))
+			return e->frames;
+	}
+	if (stack_table_put(p->stack_store, 0, h, frames, n))
+		return NULL;
+	return stack_table_get(p->stack_store, 0, h)->frames;
+}
+
 int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s)
 {
 	struct sample *dst;
 	uint32_t *frames = NULL;
 
-	(void)p;
 	if (grow((void **)&t->samples, &t->cap, t->nsamples + 1, sizeof(*dst))) {
 		errno = ENOMEM;
 		return -1;
 	}
 	if (s->nframes) {
-		frames = malloc(s->nframes * sizeof(*frames));
+		frames = stored_stack(p, s->frames, s->nframes);
 		if (!frames) {
 			errno = ENOMEM;
 			return -1;
 		}
-		memcpy(frames, s->frames, s->nframes * sizeof(*frames));
 	}
 	dst = &t->samples[t->nsamples++];
 	*dst = *s;

@@ -40,10 +40,11 @@ enum sample_state {
 struct sample {
 	uint64_t start_ns;	/* since the session start */
 	uint64_t weight_ns;
-	uint32_t *frames;	/* frame ids, root first */
+	uint32_t *frames;	/* frame ids, root first; shared, owned by the profile */
 	uint32_t nframes;
 	uint8_t state;		/* enum sample_state */
 	uint8_t holds_gil;
+	uint8_t exact;		/* start and weight measured (a whole interval), not nominal */
 };
 
 struct thread_profile {
@@ -59,6 +60,7 @@ struct profile {
 	struct frame_info *frames;
 	size_t nframes, frames_cap;
 	void *frame_index;	/* hash index: private to profile.c */
+	struct stack_table *stack_store;	/* every sample's frames, stored once */
 	struct thread_profile *threads;
 	size_t nthreads, threads_cap;
 	uint64_t duration_ns;	/* session length: the common time axis */

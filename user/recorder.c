@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "procfs.h"
 #include "py_threads.h"
 #include "recorder.h"
@@ -18,12 +17,7 @@ struct rec_thread {
 	uint64_t ident;			/* tstate->thread_id: threading.get_ident() */
 	char py_name[128];
 	char comm[16];
-	/* the stack it left the CPU with, until it is back */
-	uint32_t *off_frames;
-	uint32_t off_nframes;
-	uint64_t off_ts;
-	int off_reason;
-	int off_pending;
+	uint64_t last_stack;		/* its last on-CPU sample's stack (stack table) */
 };
 
 struct rec_process {
@@ -33,14 +27,6 @@ struct rec_process {
 	struct rec_thread *threads;
 	size_t nthreads, cap;
 };
-
-uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 int recorder_init(struct recorder *r, const struct recorder_opts *o)
 {
@@ -58,10 +44,6 @@ void recorder_free(struct recorder *r)
 	size_t i;
 
 	for (i = 0; i < r->nprocs; i++) {
-		size_t j;
-
-		for (j = 0; j < r->procs[i]->nthreads; j++)
-			free(r->procs[i]->threads[j].off_frames);
 		symbolizer_free(r->procs[i]->sym);
 		free(r->procs[i]->threads);
 		free(r->procs[i]);
@@ -69,6 +51,7 @@ void recorder_free(struct recorder *r)
 	free(r->procs);
 	free(r->changes);
 	free(r->ids);
+	stack_table_free(&r->stacks);
 	analysis_free(&r->analysis);
 	profile_free(&r->profile);
 }
@@ -81,6 +64,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 
 	if (p) {
 		/* a new program in a known process: new interpreter, new code objects */
+		stack_table_drop_pid(&r->stacks, t->pid);
 		symbolizer_free(p->sym);
 		p->target = *t;
 		p->sym = symbolizer_new(t->pid, &t->layout);
@@ -235,16 +219,18 @@ static uint64_t since_start(struct recorder *r, uint64_t ts)
 	return ts > r->t0_ns ? ts - r->t0_ns : 0;
 }
 
+static uint64_t remember_stack(struct recorder *r, int pid, const uint32_t *ids, uint32_t n);
+
 static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 {
 	struct rec_process *p = find_process(r, ev->pid);
 	struct thread_profile *tp;
+	struct rec_thread *t;
 	struct sample s = { 0 };
 
-	r->samples++;
 	if (!p || (ev->flags & EP_F_NO_TSTATE))
 		return;		/* not a Python thread: no Python frames to show */
-	note_thread(p, ev->tid, ev->tstate);
+	t = note_thread(p, ev->tid, ev->tstate);
 	s.holds_gil = ev->gil_holder && ev->gil_holder == ev->tstate;
 	if (r->opts.gil_only && !s.holds_gil)
 		return;
@@ -252,6 +238,8 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	if (!s.nframes)
 		return;
 	s.frames = r->ids;
+	if (t && r->opts.idle)		/* for its preemptions, which need no walk */
+		t->last_stack = remember_stack(r, ev->pid, s.frames, s.nframes);
 	s.start_ns = since_start(r, ev->ts);
 	s.weight_ns = 1000000000ull / r->opts.rate_hz;
 	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
@@ -260,68 +248,134 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 		r->kept++;
 }
 
-static int reason_state(int reason)
+/* Interns the sample's stack in the stack table under a hash of its frame
+ * ids; returns the id, 0 if it could not be kept. */
+static uint64_t remember_stack(struct recorder *r, int pid, const uint32_t *ids, uint32_t n)
 {
-	switch (reason) {
-	case EP_OFF_PREEMPTED: return STATE_PREEMPTED;
-	case EP_OFF_GIL: return STATE_GIL_WAIT;
-	case EP_OFF_GIL_GC: return STATE_GIL_WAIT_GC;
-	case EP_OFF_LOCK: return STATE_LOCK_WAIT;
-	case EP_OFF_IO: return STATE_IO;
-	case EP_OFF_SLEEP: return STATE_SLEEP;
-	default: return STATE_OTHER;
-	}
+	uint64_t h = 0x5a3c;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		h = ep_stack_mix(h, ids[i], 0, 0);
+	h = ep_stack_id(h, 0) | 1ull << 63;	/* apart from the kernel's ids */
+	if (!stack_table_get(&r->stacks, pid, h) && stack_table_put(&r->stacks, pid, h, ids, n))
+		return 0;
+	return h;
 }
 
-/* A thread left the CPU: keep its stack until it comes back. */
-static void on_offcpu(struct recorder *r, const struct ep_stack_event *ev)
+/* A stack the kernel walked at a switch-out: later records name it by id. */
+static void on_stack(struct recorder *r, const struct ep_stack_event *ev)
 {
 	struct rec_process *p = find_process(r, ev->pid);
-	struct rec_thread *t;
-	uint32_t n, *copy;
+	uint32_t n;
 
-	r->offcpu_events++;
-	if (!p || (ev->flags & EP_F_NO_TSTATE))
+	if (!p || !ev->stack_id || stack_table_get(&r->stacks, ev->pid, ev->stack_id))
 		return;
-	t = note_thread(p, ev->tid, ev->tstate);
-	if (!t)
-		return;
+	if (ev->tstate)
+		note_thread(p, ev->tid, ev->tstate);
 	n = build_stack(r, p, ev);
-	copy = realloc(t->off_frames, (n ? n : 1) * sizeof(*copy));
-	if (!copy)
-		return;
-	memcpy(copy, r->ids, n * sizeof(*copy));
-	t->off_frames = copy;
-	t->off_nframes = n;
-	t->off_ts = ev->ts;
-	t->off_reason = ev->reason;
-	t->off_pending = 1;
+	if (stack_table_put(&r->stacks, ev->pid, ev->stack_id, r->ids, n))
+		r->failed++;
 }
 
-/* ... and is back: the interval is complete. */
-static void on_offcpu_end(struct recorder *r, const struct ep_offcpu_end *end)
+/* Adds a sampled short interval to the profile: weight_ns of `state`. */
+static void add_sampled(struct recorder *r, const struct ep_offcpu_record *rec,
+			const struct stack_entry *st, int state, uint64_t weight_ns)
 {
-	struct rec_process *p = find_process(r, end->pid);
-	struct interval iv = { 0 };
-	size_t i;
+	struct thread_profile *tp = profile_thread(&r->profile, rec->pid, rec->tid);
+	struct sample s = { .start_ns = since_start(r, rec->start_ts), .weight_ns = weight_ns,
+			    .state = state, .frames = r->ids };
+	int gen = rec->flags & EP_IV_OWN_GC ? rec->gc_gen : -1;
 
-	for (i = 0; p && i < p->nthreads; i++) {
-		struct rec_thread *t = &p->threads[i];
+	if (!tp || !weight_ns)
+		return;
+	s.nframes = st ? st->nframes : 0;
+	if (s.nframes > EP_MAX_FRAMES + 4)
+		return;
+	if (st)
+		memcpy(r->ids, st->frames, s.nframes * sizeof(*r->ids));
+	s.nframes = analysis_idle_markers(&r->profile, r->ids, s.nframes, state, gen);
+	if (profile_add_sample(&r->profile, tp, &s))
+		r->failed++;
+}
 
-		if (t->tid != (int)end->tid || !t->off_pending || t->off_ts != end->start_ts)
-			continue;
-		t->off_pending = 0;
-		iv.pid = end->pid;
-		iv.tid = end->tid;
-		iv.start_ns = since_start(r, end->start_ts);
-		iv.end_ns = since_start(r, end->end_ts);
-		iv.state = reason_state(end->reason);
-		iv.frames = t->off_frames;
-		iv.nframes = t->off_nframes;
-		if (iv.end_ns > iv.start_ns)
-			analysis_add(&r->analysis.waits, &iv);
+/* An interval over the threshold: kept whole, in pieces when part of a GIL
+ * wait was spent behind a collection (first if one ran at switch-out). */
+static void add_exact(struct recorder *r, const struct ep_offcpu_record *rec,
+		      const struct stack_entry *st, int state)
+{
+	struct interval iv = { .pid = rec->pid, .tid = rec->tid, .state = state,
+			       .start_ns = since_start(r, rec->start_ts),
+			       .end_ns = since_start(r, rec->end_ts),
+			       .generation = rec->flags & EP_IV_OWN_GC ? rec->gc_gen : -1,
+			       .collected = -1 };
+	uint64_t gc_ns = rec->gc_ns < iv.end_ns - iv.start_ns ? rec->gc_ns : iv.end_ns - iv.start_ns;
+	struct interval gc_part;
+
+	if (st) {
+		iv.frames = st->frames;
+		iv.nframes = st->nframes;
+	}
+	gc_part = iv;
+	gc_part.state = STATE_GIL_WAIT_GC;
+	if (gc_ns && rec->flags & EP_IV_GC_FIRST) {
+		gc_part.end_ns = iv.start_ns += gc_ns;
+	} else if (gc_ns) {
+		gc_part.start_ns = iv.end_ns -= gc_ns;
+	}
+	if ((gc_ns && analysis_add(&r->analysis.waits, &gc_part)) ||
+	    (iv.end_ns > iv.start_ns && analysis_add(&r->analysis.waits, &iv)))
+		r->failed++;
+}
+
+/* An off-CPU interval sent with its stack: whole, or sampled and weighted. */
+static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
+{
+	struct rec_process *p = find_process(r, rec->pid);
+	const struct stack_entry *st = NULL;
+	int state = analysis_reason_state(rec->reason);
+	uint64_t gc_w;
+
+	if (!p || rec->end_ts < rec->start_ts)
+		return;
+	if (rec->stack_id) {
+		st = stack_table_get(&r->stacks, rec->pid, rec->stack_id);
+		if (!st)
+			r->unknown_stacks++;
+	} else {
+		/* preempted: the thread was running Python; its last sample shows where */
+		struct rec_thread *t = note_thread(p, rec->tid, 0);
+
+		st = t ? stack_table_get(&r->stacks, rec->pid, t->last_stack) : NULL;
+	}
+	if (rec->flags & EP_IV_EXACT) {
+		add_exact(r, rec, st, state);
 		return;
 	}
+	if (!r->opts.idle)
+		return;
+	/* the part behind a collection, in proportion */
+	gc_w = rec->end_ts > rec->start_ts ?
+	       (uint64_t)((long double)rec->weight_ns * rec->gc_ns / (rec->end_ts - rec->start_ts)) : 0;
+	if (gc_w > rec->weight_ns)
+		gc_w = rec->weight_ns;
+	add_sampled(r, rec, st, STATE_GIL_WAIT_GC, gc_w);
+	add_sampled(r, rec, st, state, rec->weight_ns - gc_w);
+}
+
+void recorder_on_totals(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val)
+{
+	struct recorder *r = ctx;
+
+	if (analysis_add_totals(&r->analysis, key->pid, key->tid, analysis_reason_state(key->reason),
+				key->flags & EP_IV_OWN_GC, val->count, val->ns))
+		r->failed++;
+}
+
+void recorder_set_exact_gc(struct recorder *r, int pid)
+{
+	if (analysis_set_exact_gc(&r->analysis, pid))
+		r->failed++;
 }
 
 static void on_gc(struct recorder *r, const struct ep_stack_event *ev)
@@ -329,7 +383,6 @@ static void on_gc(struct recorder *r, const struct ep_stack_event *ev)
 	struct rec_process *p = find_process(r, ev->pid);
 	struct interval iv = { 0 };
 
-	r->gc_events++;
 	if (!p)
 		return;
 	if (ev->tstate)
@@ -343,7 +396,8 @@ static void on_gc(struct recorder *r, const struct ep_stack_event *ev)
 	iv.collected = ev->collected;
 	iv.nframes = (ev->flags & EP_F_NO_TSTATE) ? 0 : build_stack(r, p, ev);
 	iv.frames = r->ids;
-	analysis_add(&r->analysis.gcs, &iv);
+	if (analysis_add(&r->analysis.gcs, &iv))
+		r->failed++;
 }
 
 int recorder_on_event(void *ctx, void *data, size_t len)
@@ -351,7 +405,6 @@ int recorder_on_event(void *ctx, void *data, size_t len)
 	struct recorder *r = ctx;
 	const struct ep_stack_event *ev = data;
 
-	r->events++;
 	if (len < sizeof(__u32))
 		return 0;
 	if (ev->kind == EP_EV_FORK || ev->kind == EP_EV_EXEC || ev->kind == EP_EV_EXIT) {
@@ -359,9 +412,9 @@ int recorder_on_event(void *ctx, void *data, size_t len)
 			on_proc_event(r, data);
 		return 0;
 	}
-	if (ev->kind == EP_EV_OFFCPU_END) {
-		if (len >= sizeof(struct ep_offcpu_end))
-			on_offcpu_end(r, data);
+	if (ev->kind == EP_EV_OFFCPU) {
+		if (len >= sizeof(struct ep_offcpu_record))
+			on_offcpu(r, data);
 		return 0;
 	}
 	if (len < EP_STACK_EVENT_HDR_SIZE ||
@@ -371,8 +424,8 @@ int recorder_on_event(void *ctx, void *data, size_t len)
 	case EP_EV_SAMPLE:
 		on_sample(r, ev);
 		break;
-	case EP_EV_OFFCPU:
-		on_offcpu(r, ev);
+	case EP_EV_STACK:
+		on_stack(r, ev);
 		break;
 	case EP_EV_GC:
 		on_gc(r, ev);
@@ -429,34 +482,24 @@ static void name_thread(struct recorder *r, struct thread_profile *tp)
 	tp->process = strdup(p && p->comm[0] ? p->comm : "python");
 }
 
-/* Threads still off the CPU when the recording ends: their interval ends now. */
-static void close_pending(struct recorder *r, uint64_t end_ns)
+static int by_start(const void *x, const void *y)
 {
-	size_t i, j;
+	const struct interval *a = x, *b = y;
 
-	for (i = 0; i < r->nprocs; i++) {
-		for (j = 0; j < r->procs[i]->nthreads; j++) {
-			struct rec_thread *t = &r->procs[i]->threads[j];
-			struct ep_offcpu_end end = { .pid = r->procs[i]->target.pid, .tid = t->tid,
-						     .start_ts = t->off_ts, .end_ts = end_ns,
-						     .reason = t->off_reason };
-
-			if (t->off_pending)
-				on_offcpu_end(r, &end);
-		}
-	}
+	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
 }
 
 void recorder_finish(struct recorder *r, uint64_t end_ns)
 {
 	size_t i;
 
-	close_pending(r, end_ns);
-	analysis_split_gc_waits(&r->analysis);
+	if (r->analysis.waits.n)
+		qsort(r->analysis.waits.v, r->analysis.waits.n, sizeof(*r->analysis.waits.v), by_start);
 	if (r->opts.idle) {
-		profile_sort(&r->profile);
-		analysis_fit_on_cpu_samples(&r->analysis, &r->profile);
-		analysis_add_idle_samples(&r->analysis, &r->profile);
+		if (analysis_add_idle_samples(&r->analysis, &r->profile))
+			r->failed++;
+		if (analysis_fit_timeline(&r->profile))
+			r->failed++;
 	}
 
 	for (i = 0; i < r->profile.nthreads; i++)
@@ -464,4 +507,11 @@ void recorder_finish(struct recorder *r, uint64_t end_ns)
 	r->profile.duration_ns = since_start(r, end_ns);
 	r->profile.start_monotonic_ns = r->t0_ns;
 	profile_sort(&r->profile);
+}
+
+void recorder_print_losses(const struct recorder *r, FILE *f)
+{
+	if (r->unknown_stacks || r->failed)
+		fprintf(f, "ebpfprof: warning: %lu off-CPU records named a stack whose record was lost (shown without frames), %lu records not kept (out of memory)\n",
+			r->unknown_stacks, r->failed);
 }

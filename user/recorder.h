@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Turns the kernel's records into the profile: symbolizes each frame as it
- * arrives (so a target that exits mid-run still has names), adds marker
- * frames ([GC gen 2], [truncated]), keeps per-thread facts for naming.
+ * Turns the kernel's records into the profile as they stream in: symbolizes
+ * each frame as it arrives (so a target that exits mid-run still has names),
+ * adds marker frames ([GC gen 2], [truncated]), keeps per-thread facts for
+ * naming. Its memory grows with distinct stacks, threads, collections and
+ * the profile's own samples (on-CPU samples, off-CPU intervals over the
+ * threshold, sampled short ones), never with the number of switches: short
+ * intervals are summed in the kernel (recorder_on_totals).
  */
 #ifndef EP_RECORDER_H
 #define EP_RECORDER_H
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "analysis.h"
+#include "clock.h"
+#include "ebpfprof.h"
 #include "profile.h"
 #include "py_target.h"
+#include "stack_table.h"
 
 struct recorder_opts {
 	unsigned rate_hz;
@@ -35,12 +43,11 @@ struct recorder {
 	struct recorder_opts opts;
 	struct rec_process **procs;
 	size_t nprocs;
+	struct stack_table stacks;	/* (pid, stack id) -> frames */
 	uint64_t t0_ns;			/* session start, CLOCK_MONOTONIC */
-	unsigned long samples;		/* on-CPU samples received */
-	unsigned long kept;		/* ... kept in the profile */
-	unsigned long events;
-	unsigned long gc_events;
-	unsigned long offcpu_events;
+	unsigned long kept;		/* on-CPU samples kept in the profile */
+	unsigned long unknown_stacks;	/* off-CPU records naming a stack never received */
+	unsigned long failed;		/* records dropped here: out of memory */
 	uint32_t *ids;			/* scratch: frame ids of one sample */
 	struct proc_change *changes;	/* not yet taken by the driver */
 	size_t nchanges, changes_cap;
@@ -57,12 +64,16 @@ const struct py_target *recorder_target(struct recorder *r, int pid);
 size_t recorder_take_changes(struct recorder *r, struct proc_change **out);
 /* ring_buffer callback */
 int recorder_on_event(void *ctx, void *data, size_t len);
+/* The kernel's exact off-CPU totals of one thread and reason (drained). */
+void recorder_on_totals(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
+/* Collections of pid are timed by probes: overlaps with them are exact. */
+void recorder_set_exact_gc(struct recorder *r, int pid);
 /* Reads the Python names of the threads seen so far while the target lives. */
 void recorder_refresh_names(struct recorder *r);
 /* Names every thread (Python name, else MainThread or the kernel's comm),
  * sets the duration and sorts: the profile is then ready for the writers. */
 void recorder_finish(struct recorder *r, uint64_t end_ns);
-
-uint64_t monotonic_ns(void);
+/* What userspace could not keep, for the summary (nothing when all is well). */
+void recorder_print_losses(const struct recorder *r, FILE *f);
 
 #endif

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,29 +12,36 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "clock.h"
 #include "ebpfprof.skel.h"
 #include "py_target.h"
 #include "session.h"
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD	O_EXCL	/* Linux 6.9: a pidfd for a thread, not only a leader */
+#endif
+
 struct session {
-	struct ebpfprof_bpf *skel;
+	struct ebpfprof_bpf *skel;	/* single links are in skel->links */
 	struct ring_buffer *rb;
-	struct bpf_link **links;
+	struct bpf_link **links;	/* the sampler, one per CPU */
 	int *perf_fds;
 	int ncpu;
-	struct bpf_link *offcpu_link;
-	struct bpf_link *follow_links[3];
-	struct bpf_link *gc_links[64];	/* two per profiled process */
-	int ngc_links;
+	struct bpf_link **gc_links;	/* two per profiled process */
+	size_t ngc_links, gc_links_cap;
+	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
+	int (*on_event)(void *ctx, void *data, size_t len);
+	void *ctx;
+	unsigned long seed_failed;	/* blocked threads whose interval could not be opened */
+	unsigned long drain_failed;
 };
 
 static int verbose_libbpf;
 
+/* libbpf's warnings always (they explain failures), its info with -v. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
 	if (level == LIBBPF_DEBUG || (level == LIBBPF_INFO && !verbose_libbpf))
-		return 0;
-	if (!verbose_libbpf && level == LIBBPF_WARN)
 		return 0;
 	return vfprintf(stderr, fmt, args);
 }
@@ -56,10 +65,16 @@ static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_
 	int cpu;
 
 	s->ncpu = libbpf_num_possible_cpus();
+	if (s->ncpu <= 0) {
+		snprintf(err, errlen, "cannot count the CPUs: %s", strerror(-s->ncpu));
+		return -1;
+	}
 	s->links = calloc(s->ncpu, sizeof(*s->links));
 	s->perf_fds = malloc(s->ncpu * sizeof(int));
-	if (!s->links || !s->perf_fds)
+	if (!s->links || !s->perf_fds) {
+		snprintf(err, errlen, "out of memory");
 		return -1;
+	}
 	for (cpu = 0; cpu < s->ncpu; cpu++)
 		s->perf_fds[cpu] = -1;
 	for (cpu = 0; cpu < s->ncpu; cpu++) {
@@ -82,21 +97,25 @@ static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_
 	return 0;
 }
 
-static int attach_followers(struct session *s, char *err, size_t errlen)
+/* Attaches prog, keeping the link in the skeleton (destroyed with it). */
+static int attach_one(struct bpf_program *prog, struct bpf_link **link, const char *what,
+		      char *err, size_t errlen)
 {
-	struct bpf_program *progs[3] = { s->skel->progs.follow_fork, s->skel->progs.follow_exec,
-					 s->skel->progs.follow_exit };
-	int i;
-
-	for (i = 0; i < 3; i++) {
-		s->follow_links[i] = bpf_program__attach(progs[i]);
-		if (!s->follow_links[i]) {
-			snprintf(err, errlen, "cannot attach %s: %s", bpf_program__name(progs[i]),
-				 strerror(errno));
-			return -1;
-		}
+	*link = bpf_program__attach(prog);
+	if (!*link) {
+		snprintf(err, errlen, "cannot attach %s: %s", what, strerror(errno));
+		return -1;
 	}
 	return 0;
+}
+
+static int attach_followers(struct session *s, char *err, size_t errlen)
+{
+	struct ebpfprof_bpf *k = s->skel;
+
+	return attach_one(k->progs.follow_fork, &k->links.follow_fork, "follow_fork", err, errlen) ||
+	       attach_one(k->progs.follow_exec, &k->links.follow_exec, "follow_exec", err, errlen) ||
+	       attach_one(k->progs.follow_exit, &k->links.follow_exit, "follow_exit", err, errlen);
 }
 
 int session_follow(struct session *s, pid_t pid)
@@ -112,8 +131,13 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	struct session *s = calloc(1, sizeof(*s));
 	int rc;
 
-	if (!s)
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
 		return NULL;
+	}
+	s->on_event = o->on_event;
+	s->on_totals = o->on_totals;
+	s->ctx = o->ctx;
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
 	s->skel = ebpfprof_bpf__open();
@@ -123,7 +147,15 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	s->skel->rodata->ep_pidns_dev = o->pidns_dev;
 	s->skel->rodata->ep_pidns_ino = o->pidns_ino;
-	s->skel->rodata->ep_follow_children = o->follow_children;
+	if (o->offcpu_exact_ns)
+		s->skel->rodata->ep_offcpu_exact_ns = o->offcpu_exact_ns;
+	if (o->offcpu_period_ns)
+		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
+	if (!o->follow_children) {	/* not loaded at all: nothing to check at run time */
+		bpf_program__set_autoload(s->skel->progs.follow_fork, false);
+		bpf_program__set_autoload(s->skel->progs.follow_exec, false);
+		bpf_program__set_autoload(s->skel->progs.follow_exit, false);
+	}
 	rc = ebpfprof_bpf__load(s->skel);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-rc),
@@ -132,11 +164,9 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	if (attach_samplers(s, o->rate_hz, err, errlen))
 		goto fail;
-	s->offcpu_link = bpf_program__attach(s->skel->progs.offcpu_switch);
-	if (!s->offcpu_link) {
-		snprintf(err, errlen, "cannot attach to the sched_switch tracepoint: %s", strerror(errno));
+	if (attach_one(s->skel->progs.offcpu_switch, &s->skel->links.offcpu_switch,
+		       "to the sched_switch tracepoint", err, errlen))
 		goto fail;
-	}
 	if (o->follow_children && attach_followers(s, err, errlen))
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
@@ -157,18 +187,146 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, cfg, BPF_ANY);
 }
 
+/* A descriptor naming thread tid, for task storage: a pidfd of the thread
+ * (Linux 6.9+), or of the process when tid is its leader. -1 if neither. */
+static int thread_pidfd(int tid)
+{
+	int fd = syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+
+	if (fd < 0)
+		fd = syscall(SYS_pidfd_open, tid, 0);
+	return fd;
+}
+
+/* The GC clock of pid at now into *out; -1 if its collections are not probed. */
+static int gc_clock_now(struct session *s, pid_t pid, uint64_t now, uint64_t *out)
+{
+	__u32 key = pid;
+	__u64 clock;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key, &clock))
+		return -1;
+	*out = ep_gc_clock_read(clock, now);
+	return 0;
+}
+
+int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_task *st)
+{
+	struct ep_offcpu_task copy = *st;
+	int fd = thread_pidfd(host_tid), rc;
+
+	/* the GC clock as the kernel would have read it at the switch-out */
+	uint64_t clock = 0;
+
+	gc_clock_now(s, st->pid, st->off_ts, &clock);
+	copy.gc_clock_out = clock;
+	if (fd < 0) {
+		s->seed_failed++;
+		return -1;
+	}
+	rc = bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &copy, BPF_NOEXIST);
+	if (rc && errno == EEXIST)
+		rc = 0;		/* it ran meanwhile: the kernel has its own record */
+	else if (rc)
+		s->seed_failed++;
+	close(fd);
+	return rc;
+}
+
+/* Thread tid of pid is off the CPU now: deliver its interval up to now as the
+ * kernel would at its switch-in (record with its stack, and totals). */
+static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t now)
+{
+	struct ep_offcpu_task st;
+	struct ep_offcpu_record rec = { .kind = EP_EV_OFFCPU };
+	struct ep_totals_key key = { 0 };
+	struct ep_totals val = { 1, 0 };
+	int fd = thread_pidfd(tid);
+	uint64_t gc_ns = 0, clock_now;
+
+	if (fd < 0)
+		return;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &st) ||
+	    !st.off_ts || (pid_t)st.pid != pid || now <= st.off_ts) {
+		close(fd);
+		return;
+	}
+	if (st.reason == EP_OFF_GIL && !(st.flags & EP_IV_OWN_GC) &&
+	    !gc_clock_now(s, pid, now, &clock_now) && clock_now > st.gc_clock_out)
+		gc_ns = clock_now - st.gc_clock_out;
+	if (gc_ns > now - st.off_ts)
+		gc_ns = now - st.off_ts;
+	rec = (struct ep_offcpu_record){
+		.kind = EP_EV_OFFCPU, .pid = st.pid, .tid = st.tid, .reason = st.reason,
+		.flags = st.flags | EP_IV_EXACT | EP_IV_OPEN, .gc_gen = st.gc_gen,
+		.start_ts = st.off_ts, .end_ts = now, .weight_ns = now - st.off_ts,
+		.gc_ns = gc_ns, .stack_id = st.stack_id };
+	key = (struct ep_totals_key){ .pid = st.pid, .tid = st.tid, .flags = st.flags & EP_IV_OWN_GC };
+	if (gc_ns && s->on_totals) {
+		key.reason = EP_OFF_GIL_GC;
+		val.ns = gc_ns;
+		s->on_totals(s->ctx, &key, &val);
+	}
+	if (rec.weight_ns > gc_ns && s->on_totals) {
+		key.reason = st.reason;
+		val.ns = rec.weight_ns - gc_ns;
+		s->on_totals(s->ctx, &key, &val);
+	}
+	if (s->on_event)
+		s->on_event(s->ctx, &rec, sizeof(rec));
+	/* closed here: the kernel must not count it again when the thread runs */
+	st.off_ts = 0;
+	bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &st, BPF_EXIST);
+	close(fd);
+}
+
+static void close_open_intervals(struct session *s, pid_t pid)
+{
+	uint64_t now = monotonic_ns();
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			close_open_interval(s, pid, atoi(de->d_name), now);
+	closedir(dir);
+}
+
+/* Moves the kernel's off-CPU totals to on_totals, entry by entry, each read
+ * and deleted in one step so that nothing added meanwhile is lost. */
+static void drain_totals(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.offcpu_totals);
+	unsigned int max = bpf_map__max_entries(s->skel->maps.offcpu_totals), i;
+	struct ep_totals_key key;
+	struct ep_totals val;
+
+	for (i = 0; i < max; i++) {
+		if (bpf_map_get_next_key(fd, NULL, &key))
+			return;
+		if (bpf_map_lookup_and_delete_elem(fd, &key, &val)) {
+			s->drain_failed++;
+			bpf_map_delete_elem(fd, &key);
+			continue;
+		}
+		if (s->on_totals)
+			s->on_totals(s->ctx, &key, &val);
+	}
+}
+
 void session_remove_process(struct session *s, pid_t pid)
 {
 	__u32 key = pid;
 
+	close_open_intervals(s, pid);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
-}
-
-int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_start *start)
-{
-	__u32 key = host_tid;
-
-	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_since), &key, start, BPF_NOEXIST);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key);
+	drain_totals(s);
 }
 
 int session_poll(struct session *s, int timeout_ms)
@@ -178,6 +336,7 @@ int session_poll(struct session *s, int timeout_ms)
 
 	if (n == 0 || n == -EINTR)
 		n = ring_buffer__consume(s->rb);
+	drain_totals(s);
 	return n;
 }
 
@@ -210,10 +369,19 @@ static const char *const collector_functions[] = {
 
 static int keep_gc_link(struct session *s, struct bpf_link *link)
 {
-	if (!link || s->ngc_links >= (int)(sizeof(s->gc_links) / sizeof(s->gc_links[0]))) {
-		bpf_link__destroy(link);
-		return -1;
+	if (link && s->ngc_links == s->gc_links_cap) {
+		size_t cap = s->gc_links_cap ? s->gc_links_cap * 2 : 16;
+		struct bpf_link **v = realloc(s->gc_links, cap * sizeof(*v));
+
+		if (!v) {
+			bpf_link__destroy(link);
+			return -1;
+		}
+		s->gc_links = v;
+		s->gc_links_cap = cap;
 	}
+	if (!link)
+		return -1;
 	s->gc_links[s->ngc_links++] = link;
 	return 0;
 }
@@ -255,7 +423,7 @@ static int attach_gc_uprobe(struct session *s, const struct py_target *t, const 
 	return keep_gc_pair(s, start, done);
 }
 
-enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t)
+static enum gc_probe_kind attach_gc_probes(struct session *s, const struct py_target *t)
 {
 	size_t i;
 
@@ -268,6 +436,26 @@ enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *
 		    !attach_gc_uprobe(s, t, collector_functions[i]))
 			return GC_PROBE_UPROBE;
 	return GC_PROBE_NONE;
+}
+
+/* With probes, the process gets a GC clock: GIL waits are then split
+ * exactly in the kernel (see ep_gc_clock_read). Without a clock (map full:
+ * more than its 256 processes) its GIL waits are classified by the
+ * collecting flag instead, as for a process without probes; the summary
+ * says so through EP_CNT_MAP_FULL. */
+enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t)
+{
+	enum gc_probe_kind kind = attach_gc_probes(s, t);
+	__u32 key = t->pid;
+	__u64 clock = 0;
+
+	if (kind != GC_PROBE_NONE &&
+	    bpf_map_update_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key, &clock, BPF_NOEXIST) &&
+	    errno != EEXIST) {
+		fprintf(stderr, "ebpfprof: warning: process %d: GC clock not kept (%s): its GIL waits behind collections are classified by the collecting flag\n",
+			t->pid, strerror(errno));
+	}
+	return kind;
 }
 
 const char *gc_probe_name(enum gc_probe_kind k)
@@ -284,15 +472,14 @@ const char *gc_probe_name(enum gc_probe_kind k)
 
 void session_close(struct session *s)
 {
-	int cpu, i;
+	size_t i;
+	int cpu;
 
 	if (!s)
 		return;
 	for (i = 0; i < s->ngc_links; i++)
 		bpf_link__destroy(s->gc_links[i]);
-	bpf_link__destroy(s->offcpu_link);
-	for (i = 0; i < 3; i++)
-		bpf_link__destroy(s->follow_links[i]);
+	free(s->gc_links);
 	if (s->rb)
 		ring_buffer__free(s->rb);
 	for (cpu = 0; s->links && cpu < s->ncpu; cpu++)
@@ -304,4 +491,22 @@ void session_close(struct session *s)
 	free(s->perf_fds);
 	ebpfprof_bpf__destroy(s->skel);
 	free(s);
+}
+
+void session_print_summary(struct session *s, FILE *f)
+{
+	uint64_t c[EP_CNT_MAX];
+
+	session_counters(s, c);
+	fprintf(f, "ebpfprof: off-CPU: %llu intervals timed exactly in the kernel, %llu of them sent with their stack (over the threshold, or sampled); stacks walked %llu times, reused %llu times\n",
+		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
+		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
+	if (c[EP_CNT_LOST] || c[EP_CNT_MAP_FULL] || c[EP_CNT_GC_LOST] || s->seed_failed ||
+	    s->drain_failed)
+		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %llu collections ended unseen, %lu blocked threads not seeded, %lu totals not drained\n",
+			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
+			(unsigned long long)c[EP_CNT_GC_LOST], s->seed_failed, s->drain_failed);
+	if (c[EP_CNT_NO_TSTATE])
+		fprintf(f, "ebpfprof: %llu samples of threads without a Python thread state (not shown)\n",
+			(unsigned long long)c[EP_CNT_NO_TSTATE]);
 }

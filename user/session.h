@@ -4,6 +4,7 @@
 #ifndef EP_SESSION_H
 #define EP_SESSION_H
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "ebpfprof.h"
 
@@ -14,8 +15,13 @@ struct session_opts {
 	uint64_t pidns_dev, pidns_ino;	/* nonzero: filter on pids of this PID namespace */
 	int follow_children;		/* --subprocesses */
 	int verbose;
+	/* off-CPU intervals at least this long are sent whole; shorter ones
+	 * are sampled once per period of off-CPU time (weighted by it) */
+	uint64_t offcpu_exact_ns, offcpu_period_ns;
 	/* called for every record in the ring buffer */
 	int (*on_event)(void *ctx, void *data, size_t len);
+	/* called with the kernel's exact off-CPU totals as they are drained */
+	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
 	void *ctx;
 };
 
@@ -36,16 +42,21 @@ const char *gc_probe_name(enum gc_probe_kind k);
 
 /* Starts walking stacks of process pid with cfg. 0 or -1. */
 int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *cfg);
+/* Stops: threads of pid still off the CPU have their interval closed now
+ * (delivered as records and totals), then the kernel forgets pid. */
 void session_remove_process(struct session *s, pid_t pid);
 /* --subprocesses: follow pid's future children (forks and execs). */
 int session_follow(struct session *s, pid_t pid);
-/* Marks host thread tid as off the CPU since start->ts, so the kernel closes
- * the interval when it runs again. 0 or -1. */
-int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_start *start);
-/* Delivers ready records to on_event; waits up to timeout_ms. <0 on error. */
+/* Marks host thread tid as off the CPU since st->off_ts, so the kernel closes
+ * the interval when it runs again. 0 or -1 (errno). */
+int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_task *st);
+/* Delivers ready records to on_event and the kernel's totals to on_totals;
+ * waits up to timeout_ms. <0 on error. */
 int session_poll(struct session *s, int timeout_ms);
 /* Sum over CPUs of the kernel-side counters (enum ep_counter). */
 void session_counters(struct session *s, uint64_t out[EP_CNT_MAX]);
+/* What the kernel side counted and lost, for the summary. */
+void session_print_summary(struct session *s, FILE *f);
 void session_close(struct session *s);
 
 #endif

@@ -1,0 +1,74 @@
+"""Issue 8: the profiler's memory grows with distinct stacks, threads and the
+profile's own samples, not with the target's context switches (it kept ~157
+bytes per switch-out before: ~1.5 GiB an hour on a busy server). The long
+version (10 minutes) is run by `make soak`."""
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import conftest
+from conftest import require_interpreter
+
+
+def rss_anon_kib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssAnon")
+
+
+def switches(pid):
+    n = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    n += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return n
+
+
+def measure(workloads, tmp_path, warmup_s, measured_s, *extra):
+    interp = require_interpreter("debian-3.11")
+    w = workloads(interp, "switch_heavy.py", seconds=warmup_s + measured_s + 30)
+    prof = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d",
+                             str(warmup_s + measured_s + 5), *extra, "-o", str(tmp_path / "p.json")],
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(warmup_s)
+    rss0, sw0 = rss_anon_kib(prof.pid), switches(w.pid)
+    time.sleep(measured_s)
+    rss1, sw1 = rss_anon_kib(prof.pid), switches(w.pid)
+    _, err = prof.communicate(timeout=120)
+    assert prof.returncode == 0, err
+    return (rss1 - rss0) * 1024, sw1 - sw0, err
+
+
+@pytest.mark.parametrize("extra", [(), ("--idle",)])
+def test_memory_does_not_grow_with_switches(workloads, tmp_path, extra):
+    grown, switched, err = measure(workloads, tmp_path, 4, 12, *extra)
+    print(f"memory{extra}: {grown} bytes over {switched} switches: {grown / switched:.3f} B/switch")
+    assert switched > 50000, switched
+    # 157 bytes per switch before; the profile's own samples remain
+    assert grown / switched < 8, (grown, switched, err)
+
+
+def test_soak_ten_minutes(workloads, tmp_path):
+    if not os.environ.get("EBPFPROF_SOAK"):
+        pytest.skip("10-minute test: run by `make soak`")
+    grown, switched, err = measure(workloads, tmp_path, 30, 600)
+    per_hour = grown * 3600 / 600
+    print(f"soak: {grown / 2**20:.2f} MiB in 600 s over {switched} switches, "
+          f"{per_hour / 2**20:.1f} MiB/h, {grown / switched:.3f} B/switch")
+    # for docs/benchmarks.md (bench/report.py reads it)
+    figures = conftest.ROOT / "build" / "bench" / "soak.json"
+    figures.parent.mkdir(parents=True, exist_ok=True)
+    figures.write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"), "seconds": 600, "grown_bytes": grown,
+        "switches": switched, "switches_per_s": switched / 600, "mib_per_hour": per_hour / 2**20,
+        "bytes_per_switch": grown / switched}))
+    assert grown / switched < 2, (grown, switched, err)
