@@ -75,9 +75,10 @@ unit-bins: $(UNIT_BINS)
 unit: $(UNIT_BINS)
 	scripts/run-unit-tests.sh $(UNIT_BINS)
 
-# real processes under the real BPF programs, then the same under 6.1 and 6.12 in QEMU
+# real processes under the real BPF programs (hostile targets first: their
+# profiles join the speedscope app check that runs last), then the same under 6.1 and 6.12 in QEMU
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/integration vmtests
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/integration vmtests
 
 # the README's first command: set up, build, profile the bundled demo
 demo: deps
