@@ -29,7 +29,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps demo test unit unit-bins integration bench vmtest clean
+.PHONY: all deps demo test unit unit-bins integration bench vmtest clean check-asan fuzz fuzz-short
 all: ebpfprof
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
@@ -66,6 +66,30 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB) | $(OUTPUT)/tests
 
 deps:
 	scripts/deps.sh
+
+# The unit tests again, built with AddressSanitizer and UBSan: a read or write
+# out of bounds, a use after free, an overflow or a bad shift fails the test.
+ASAN_OUT    := $(OUTPUT)/asan
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+ASAN_OBJS   := $(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+ASAN_BINS   := $(patsubst tests/unit/%.c,$(ASAN_OUT)/tests/%,$(UNIT_SRCS))
+
+$(ASAN_OUT)/user/session.o: $(OUTPUT)/ebpfprof.skel.h
+
+$(ASAN_OUT)/user/%.o: user/%.c $(wildcard user/*.h) include/ebpfprof.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ASAN_CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(ASAN_OUT)/libebpfprof.a: $(ASAN_OBJS)
+	$(AR) rcs $@ $^
+
+$(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ASAN_CFLAGS) $(INCLUDES) -Itests/unit $< $(ASAN_OUT)/libebpfprof.a $(LDLIBS) -lcmocka -o $@
+
+check-asan: $(ASAN_BINS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		scripts/run-unit-tests.sh $(ASAN_BINS)
 
 # a C program embedding libpython3.11.so, profiled by the integration tests
 include tests/embed/Makefile.inc

@@ -123,7 +123,7 @@ int json_write_string(FILE *f, const char *s)
 
 	buf[len++] = '"';
 	while (*p) {
-		if (len + PIECE_MAX > sizeof(buf)) {
+		if (len + PIECE_MAX + 1 > sizeof(buf)) {
 			if (fwrite(buf, 1, len, f) != len)
 				return -1;
 			len = 0;
