@@ -22,6 +22,7 @@
 #include "follow.h"
 #include "launch.h"
 #include "preflight.h"
+#include "printable.h"
 #include "py_target.h"
 #include "recorder.h"
 #include "report.h"
@@ -169,9 +170,12 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Messages carry names from the target (comm, paths): escaped for the terminal. */
 static void die(const char *msg)
 {
-	fprintf(stderr, "ebpfprof: %s\n", msg);
+	char shown[ERRLEN * 4];
+
+	fprintf(stderr, "ebpfprof: %s\n", printable(msg, shown, sizeof(shown)));
 	exit(1);
 }
 
