@@ -8,6 +8,7 @@
 #include "json.h"
 #include "printable.h"
 #include "report.h"
+#include "writer.h"
 
 /* The columns of the table, in the order a reader scans for trouble. */
 static const struct {
@@ -218,38 +219,24 @@ static int write_log(FILE *f, const struct analysis *a, const struct profile *p,
 	return ferror(f) ? -1 : 0;
 }
 
+struct gc_log_job {
+	const struct analysis *a;
+	const struct profile *p;
+	uint64_t min_wait_ns;
+};
+
+static int write_log_job(FILE *f, void *ctx)
+{
+	const struct gc_log_job *job = ctx;
+
+	return write_log(f, job->a, job->p, job->min_wait_ns);
+}
+
 int report_gc_log(const char *path, const struct analysis *a, const struct profile *p,
 		  uint64_t min_wait_ns)
 {
-	char tmp[4096];
-	FILE *f;
-	int fd, saved;
+	struct gc_log_job job = { .a = a, .p = p, .min_wait_ns = min_wait_ns };
 
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -1;
-	f = fdopen(fd, "w");
-	if (!f) {
-		saved = errno;
-		close(fd);
-		unlink(tmp);
-		errno = saved;
-		return -1;
-	}
-	if (write_log(f, a, p, min_wait_ns) || fflush(f) || fsync(fd)) {
-		saved = errno;
-		fclose(f);
-		unlink(tmp);
-		errno = saved;
-		return -1;
-	}
-	fchmod(fd, 0644);
-	if (fclose(f) || rename(tmp, path)) {
-		saved = errno;
-		unlink(tmp);
-		errno = saved;
-		return -1;
-	}
-	return 0;
+	/* the profile's own atomic write: same checks, mode and owner */
+	return writer_write_atomic(path, 0, write_log_job, &job);
 }
