@@ -332,6 +332,11 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
+	/* what is read from here on is of this process, not a later one with its pid */
+	if (remote_track(pid)) {
+		snprintf(err, errlen, "process %d exited", pid);
+		return PY_TARGET_GONE;
+	}
 	procfs_comm(pid, 0, comm, sizeof(comm));
 	if (!comm[0])
 		snprintf(comm, sizeof(comm), "?");
@@ -345,6 +350,10 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 	if (strlen(exe) > 10 && !strcmp(exe + strlen(exe) - 10, " (deleted)"))
 		exe[strlen(exe) - 10] = 0;
 	found = scan_maps(t, exe, &saw_python_name);
+	if (!remote_same_process(pid)) {
+		snprintf(err, errlen, "process %d exited", pid);
+		return PY_TARGET_GONE;
+	}
 	if (found < 0) {
 		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", pid, strerror(errno));
 		return errno == ENOENT || errno == ESRCH ? PY_TARGET_GONE : PY_TARGET_NOT_PYTHON;
