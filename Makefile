@@ -29,7 +29,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps demo test unit unit-bins integration bench vmtest clean check-asan fuzz fuzz-short
+.PHONY: all deps demo test unit unit-bins integration bench vmtest clean check-asan fuzz fuzz-short fuzz-bins
 all: ebpfprof
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
@@ -86,6 +86,37 @@ $(ASAN_OUT)/libebpfprof.a: $(ASAN_OBJS)
 $(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(ASAN_CFLAGS) $(INCLUDES) -Itests/unit $< $(ASAN_OUT)/libebpfprof.a $(LDLIBS) -lcmocka -o $@
+
+# libFuzzer targets (clang, ASan, UBSan) of everything that parses what the
+# target controls. make test runs each for FUZZ_SHORT seconds; make fuzz for
+# FUZZ_SECONDS (FUZZ_JOBS at a time). Corpora are kept in build/fuzz/corpus-*.
+FUZZ_OUT     := $(OUTPUT)/fuzz
+FUZZ_CC      ?= clang-14
+FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_NAMES   := linetable elf debug_offsets pystr json
+FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
+FUZZ_SECONDS ?= 600
+FUZZ_SHORT   ?= 10
+FUZZ_JOBS    ?= 2
+fuzz_linetable_SRCS     := user/linetable.c
+fuzz_elf_SRCS           := user/elf_syms.c
+fuzz_elf_LIBS           := -lelf
+fuzz_debug_offsets_SRCS := user/py_debug_offsets.c user/py_layout_table.c user/remote.c
+fuzz_pystr_SRCS         := user/pystr.c
+fuzz_json_SRCS          := user/json.c user/printable.c
+
+.SECONDEXPANSION:
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(wildcard user/*.h) include/ebpfprof.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(INCLUDES) -Itests/unit $< $(fuzz_$*_SRCS) $(fuzz_$*_LIBS) -o $@
+
+fuzz-bins: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_BINS)
+
+fuzz-short: $(FUZZ_BINS)
+	scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_JOBS) $(FUZZ_BINS)
 
 check-asan: $(ASAN_BINS)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -19,5 +19,7 @@ make -j"$(nproc)" ebpfprof unit-bins embed-host || exit 1
 make unit || status=1
 # the same unit tests under AddressSanitizer and UBSan
 make -j"$(nproc)" check-asan || status=1
+# the fuzz targets, briefly (make fuzz runs them for ten minutes each)
+make -j"$(nproc)" fuzz-short || status=1
 make integration || status=1
 exit $status

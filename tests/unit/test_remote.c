@@ -26,6 +26,7 @@ static pid_t spawn_sleeper(uint64_t value)
 
 	if (pid == 0) {
 		marker = value;
+		alarm(30);	/* never outlives a failed test */
 		for (;;)
 			pause();
 	}
