@@ -2,32 +2,16 @@
 /* Escaping of control characters in everything printed (see printable.h). */
 #include <stdio.h>
 #include <string.h>
+#include "json.h"
 #include "printable.h"
 
 /* Length of the valid UTF-8 character at s that is not a C1 control
  * (U+0080..U+009F, which terminals obey as well), or 0. */
 static size_t printable_utf8_len(const unsigned char *s)
 {
-	size_t need, i;
+	size_t bad, n = json_utf8_len(s, &bad);
 
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		need = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		need = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		need = 4;
-	else
-		return 0;
-	for (i = 1; i < need; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((s[0] == 0xc2 && s[1] < 0xa0) ||		/* C1 controls */
-	    (s[0] == 0xe0 && s[1] < 0xa0) ||		/* overlong */
-	    (s[0] == 0xed && s[1] > 0x9f) ||		/* surrogates */
-	    (s[0] == 0xf0 && s[1] < 0x90) ||		/* overlong */
-	    (s[0] == 0xf4 && s[1] > 0x8f))		/* above U+10FFFF */
-		return 0;
-	return need;
+	return n == 2 && s[0] == 0xc2 && s[1] < 0xa0 ? 0 : n;
 }
 
 char *printable(const char *s, char *out, size_t out_size)
