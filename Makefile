@@ -38,7 +38,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps demo test unit unit-bins integration bench soak vmtest clean
+.PHONY: all deps demo test unit unit-bins integration bench soak vmtest clean check-asan fuzz fuzz-short fuzz-bins
 # a recipe that fails leaves no half-written target behind for the next make
 .DELETE_ON_ERROR:
 all: ebpfprof
@@ -78,6 +78,61 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB) | $(OUTPUT)/tests
 deps:
 	scripts/deps.sh
 
+# The unit tests again, built with AddressSanitizer and UBSan: a read or write
+# out of bounds, a use after free, an overflow or a bad shift fails the test.
+ASAN_OUT    := $(OUTPUT)/asan
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+ASAN_OBJS   := $(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+ASAN_BINS   := $(patsubst tests/unit/%.c,$(ASAN_OUT)/tests/%,$(UNIT_SRCS))
+
+$(ASAN_OUT)/user/session.o: $(OUTPUT)/ebpfprof.skel.h
+
+$(ASAN_OUT)/user/%.o: user/%.c $(wildcard user/*.h) include/ebpfprof.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ASAN_CFLAGS) $(INCLUDES) -c $< -o $@
+
+$(ASAN_OUT)/libebpfprof.a: $(ASAN_OBJS)
+	$(AR) rcs $@ $^
+
+$(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(ASAN_CFLAGS) $(INCLUDES) -Itests/unit $< $(ASAN_OUT)/libebpfprof.a $(LDLIBS) -lcmocka -o $@
+
+# libFuzzer targets (clang, ASan, UBSan) of everything that parses what the
+# target controls. make test runs each for FUZZ_SHORT seconds; make fuzz for
+# FUZZ_SECONDS (FUZZ_JOBS at a time). Corpora are kept in build/fuzz/corpus-*.
+FUZZ_OUT     := $(OUTPUT)/fuzz
+FUZZ_CC      ?= clang-14
+FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_NAMES   := linetable elf debug_offsets pystr json
+FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
+FUZZ_SECONDS ?= 600
+FUZZ_SHORT   ?= 10
+FUZZ_JOBS    ?= 2
+fuzz_linetable_SRCS     := user/linetable.c
+fuzz_elf_SRCS           := user/elf_syms.c
+fuzz_elf_LIBS           := -lelf
+fuzz_debug_offsets_SRCS := user/py_debug_offsets.c user/py_layout_table.c user/remote.c
+fuzz_pystr_SRCS         := user/pystr.c
+fuzz_json_SRCS          := user/json.c user/printable.c
+
+.SECONDEXPANSION:
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(wildcard user/*.h) include/ebpfprof.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(INCLUDES) -Itests/unit $< $(fuzz_$*_SRCS) $(fuzz_$*_LIBS) -o $@
+
+fuzz-bins: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_BINS)
+
+fuzz-short: $(FUZZ_BINS)
+	scripts/fuzz.sh $(FUZZ_SHORT) $(FUZZ_JOBS) $(FUZZ_BINS)
+
+check-asan: $(ASAN_BINS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		scripts/run-unit-tests.sh $(ASAN_BINS)
+
 # a C program embedding libpython3.11.so, profiled by the integration tests
 include tests/embed/Makefile.inc
 
@@ -86,9 +141,10 @@ unit-bins: $(UNIT_BINS)
 unit: $(UNIT_BINS)
 	scripts/run-unit-tests.sh $(UNIT_BINS)
 
-# real processes under the real BPF programs, then the same under 6.1 and 6.12 in QEMU
+# real processes under the real BPF programs (hostile targets first: their
+# profiles join the speedscope app check that runs last), then the same under 6.1 and 6.12 in QEMU
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/integration tests/hostile vmtests
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/integration vmtests
 
 # the README's first command: set up, build, profile the bundled demo
 demo: deps

@@ -18,5 +18,9 @@ vmtests/setup.sh || echo "test.sh: the VM test kernels could not be fetched; the
 
 make -j"$(nproc)" ebpfprof unit-bins embed-host || exit 1
 make unit || status=1
+# the same unit tests under AddressSanitizer and UBSan
+make -j"$(nproc)" check-asan || status=1
+# the fuzz targets, briefly (make fuzz runs them for ten minutes each)
+make -j"$(nproc)" fuzz-short || status=1
 make integration || status=1
 exit $status

@@ -9,6 +9,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "follow.h"
 #include "launch.h"
 #include "preflight.h"
+#include "printable.h"
 #include "py_target.h"
 #include "recorder.h"
 #include "report.h"
@@ -29,6 +31,8 @@
 #include "writer.h"
 
 #define ERRLEN 512
+/* keys of long options without a short form */
+#define OPT_AS_ROOT 0x100
 /* How long a launched command may take to start its interpreter. */
 #define PYTHON_START_TIMEOUT_NS (10ull * 1000000000ull)
 
@@ -44,15 +48,34 @@ struct options {
 	double wait_threshold_ms;
 	int by_function;
 	int subprocesses;
+	int as_root;		/* launch mode under sudo: keep root for the command */
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
 };
 
 static volatile sig_atomic_t stop_signal;
+/* The launched command, for the signal handler: ended with us. */
+static volatile pid_t launched_pid;
 
+/*
+ * The first Ctrl-C (or SIGTERM) ends the recording and writes the profile;
+ * a second one, when the drain or the write is too slow, ends ebpfprof
+ * there and then: no output (its temporary file removed), the launched
+ * command terminated. Only async-signal-safe calls here.
+ */
 static void on_stop_signal(int sig)
 {
+	static const char msg[] = "ebpfprof: interrupted again: stopping now, nothing written\n";
+
+	if (stop_signal && sig != SIGHUP) {
+		writer_abandon();
+		if (launched_pid > 0)
+			kill(launched_pid, SIGTERM);
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+			_exit(130);
+		_exit(130);
+	}
 	stop_signal = sig;
 }
 
@@ -79,10 +102,34 @@ static const struct argp_option option_list[] = {
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
+	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
+
+/* Longest -d: a year (the deadline is kept in nanoseconds). */
+#define DURATION_MAX_S		(365.0 * 24 * 3600)
+/* Largest -W: a day. */
+#define THRESHOLD_MAX_MS	(24.0 * 3600 * 1000)
+
+/* A finite decimal number in [min, max] (min excluded if open_min). No
+ * inf, nan, hex floats or trailing text: the value is converted to an
+ * integer later, where anything out of range is undefined behaviour. */
+static int parse_real(const char *s, double min, int open_min, double max, double *out)
+{
+	char *end;
+
+	if (strpbrk(s, "xXpP") || strcasestr(s, "inf") || strcasestr(s, "nan"))
+		return -1;
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(*out))
+		return -1;
+	if (*out < min || (open_min && *out == min) || *out > max)
+		return -1;
+	return 0;
+}
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
@@ -97,7 +144,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct options *o = state->input;
 	unsigned long v;
-	char *end;
 
 	switch (key) {
 	case 'p':
@@ -106,9 +152,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->pid = v;
 		break;
 	case 'd':
-		o->duration = strtod(arg, &end);
-		if (*end || end == arg || !(o->duration > 0))
-			argp_error(state, "invalid duration: %s (seconds, > 0)", arg);
+		if (parse_real(arg, 0, 1, DURATION_MAX_S, &o->duration))
+			argp_error(state, "invalid duration: %s (seconds, > 0, at most a year)", arg);
 		break;
 	case 'r':
 		if (parse_uint(arg, 10000, &v))
@@ -116,6 +161,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->rate_hz = v;
 		break;
 	case 'o':
+		if (!arg[0])
+			argp_error(state, "invalid output: an empty file name");
 		o->output = arg;
 		break;
 	case 'f':
@@ -136,12 +183,16 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->idle = 1;
 		break;
 	case 'G':
+		if (!arg[0])
+			argp_error(state, "invalid --gc-log: an empty file name");
 		o->gc_log = arg;
 		break;
 	case 'W':
-		o->wait_threshold_ms = strtod(arg, &end);
-		if (*end || end == arg || o->wait_threshold_ms < 0)
-			argp_error(state, "invalid wait threshold: %s (milliseconds)", arg);
+		if (parse_real(arg, 0, 0, THRESHOLD_MAX_MS, &o->wait_threshold_ms))
+			argp_error(state, "invalid wait threshold: %s (milliseconds, 0 to a day)", arg);
+		break;
+	case OPT_AS_ROOT:
+		o->as_root = 1;
 		break;
 	case 'v':
 		o->verbose = 1;
@@ -169,9 +220,12 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Messages carry names from the target (comm, paths): escaped for the terminal. */
 static void die(const char *msg)
 {
-	fprintf(stderr, "ebpfprof: %s\n", msg);
+	char shown[ERRLEN * 4];
+
+	fprintf(stderr, "ebpfprof: %s\n", printable(msg, shown, sizeof(shown)));
 	exit(1);
 }
 
@@ -279,6 +333,16 @@ static void record(struct run *run)
 	while (session_poll(run->session, 0) > 0)
 		;
 	recorder_finish(&run->rec, end);
+}
+
+/* The launched command does not outlive the recording, whatever ends it. */
+static void end_command(struct run *run)
+{
+	if (run->is_child && !run->target_exited) {
+		kill(run->pid, SIGTERM);
+		waitpid(run->pid, &run->exit_status, 0);
+		run->target_exited = 1;
+	}
 }
 
 static const char *stop_reason(const struct run *run)
@@ -395,10 +459,11 @@ int cmd_record(int argc, char **argv)
 	if (!run.session)
 		die(err);
 	if (o.command) {
-		run.pid = launch_command(o.command, err, sizeof(err));
+		run.pid = launch_command(o.command, o.as_root, err, sizeof(err));
 		if (run.pid < 0)
 			die(err);
 		run.is_child = 1;
+		launched_pid = run.pid;
 		if (!o.output)
 			default_output(&o, run.pid, output, sizeof(output));
 	} else {
@@ -411,20 +476,19 @@ int cmd_record(int argc, char **argv)
 	record(&run);
 	if (writer_write_file(o.writer, &run.rec.profile, &wopts, output)) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", output, strerror(errno));
+		end_command(&run);
 		die(err);
 	}
 	if (o.gc_log && report_gc_log(o.gc_log, &run.rec.analysis, &run.rec.profile,
 				      (uint64_t)(o.wait_threshold_ms * 1e6))) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", o.gc_log, strerror(errno));
+		end_command(&run);
 		die(err);
 	}
 	print_summary(&run, output);
 	session_close(run.session);
 	follower_free(&run.follower);
 	recorder_free(&run.rec);
-	if (run.is_child && !run.target_exited) {
-		kill(run.pid, SIGTERM);
-		waitpid(run.pid, &run.exit_status, 0);
-	}
+	end_command(&run);
 	return 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libelf access to the interpreter's binary: symbols, rodata, load layout. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
@@ -8,32 +9,59 @@
 #include <unistd.h>
 #include "elf_syms.h"
 
+/* More sections than any real binary has: a bigger count is a forgery
+ * that would make every section lookup slow. */
+#define ELF_SECTIONS_MAX	65536
+
 struct elf_file {
 	int fd;
+	int owns_fd;
+	uint64_t size;		/* of the file when opened */
 	Elf *elf;
 	GElf_Ehdr ehdr;
 	char *soname;
 };
 
-struct elf_file *elf_file_open(const char *path)
+struct elf_file *elf_file_from_fd(int fd)
 {
 	struct elf_file *ef;
+	struct stat st;
+	size_t nsec;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	if (elf_version(EV_CURRENT) == EV_NONE || fstat(fd, &st) ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size > ELF_FILE_MAX)
 		return NULL;
 	ef = calloc(1, sizeof(*ef));
 	if (!ef)
 		return NULL;
-	ef->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (ef->fd < 0)
-		goto fail;
-	ef->elf = elf_begin(ef->fd, ELF_C_READ_MMAP, NULL);
-	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || !gelf_getehdr(ef->elf, &ef->ehdr))
-		goto fail;
+	ef->fd = fd;
+	ef->size = st.st_size;
+	/* ELF_C_READ reads with pread: a file truncated under us is an error,
+	 * where ELF_C_READ_MMAP would be SIGBUS. */
+	ef->elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || !gelf_getehdr(ef->elf, &ef->ehdr) ||
+	    elf_getshdrnum(ef->elf, &nsec) || nsec > ELF_SECTIONS_MAX) {
+		elf_file_close(ef);
+		return NULL;
+	}
 	return ef;
-fail:
-	elf_file_close(ef);
-	return NULL;
+}
+
+struct elf_file *elf_file_open(const char *path)
+{
+	/* O_NONBLOCK: a FIFO or a device must not block the open */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct elf_file *ef;
+
+	if (fd < 0)
+		return NULL;
+	ef = elf_file_from_fd(fd);
+	if (!ef) {
+		close(fd);
+		return NULL;
+	}
+	ef->owns_fd = 1;
+	return ef;
 }
 
 void elf_file_close(struct elf_file *ef)
@@ -42,10 +70,48 @@ void elf_file_close(struct elf_file *ef)
 		return;
 	if (ef->elf)
 		elf_end(ef->elf);
-	if (ef->fd >= 0)
+	if (ef->owns_fd)
 		close(ef->fd);
 	free(ef->soname);
 	free(ef);
+}
+
+/* A section that lies within the file and is small enough to read whole. */
+static int section_readable(const struct elf_file *ef, const GElf_Shdr *sh)
+{
+	if (sh->sh_type == SHT_NOBITS)
+		return 0;
+	return sh->sh_size <= ELF_SECTION_MAX && sh->sh_offset <= ef->size &&
+	       sh->sh_size <= ef->size - sh->sh_offset;
+}
+
+/* The data of a table section whose entries are `type`: sizes must agree,
+ * so that sh_entsize == 1 on a sparse file cannot mean 10^12 entries. */
+static Elf_Data *table_data(struct elf_file *ef, Elf_Scn *scn, Elf_Type type, size_t *n)
+{
+	size_t entsize = gelf_fsize(ef->elf, type, 1, EV_CURRENT);
+	Elf_Data *data;
+	GElf_Shdr sh;
+
+	if (!scn || !entsize || !gelf_getshdr(scn, &sh) || sh.sh_entsize != entsize ||
+	    !section_readable(ef, &sh) || sh.sh_size % entsize)
+		return NULL;
+	data = elf_getdata(scn, NULL);
+	if (!data || data->d_size < sh.sh_size)
+		return NULL;
+	*n = sh.sh_size / entsize;
+	return data;
+}
+
+/* The string section a table links to must be readable as well: libelf
+ * reads it whole on the first elf_strptr(). */
+static int strings_readable(struct elf_file *ef, size_t link)
+{
+	Elf_Scn *scn = elf_getscn(ef->elf, link);
+	GElf_Shdr sh;
+
+	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB &&
+	       section_readable(ef, &sh);
 }
 
 static Elf_Scn *find_section(struct elf_file *ef, Elf64_Word type, const char *name)
@@ -54,7 +120,7 @@ static Elf_Scn *find_section(struct elf_file *ef, Elf64_Word type, const char *n
 	GElf_Shdr sh;
 	size_t shstrndx;
 
-	if (elf_getshdrstrndx(ef->elf, &shstrndx))
+	if (elf_getshdrstrndx(ef->elf, &shstrndx) || (name && !strings_readable(ef, shstrndx)))
 		return NULL;
 	while ((scn = elf_nextscn(ef->elf, scn))) {
 		const char *sname;
@@ -74,14 +140,11 @@ static int symbol_in(struct elf_file *ef, Elf64_Word type, const char *name,
 	Elf_Scn *scn = find_section(ef, type, NULL);
 	Elf_Data *data;
 	GElf_Shdr sh;
-	size_t i, n;
+	size_t i, n = 0;
 
-	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+	data = table_data(ef, scn, ELF_T_SYM, &n);
+	if (!data || !gelf_getshdr(scn, &sh) || !strings_readable(ef, sh.sh_link))
 		return -1;
-	data = elf_getdata(scn, NULL);
-	if (!data)
-		return -1;
-	n = sh.sh_size / sh.sh_entsize;
 	for (i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *sname;
@@ -120,12 +183,14 @@ int elf_read_vaddr(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len)
 {
 	size_t i, nph;
 
-	if (elf_getphdrnum(ef->elf, &nph))
+	if (elf_getphdrnum(ef->elf, &nph) || vaddr + len < vaddr)
 		return -1;
-	for (i = 0; i < nph; i++) {
+	for (i = 0; i < nph && i < ELF_SECTIONS_MAX; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(ef->elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_vaddr + ph.p_filesz < ph.p_vaddr || ph.p_offset > ef->size)
 			continue;
 		if (vaddr < ph.p_vaddr || vaddr + len > ph.p_vaddr + ph.p_filesz)
 			continue;
@@ -161,12 +226,14 @@ const char *elf_soname(struct elf_file *ef)
 	Elf_Scn *scn = find_section(ef, SHT_DYNAMIC, NULL);
 	Elf_Data *data;
 	GElf_Shdr sh;
-	size_t i;
+	size_t i, n = 0;
 
-	if (ef->soname || !scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+	if (ef->soname || !scn)
 		return ef->soname;
-	data = elf_getdata(scn, NULL);
-	for (i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+	data = table_data(ef, scn, ELF_T_DYN, &n);
+	if (!data || !gelf_getshdr(scn, &sh) || !strings_readable(ef, sh.sh_link))
+		return NULL;
+	for (i = 0; i < n; i++) {
 		GElf_Dyn dyn;
 		const char *s;
 
@@ -183,9 +250,12 @@ int elf_for_each_rodata_string(struct elf_file *ef,
 			       int (*fn)(const char *s, size_t len, void *arg), void *arg)
 {
 	Elf_Scn *scn = find_section(ef, SHT_PROGBITS, ".rodata");
-	Elf_Data *data = scn ? elf_rawdata(scn, NULL) : NULL;
+	Elf_Data *data = NULL;
 	const char *p, *end;
+	GElf_Shdr sh;
 
+	if (scn && gelf_getshdr(scn, &sh) && section_readable(ef, &sh))
+		data = elf_rawdata(scn, NULL);
 	if (!data || !data->d_buf)
 		return 0;
 	p = data->d_buf;

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Symbols and read-only data of an ELF file on disk (libelf). */
+/*
+ * Symbols and read-only data of an ELF file on disk (libelf). The file
+ * belongs to the target and is hostile: it is read with pread (ELF_C_READ,
+ * never mmap, so a file truncated under us gives an error, not SIGBUS), its
+ * size and every section read are capped, and every count is checked
+ * against the bytes it claims.
+ */
 #ifndef EP_ELF_SYMS_H
 #define EP_ELF_SYMS_H
 #include <stddef.h>
@@ -7,8 +13,17 @@
 
 struct elf_file;
 
-/* Opens path (read-only). NULL if it is not a readable ELF file. */
+/* Largest ELF file looked at (a debug libpython is ~100 MiB). */
+#define ELF_FILE_MAX		(1ull << 30)
+/* Largest section read whole (.symtab, .dynsym, their strings, .rodata). */
+#define ELF_SECTION_MAX		(64ull << 20)
+
+/* Opens path read-only, without blocking and only if it is a regular file.
+ * NULL if it is not a readable ELF file. */
 struct elf_file *elf_file_open(const char *path);
+/* Reads the already open regular file fd (which the caller keeps open and
+ * closes after elf_file_close). NULL if it is not a usable ELF file. */
+struct elf_file *elf_file_from_fd(int fd);
 void elf_file_close(struct elf_file *ef);
 
 /* Value (link-time address) and size of a symbol, from .dynsym then .symtab.

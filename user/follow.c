@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "follow.h"
+#include "printable.h"
 
 /* How long after an exec the new program may take to map libpython and
  * initialise it, and to show that it is no Python at all. */
@@ -46,7 +47,7 @@ static void drop_pending_pid(struct follower *f, int pid)
 static int try_discover(struct follower *f, const struct pending_exec *p)
 {
 	struct py_target t;
-	char err[512];
+	char err[512], shown[2048];
 	int rc = py_target_find(p->pid, &t, err, sizeof(err));
 	uint64_t now = monotonic_ns();
 
@@ -67,7 +68,8 @@ static int try_discover(struct follower *f, const struct pending_exec *p)
 	if (rc == PY_TARGET_NOT_PYTHON && now + READY_TIMEOUT_NS < p->deadline_ns + FOUND_TIMEOUT_NS)
 		return 0;
 	if (f->verbose)
-		fprintf(stderr, "ebpfprof: not following process %d: %s\n", p->pid, err);
+		fprintf(stderr, "ebpfprof: not following process %d: %s\n", p->pid,
+			printable(err, shown, sizeof(shown)));
 	return 1;
 }
 

@@ -24,7 +24,7 @@ static int is_cont(unsigned char c)
  * When 0, *bad gets the length of the maximal invalid subpart to replace
  * (at least 1), so that a truncated sequence costs one U+FFFD, not several.
  */
-static size_t utf8_len(const unsigned char *s, size_t *bad)
+size_t json_utf8_len(const unsigned char *s, size_t *bad)
 {
 	unsigned char c = s[0];
 	unsigned char lo = 0x80, hi = 0xbf;	/* allowed range of byte 2 */
@@ -104,7 +104,7 @@ static size_t escape_one(const unsigned char *s, char *piece, size_t *used)
 		piece[5] = hex[s[0] & 0xf];
 		return 6;
 	}
-	n = utf8_len(s, &bad);
+	n = json_utf8_len(s, &bad);
 	if (!n) {
 		*used = bad;
 		memcpy(piece, REPLACEMENT, 3);
@@ -123,7 +123,7 @@ int json_write_string(FILE *f, const char *s)
 
 	buf[len++] = '"';
 	while (*p) {
-		if (len + PIECE_MAX > sizeof(buf)) {
+		if (len + PIECE_MAX + 1 > sizeof(buf)) {
 			if (fwrite(buf, 1, len, f) != len)
 				return -1;
 			len = 0;

@@ -2,17 +2,71 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "launch.h"
 
-pid_t launch_command(char *const argv[], char *err, size_t errlen)
+/* A decimal id from the environment; -1 if absent or malformed. */
+static long env_id(const char *name)
 {
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || *end || v < 0 || v > 0x7fffffff ? -1 : v;
+}
+
+int launch_sudo_user(uid_t *uid, gid_t *gid)
+{
+	long u = env_id("SUDO_UID"), g = env_id("SUDO_GID");
+
+	if (getuid() != 0 || u <= 0 || g < 0)
+		return 0;
+	*uid = u;
+	*gid = g;
+	return 1;
+}
+
+/*
+ * In the child, before exec: become the user who ran sudo, with their
+ * groups and HOME, as the command would run without sudo. Any failure is
+ * fatal: running it as root instead is what must not happen.
+ */
+static int drop_to_sudo_user(uid_t uid, gid_t gid)
+{
+	struct passwd *pw = getpwuid(uid);
+
+	if (pw ? initgroups(pw->pw_name, gid) : setgroups(0, NULL))
+		return -1;
+	if (setgid(gid) || setuid(uid))
+		return -1;
+	if (setuid(0) == 0)
+		return -1;	/* root could be regained: not dropped */
+	if (pw) {
+		setenv("HOME", pw->pw_dir, 1);
+		setenv("USER", pw->pw_name, 1);
+		setenv("LOGNAME", pw->pw_name, 1);
+	}
+	return 0;
+}
+
+pid_t launch_command(char *const argv[], int keep_root, char *err, size_t errlen)
+{
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int drop = !keep_root && launch_sudo_user(&uid, &gid);
 	int pipefd[2], child_errno = 0;
 	pid_t pid;
 	ssize_t n;
@@ -31,6 +85,12 @@ pid_t launch_command(char *const argv[], char *err, size_t errlen)
 		close(pipefd[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		if (drop && drop_to_sudo_user(uid, gid)) {
+			child_errno = errno ? errno : EPERM;
+			if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
+				_exit(127);
+			_exit(127);
+		}
 		execvp(argv[0], argv);
 		child_errno = errno;
 		if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "preflight.h"
+#include "writer.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON	38
@@ -57,14 +58,36 @@ int preflight_privileges(char *err, size_t errlen)
 	return -1;
 }
 
+/* The thread group (process) task tid belongs to, or -1. /proc/TID exists
+ * for every thread, though it is not listed. */
+static pid_t thread_group_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
 int preflight_pid(pid_t pid, char *err, size_t errlen)
 {
-	char path[64];
+	pid_t tgid = pid > 0 ? thread_group_of(pid) : -1;
 
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	if (pid > 0 && access(path, F_OK) == 0)
+	if (tgid == pid)
 		return 0;
-	snprintf(err, errlen, "no such process: %d", pid);
+	if (tgid > 0)
+		snprintf(err, errlen, "%d is a thread of process %d, not a process: give --pid %d",
+			 pid, tgid, tgid);
+	else
+		snprintf(err, errlen, "no such process: %d", pid);
 	return -1;
 }
 
@@ -79,6 +102,12 @@ int preflight_output(const char *path, char *err, size_t errlen)
 	dir = dirname(copy);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "cannot write %s: it is a directory", path);
+		free(copy);
+		return -1;
+	}
+	if (writer_check_path(path)) {
+		snprintf(err, errlen, "cannot write %s: it exists and is not a regular file (devices, FIFOs, sockets and symlinks are never replaced)",
+			 path);
 		free(copy);
 		return -1;
 	}

@@ -51,10 +51,17 @@ static uint64_t gil_addr(const struct py_target *t)
 	return gil;
 }
 
-static void fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
+/* Fills the frame walk's offsets; -1 if a field is missing or lies past the
+ * EP_FRAME_READ_MAX bytes read of each frame (BPF and py_stack.c). */
+static int fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 {
 	int owner = L->frame_owner < 0 ? 0 : L->frame_owner;
+	int read_size = max4(L->frame_previous + 8, L->frame_code + 8,
+			     L->frame_instr + 8, owner + 1);
 
+	if (L->frame_previous < 0 || L->frame_code < 0 || L->frame_instr < 0 ||
+	    read_size > EP_FRAME_READ_MAX)
+		return -1;
 	c->interp_threads_head = off16(L->interp_threads_head);
 	c->tstate_next = off16(L->tstate_next);
 	c->tstate_thread_id = off16(L->tstate_thread_id);
@@ -64,14 +71,14 @@ static void fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 	c->frame_code = off16(L->frame_code);
 	c->frame_instr = off16(L->frame_instr);
 	c->frame_owner = off16(L->frame_owner);
-	c->frame_read_size = max4(L->frame_previous + 8, L->frame_code + 8,
-				  L->frame_instr + 8, owner + 1);
+	c->frame_read_size = read_size;
 	c->code_adaptive = off16(L->code_adaptive);
 	c->code_firstlineno = off16(L->code_firstlineno);
 	c->code_filename = off16(L->code_filename);
 	c->code_tag_mask = L->code_tag_mask;
 	c->instr_kind = L->instr_kind;
 	c->owner_skip_min = L->owner_skip_min;
+	return 0;
 }
 
 int py_target_prepare(struct py_target *t, char *err, size_t errlen)
@@ -79,10 +86,16 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 	const struct py_layout *L = &t->layout;
 	struct ep_proc_cfg *c = &t->cfg;
 	uint64_t interp = 0, tstate = 0, gil;
+	int rc = 0;
 
-	if (L->major == 3 && L->minor >= 13 &&
-	    py_debug_offsets_read(t->pid, t->runtime_addr, &t->layout) &&
-	    !L->source) {
+	if (L->major == 3 && L->minor >= 13)
+		rc = py_debug_offsets_read(t->pid, t->runtime_addr, &t->layout);
+	if (rc == PY_DEBUG_OFFSETS_FORGED) {
+		snprintf(err, errlen, "process %d: its _Py_DebugOffsets (CPython %d.%d) hold offsets no CPython has; not profiling a process that misdescribes itself",
+			 t->pid, t->major, t->minor);
+		return PY_TARGET_UNSUPPORTED;
+	}
+	if (rc && !L->source) {
 		snprintf(err, errlen, "process %d: CPython %d.%d's debug offsets are unreadable",
 			 t->pid, t->major, t->minor);
 		return PY_TARGET_UNSUPPORTED;
@@ -105,6 +118,10 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 		c->gil_start = gil;
 		c->gil_end = gil + (L->gil_size > 0 ? L->gil_size : 256);
 	}
-	fill_frame_walk(c, L);
+	if (fill_frame_walk(c, L)) {
+		snprintf(err, errlen, "process %d: CPython %d.%d's frame layout does not fit the %d bytes read of each frame",
+			 t->pid, t->major, t->minor, EP_FRAME_READ_MAX);
+		return PY_TARGET_UNSUPPORTED;
+	}
 	return PY_TARGET_OK;
 }

@@ -17,7 +17,9 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include "ebpfprof.h"
 #include "py_layout.h"
 #include "remote.h"
 
@@ -59,12 +61,17 @@ enum do_field {
 #define DO_COOKIE	"xdebugpy"
 /* Enough for the furthest field read (3.14: word 82 of 95). */
 #define DO_MAX_WORDS	128
+/* Words up to the furthest field any table reads. */
+#define DO_USED_WORDS	83
 /*
  * No structure the profiler reads has a field this far in, and the kernel
- * side keeps offsets in 16 bits; a larger value means the blob is not what
- * we think it is.
+ * side keeps offsets in 16 bits (0xffff meaning "none"); a larger value
+ * means the blob is not what we think it is. Fields read out of a buffer
+ * of fixed size have tighter bounds (do_bounds).
  */
-#define DO_MAX_OFFSET	0xffff
+#define DO_MAX_OFFSET	0xff00
+/* The header of a str or bytes object read whole: sizeof(PyASCIIObject) is 40. */
+#define DO_OBJ_HEADER_MAX	64
 
 struct do_table {
 	int minor;
@@ -187,6 +194,50 @@ static const struct {
 	{ DO_GC_COLLECTING,		LAY(gc_collecting) },
 };
 
+/*
+ * Every field's bound: an offset plus the size read there must stay inside
+ * the buffer it indexes. A frame is read as EP_FRAME_READ_MAX bytes (in BPF
+ * and in py_stack.c), a str or bytes header as DO_OBJ_HEADER_MAX; the rest
+ * are addresses added to a pointer and need only fit the kernel's 16 bits.
+ */
+static const struct {
+	uint8_t field;		/* enum do_field */
+	uint8_t size;		/* bytes read at the offset */
+	uint16_t limit;		/* offset + size may not exceed this */
+	const char *name;	/* for the error message */
+} do_bounds[] = {
+	{ DO_FRAME_PREVIOUS, 8, EP_FRAME_READ_MAX, "frame.previous" },
+	{ DO_FRAME_EXECUTABLE, 8, EP_FRAME_READ_MAX, "frame.executable" },
+	{ DO_FRAME_INSTR_PTR, 8, EP_FRAME_READ_MAX, "frame.instr_ptr" },
+	{ DO_FRAME_OWNER, 1, EP_FRAME_READ_MAX, "frame.owner" },
+	{ DO_UNICODE_STATE, 4, DO_OBJ_HEADER_MAX, "unicode.state" },
+	{ DO_UNICODE_LENGTH, 8, DO_OBJ_HEADER_MAX, "unicode.length" },
+	{ DO_UNICODE_ASCII_SIZE, 0, DO_OBJ_HEADER_MAX, "unicode.asciiobject_size" },
+	{ DO_BYTES_OB_SIZE, 8, DO_OBJ_HEADER_MAX, "bytes.ob_size" },
+	{ DO_BYTES_OB_SVAL, 0, DO_OBJ_HEADER_MAX, "bytes.ob_sval" },
+};
+
+/* The name of a field out of its bounds, or NULL if all are in theirs. */
+static const char *out_of_bounds(const struct do_table *t, const uint64_t *w)
+{
+	size_t i;
+
+	for (i = 0; i < DO_NR; i++)
+		if (i != DO_VERSION && i != DO_FREE_THREADED && w[t->idx[i]] > DO_MAX_OFFSET - 8)
+			return "an offset";
+	for (i = 0; i < sizeof(do_bounds) / sizeof(do_bounds[0]); i++)
+		if (w[t->idx[do_bounds[i].field]] > (uint64_t)do_bounds[i].limit - do_bounds[i].size)
+			return do_bounds[i].name;
+	/* the str's header fields lie before its characters (all values are
+	 * below DO_MAX_OFFSET here: no sum overflows) */
+	if (w[t->idx[DO_UNICODE_STATE]] + 4 > w[t->idx[DO_UNICODE_ASCII_SIZE]] ||
+	    w[t->idx[DO_UNICODE_LENGTH]] + 8 > w[t->idx[DO_UNICODE_ASCII_SIZE]])
+		return "unicode.asciiobject_size";
+	if (w[t->idx[DO_BYTES_OB_SIZE]] + 8 > w[t->idx[DO_BYTES_OB_SVAL]])
+		return "bytes.ob_sval";
+	return NULL;
+}
+
 static const struct do_table *do_table_for(int major, int minor)
 {
 	size_t i;
@@ -201,8 +252,19 @@ static const struct do_table *do_table_for(int major, int minor)
 
 int py_debug_offsets_read(pid_t pid, uint64_t runtime_addr, struct py_layout *out)
 {
+	uint64_t w[DO_USED_WORDS];
+
+	if (remote_read(pid, runtime_addr, w, sizeof(w)))
+		return -1;
+	return py_debug_offsets_parse(w, sizeof(w), out, NULL, 0);
+}
+
+int py_debug_offsets_parse(const void *blob, size_t len, struct py_layout *out,
+			   char *err, size_t errlen)
+{
 	const struct do_table *t = do_table_for(out->major, out->minor);
-	uint64_t w[DO_MAX_WORDS], version, gil, locked, holder;
+	uint64_t w[DO_MAX_WORDS] = { 0 }, version, gil, locked, holder;
+	const char *bad;
 	struct py_layout l;
 	size_t nwords = 0, i;
 
@@ -211,10 +273,9 @@ int py_debug_offsets_read(pid_t pid, uint64_t runtime_addr, struct py_layout *ou
 	for (i = 0; i < DO_NR; i++)
 		if (t->idx[i] + 1u > nwords)
 			nwords = t->idx[i] + 1u;
-	if (nwords > DO_MAX_WORDS)
+	if (nwords > DO_MAX_WORDS || len < nwords * sizeof(w[0]))
 		return -1;
-	if (remote_read(pid, runtime_addr, w, nwords * sizeof(w[0])))
-		return -1;
+	memcpy(w, blob, nwords * sizeof(w[0]));
 
 	if (memcmp(w, DO_COOKIE, 8))
 		return -1;
@@ -225,10 +286,13 @@ int py_debug_offsets_read(pid_t pid, uint64_t runtime_addr, struct py_layout *ou
 		return -1;
 	if (w[t->idx[DO_FREE_THREADED]])
 		return -1;
-	for (i = 0; i < DO_NR; i++)
-		if (i != DO_VERSION && i != DO_FREE_THREADED &&
-		    w[t->idx[i]] > DO_MAX_OFFSET)
-			return -1;
+	/* The cookie and version are right: offsets that are not are forged. */
+	bad = out_of_bounds(t, w);
+	if (bad) {
+		if (err)
+			snprintf(err, errlen, "%s out of bounds", bad);
+		return PY_DEBUG_OFFSETS_FORGED;
+	}
 
 	/* Build the result aside: on any failure *out keeps the table's. */
 	l = *out;
@@ -238,13 +302,19 @@ int py_debug_offsets_read(pid_t pid, uint64_t runtime_addr, struct py_layout *ou
 	gil = w[t->idx[DO_INTERP_GIL]];
 	locked = w[t->idx[DO_INTERP_GIL_LOCKED]];
 	holder = w[t->idx[DO_INTERP_GIL_HOLDER]];
-	if (locked < gil || holder < gil)
-		return -1;
+	if (locked < gil || holder < gil) {
+		if (err)
+			snprintf(err, errlen, "the GIL's fields lie before the GIL");
+		return PY_DEBUG_OFFSETS_FORGED;
+	}
 	l.gil_locked = (int)(locked - gil);
 	l.gil_last_holder = (int)(holder - gil);
 	if (l.gil_size > 0 && (l.gil_locked + 4 > l.gil_size ||
-			       l.gil_last_holder + 8 > l.gil_size))
-		return -1;
+			       l.gil_last_holder + 8 > l.gil_size)) {
+		if (err)
+			snprintf(err, errlen, "the GIL's fields lie past the GIL");
+		return PY_DEBUG_OFFSETS_FORGED;
+	}
 
 	/* 3.13+ have no _PyCFrame: tstate->current_frame is the frame. */
 	l.cframe_current_frame = -1;

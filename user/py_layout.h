@@ -75,12 +75,22 @@ const struct py_layout *py_layout_for_version(int major, int minor);
 /* "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14" */
 const char *py_supported_versions(void);
 
+/* py_debug_offsets_read(): the blob has the cookie and our version but
+ * offsets no CPython has: the target lies and is not to be read. */
+#define PY_DEBUG_OFFSETS_FORGED	(-2)
+
 /*
  * 3.13+: fills *out from the _Py_DebugOffsets at the start of the target's
  * _PyRuntime (starting from the table entry *out already holds, for fields
- * the debug offsets lack). Checks the "xdebugpy" cookie and that the
- * version recorded there matches. Returns 0, or -1 if they cannot be used.
+ * the debug offsets lack). Checks the "xdebugpy" cookie, that the version
+ * recorded there matches and that every offset keeps the reads it steers
+ * inside their buffers. Returns 0, -1 if they cannot be used (*out keeps
+ * the table's figures), or PY_DEBUG_OFFSETS_FORGED.
  */
 int py_debug_offsets_read(pid_t pid, uint64_t runtime_addr, struct py_layout *out);
+/* The same on a copy of the blob (len bytes); err (may be NULL) says which
+ * offset is forged. For the fuzzer and py_debug_offsets_read(). */
+int py_debug_offsets_parse(const void *blob, size_t len, struct py_layout *out,
+			   char *err, size_t errlen);
 
 #endif

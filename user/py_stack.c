@@ -47,6 +47,17 @@ static int64_t instr_offset(const struct ep_proc_cfg *c, const uint8_t *buf, uin
 	}
 }
 
+/* The configuration's frame fields lie inside the bytes read of a frame
+ * (py_target_prepare() checks it; a cfg may come from elsewhere). */
+static int frame_fields_fit(const struct ep_proc_cfg *c)
+{
+	unsigned size = c->frame_read_size;
+
+	return size <= EP_FRAME_READ_MAX && c->frame_previous + 8u <= size &&
+	       c->frame_code + 8u <= size && c->frame_instr + 8u <= size &&
+	       (c->frame_owner == EP_NO_OFFSET || c->frame_owner + 1u <= size);
+}
+
 /* One frame: appends it unless it is a shim or not started. Returns the
  * previous frame's address, or 0 to stop. */
 static uint64_t walk_one(const struct py_target *t, uint64_t frame, struct ep_stack_event *ev)
@@ -86,7 +97,7 @@ void py_stack_walk(const struct py_target *t, uint64_t tstate, struct ep_stack_e
 	uint64_t frame = 0;
 
 	ev->depth = 0;
-	if (c->frame_read_size > EP_FRAME_READ_MAX ||
+	if (!frame_fields_fit(c) ||
 	    remote_read_u64(t->pid, tstate + c->tstate_frame, &frame))
 		return;
 	if (c->cframe_current_frame != EP_NO_OFFSET && frame &&

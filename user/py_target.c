@@ -2,19 +2,28 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include "elf_syms.h"
+#include "printable.h"
 #include "procfs.h"
 #include "py_target.h"
 #include "remote.h"
 
+#define DELETED_SUFFIX	" (deleted)"
+
 struct mapping {
 	uint64_t start, end, offset;
 	unsigned long inode;
+	dev_t dev;
+	int deleted;		/* the path ended in " (deleted)" (kept in path) */
 	char path[PATH_MAX];
 };
 
@@ -22,11 +31,13 @@ struct mapping {
 static int parse_map_line(const char *line, struct mapping *m)
 {
 	unsigned long long start, end, off;
+	unsigned int major, minor;
 	unsigned long inode;
 	int path_at = 0;
+	size_t len;
 
-	if (sscanf(line, "%llx-%llx %*4s %llx %*x:%*x %lu %n",
-		   &start, &end, &off, &inode, &path_at) < 4 || !path_at)
+	if (sscanf(line, "%llx-%llx %*4s %llx %x:%x %lu %n",
+		   &start, &end, &off, &major, &minor, &inode, &path_at) < 6 || !path_at)
 		return -1;
 	if (line[path_at] != '/' || !inode)
 		return -1;
@@ -34,31 +45,132 @@ static int parse_map_line(const char *line, struct mapping *m)
 	m->end = end;
 	m->offset = off;
 	m->inode = inode;
+	m->dev = makedev(major, minor);
 	snprintf(m->path, sizeof(m->path), "%s", line + path_at);
 	m->path[strcspn(m->path, "\n")] = 0;
+	len = strlen(m->path);
+	m->deleted = len > strlen(DELETED_SUFFIX) &&
+		     !strcmp(m->path + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX);
 	return 0;
 }
 
-/* An openable path for the mapped file: the same inode reached through the
- * target's root (containers), as named (chroots show host paths), or through
- * map_files. */
-static int openable_path(pid_t pid, const struct mapping *m, char *out, size_t len)
+/*
+ * The files of the target are opened once each and then used by
+ * descriptor only, here and by libbpf (as /proc/self/fd/N): a name the
+ * target controls is never looked up twice. Descriptors are shared by
+ * every process mapping the same file and kept for the attaches that
+ * follow a discovery; the oldest is closed when the table is full.
+ */
+#define ELF_FDS_MAX	32
+
+static struct elf_fd_slot {
+	int fd;			/* 0: free (stdin is never one of ours) */
+	dev_t dev;
+	ino_t ino;
+} elf_fds[ELF_FDS_MAX];
+static unsigned elf_fds_next;
+
+/* Keeps fd (a regular file of st), or a descriptor already kept for the
+ * same file; returns the descriptor to use. */
+static int keep_elf_fd(int fd, const struct stat *st)
 {
-	char cands[3][PATH_MAX + 64];
-	struct stat st;
+	struct elf_fd_slot *slot;
 	int i;
 
-	snprintf(cands[0], sizeof(cands[0]), "/proc/%d/root%s", pid, m->path);
-	snprintf(cands[1], sizeof(cands[1]), "%s", m->path);
-	snprintf(cands[2], sizeof(cands[2]), "/proc/%d/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	for (i = 0; i < 3; i++) {
-		if (stat(cands[i], &st) == 0 && st.st_ino == m->inode) {
-			snprintf(out, len, "%s", cands[i]);
-			return 0;
+	for (i = 0; i < ELF_FDS_MAX; i++) {
+		if (elf_fds[i].fd > 0 && elf_fds[i].dev == st->st_dev &&
+		    elf_fds[i].ino == st->st_ino) {
+			close(fd);
+			return elf_fds[i].fd;
 		}
 	}
-	return -1;
+	slot = &elf_fds[elf_fds_next++ % ELF_FDS_MAX];
+	if (slot->fd > 0)
+		close(slot->fd);
+	*slot = (struct elf_fd_slot){ .fd = fd, .dev = st->st_dev, .ino = st->st_ino };
+	return fd;
+}
+
+/* An O_PATH descriptor of path, resolved under dirfd without following
+ * magic links (and, with in_root, with dirfd as "/" for absolute symlinks). */
+static int open_path_beneath(int dirfd, const char *path, int in_root)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_MAGICLINKS | (in_root ? RESOLVE_IN_ROOT : 0),
+	};
+
+	return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/*
+ * Checks an O_PATH descriptor: a regular file with the mapping's inode
+ * (and device, where the descriptor was reached by name). Then opens it
+ * for reading through the descriptor itself: nothing is opened before
+ * it is known to be a regular file, so a FIFO or a device node is never
+ * opened at all. Returns the readable descriptor, or -1.
+ */
+static int reopen_checked(int pathfd, const struct mapping *m, int check_dev, struct stat *st)
+{
+	char self[64];
+	struct stat again;
+	int fd;
+
+	if (pathfd < 0)
+		return -1;
+	if (fstat(pathfd, st) || !S_ISREG(st->st_mode) || st->st_ino != m->inode ||
+	    (check_dev && st->st_dev != m->dev) || (uint64_t)st->st_size > ELF_FILE_MAX) {
+		close(pathfd);
+		return -1;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	close(pathfd);
+	if (fd >= 0 && (fstat(fd, &again) || again.st_ino != st->st_ino ||
+			again.st_dev != st->st_dev || !S_ISREG(again.st_mode))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A readable descriptor of the mapped file: through map_files (the very
+ * file mapped, deleted or not; needs CAP_SYS_ADMIN), else by its name
+ * under the target's root (containers), else by its name from ours
+ * (chroots: /proc/PID/maps shows names from our root).
+ */
+static int open_mapped_file(pid_t pid, const struct mapping *m, struct stat *st)
+{
+	char path[PATH_MAX + 64];
+	int fd, rootfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = reopen_checked(open(path, O_PATH | O_CLOEXEC), m, 0, st);
+	if (fd >= 0 || m->deleted)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd >= 0) {
+		fd = reopen_checked(open_path_beneath(rootfd, m->path, 1), m, 1, st);
+		close(rootfd);
+		if (fd >= 0)
+			return fd;
+	}
+	return reopen_checked(open_path_beneath(AT_FDCWD, m->path, 0), m, 1, st);
+}
+
+/* The ELF of the target's interpreter, if its kept descriptor still is the
+ * file found (the table may have closed it and the number been reused). */
+static struct elf_file *target_elf(const struct py_target *t)
+{
+	struct stat st;
+
+	if (t->elf_fd <= 0 || fstat(t->elf_fd, &st) || st.st_dev != t->elf_dev ||
+	    st.st_ino != t->elf_ino)
+		return NULL;
+	return elf_file_from_fd(t->elf_fd);
 }
 
 static int is_libpython(const char *path)
@@ -152,16 +264,25 @@ static int try_candidate(struct py_target *t, const struct mapping *m, uint64_t 
 {
 	struct elf_file *ef;
 	uint64_t runtime;
+	struct stat st;
+	int fd = open_mapped_file(t->pid, m, &st);
 
-	if (openable_path(t->pid, m, t->elf_path, sizeof(t->elf_path)))
+	if (fd < 0)
 		return 0;
-	ef = elf_file_open(t->elf_path);
-	if (!ef)
-		return 0;
-	if (elf_symbol(ef, "_PyRuntime", &runtime, NULL)) {
+	ef = elf_file_from_fd(fd);
+	if (!ef || elf_symbol(ef, "_PyRuntime", &runtime, NULL)) {
 		elf_file_close(ef);
+		close(fd);
 		return 0;
 	}
+	elf_file_close(ef);
+	t->elf_fd = keep_elf_fd(fd, &st);
+	t->elf_dev = st.st_dev;
+	t->elf_ino = st.st_ino;
+	snprintf(t->elf_path, sizeof(t->elf_path), "/proc/self/fd/%d", t->elf_fd);
+	ef = target_elf(t);
+	if (!ef)
+		return 0;
 	snprintf(t->shown_path, sizeof(t->shown_path), "%s", m->path);
 	t->load_bias = elf_is_fixed(ef) ? 0 : map_base - elf_first_load_vaddr(ef);
 	t->runtime_addr = runtime + t->load_bias;
@@ -179,7 +300,7 @@ static int scan_maps(struct py_target *t, const char *exe, int *saw_python_name)
 	char path[64], line[PATH_MAX + 128], seen[PATH_MAX] = "";
 	struct mapping m;
 	FILE *f;
-	int found = 0;
+	int found = 0, is_exe;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
 	f = fopen(path, "re");
@@ -191,9 +312,11 @@ static int scan_maps(struct py_target *t, const char *exe, int *saw_python_name)
 		snprintf(seen, sizeof(seen), "%s", m.path);
 		if (strstr(m.path, "python") || strstr(m.path, "pypy"))
 			*saw_python_name = 1;
-		if (strcmp(m.path, exe) && !is_libpython(m.path))
+		is_exe = exe[0] && !strncmp(m.path, exe, strlen(exe)) &&
+			 (!m.path[strlen(exe)] || (m.deleted && !strcmp(m.path + strlen(exe), DELETED_SUFFIX)));
+		if (!is_exe && !is_libpython(m.path))
 			continue;
-		t->in_executable = !strcmp(m.path, exe);
+		t->in_executable = is_exe;
 		found = try_candidate(t, &m, m.start);
 	}
 	fclose(f);
@@ -209,6 +332,11 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
+	/* what is read from here on is of this process, not a later one with its pid */
+	if (remote_track(pid)) {
+		snprintf(err, errlen, "process %d exited", pid);
+		return PY_TARGET_GONE;
+	}
 	procfs_comm(pid, 0, comm, sizeof(comm));
 	if (!comm[0])
 		snprintf(comm, sizeof(comm), "?");
@@ -222,6 +350,10 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 	if (strlen(exe) > 10 && !strcmp(exe + strlen(exe) - 10, " (deleted)"))
 		exe[strlen(exe) - 10] = 0;
 	found = scan_maps(t, exe, &saw_python_name);
+	if (!remote_same_process(pid)) {
+		snprintf(err, errlen, "process %d exited", pid);
+		return PY_TARGET_GONE;
+	}
 	if (found < 0) {
 		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", pid, strerror(errno));
 		return errno == ENOENT || errno == ESRCH ? PY_TARGET_GONE : PY_TARGET_NOT_PYTHON;
@@ -253,7 +385,7 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 
 uint64_t py_target_symbol(const struct py_target *t, const char *name)
 {
-	struct elf_file *ef = elf_file_open(t->elf_path);
+	struct elf_file *ef = target_elf(t);
 	uint64_t value = 0;
 
 	if (ef && elf_symbol(ef, name, &value, NULL))

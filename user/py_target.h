@@ -3,8 +3,11 @@
  * Finding the CPython interpreter inside a process: which ELF file holds
  * _PyRuntime (the executable or a libpython3.X.so), where it is loaded,
  * which version it is, and the per-process configuration of the BPF walk.
- * Files are opened through /proc/PID/root so targets in chroots and other
- * mount namespaces are found the same way as host processes.
+ * Files are opened once, through /proc/PID/map_files or under the
+ * target's /proc/PID/root, checked (regular file, the mapped inode) and then
+ * used by descriptor only, so targets in chroots and other mount namespaces
+ * are found the same way as host processes and their names never reach
+ * a host file.
  */
 #ifndef EP_PY_TARGET_H
 #define EP_PY_TARGET_H
@@ -16,7 +19,10 @@
 
 struct py_target {
 	pid_t pid;
-	char elf_path[PATH_MAX];	/* openable path of the ELF holding _PyRuntime */
+	char elf_path[PATH_MAX];	/* "/proc/self/fd/N": the ELF holding _PyRuntime */
+	int elf_fd;			/* N, kept open by py_target.c (shared, not ours to close) */
+	dev_t elf_dev;			/* what N was when found */
+	ino_t elf_ino;
 	char shown_path[PATH_MAX];	/* the same file as the target names it */
 	int in_executable;		/* statically linked: _PyRuntime in the exe */
 	int has_usdt;			/* .note.stapsdt present (python:gc__start...) */

@@ -319,10 +319,14 @@ static int match_name(struct ctx *c, uint64_t key, uint64_t value, void *arg)
 	struct lookup *lk = arg;
 	uint8_t buf[STR_HDR_MAX + KEY_NAME_MAX];
 	struct pystr_state st;
+	size_t hdr = L->unicode_ascii_size;
 	int64_t length;
 	uint32_t state;
 
-	if (rd(c, key, buf, L->unicode_ascii_size + lk->len))
+	/* the offsets come from the target (3.13+): keep them in the header read */
+	if (L->unicode_length < 0 || L->unicode_state < 0 || hdr > STR_HDR_MAX ||
+	    L->unicode_length + sizeof(length) > hdr || L->unicode_state + sizeof(state) > hdr ||
+	    rd(c, key, buf, hdr + lk->len))
 		return 0;
 	memcpy(&length, buf + L->unicode_length, sizeof(length));
 	memcpy(&state, buf + L->unicode_state, sizeof(state));

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "json.h"
+#include "printable.h"
 #include "report.h"
+#include "writer.h"
 
 /* The columns of the table, in the order a reader scans for trouble. */
 static const struct {
@@ -40,6 +42,14 @@ static const char *thread_name(const struct profile *p, int pid, int tid)
 	const struct thread_profile *t = find_thread(p, pid, tid);
 
 	return t && t->name ? t->name : "?";
+}
+
+/* Names come from the target: on a terminal, escapes must stay text. */
+#define SHOWN_MAX	512
+
+static const char *shown_thread_name(const struct profile *p, int pid, int tid, char *buf)
+{
+	return printable(thread_name(p, pid, tid), buf, SHOWN_MAX);
 }
 
 /* Copies at most max bytes of UTF-8 s, never cutting a character. */
@@ -80,9 +90,10 @@ void report_thread_table(FILE *f, const struct analysis *a, const struct profile
 		fprintf(f, " %12s", columns[j].title);
 	fputc('\n', f);
 	for (i = 0; i < n; i++) {
-		char label[128], cut[32];
+		char label[128], cut[32], name[SHOWN_MAX];
 
-		snprintf(label, sizeof(label), "%d %s", ts[i].tid, thread_name(p, ts[i].pid, ts[i].tid));
+		snprintf(label, sizeof(label), "%d %s", ts[i].tid,
+			 shown_thread_name(p, ts[i].pid, ts[i].tid, name));
 		utf8_cut(cut, label, 24);
 		fputs("  ", f);
 		print_padded(f, cut, 24);
@@ -99,14 +110,15 @@ void report_thread_table(FILE *f, const struct analysis *a, const struct profile
 /* "f (file:line) < g (file:line) < ...": innermost first, a few frames. */
 static void print_stack(FILE *f, const struct profile *p, const struct interval *iv, int max)
 {
+	char buf[SHOWN_MAX];
 	int i, shown = 0;
 
 	for (i = (int)iv->nframes - 1; i >= 0 && shown < max; i--, shown++) {
 		const struct frame_info *fr = &p->frames[iv->frames[i]];
 
-		fprintf(f, "%s%s", shown ? " < " : "", fr->name);
+		fprintf(f, "%s%s", shown ? " < " : "", printable(fr->name, buf, sizeof(buf)));
 		if (fr->file)
-			fprintf(f, " (%s:%d)", fr->file, fr->line);
+			fprintf(f, " (%s:%d)", printable(fr->file, buf, sizeof(buf)), fr->line);
 	}
 	if (!iv->nframes)
 		fprintf(f, "(no Python stack)");
@@ -141,9 +153,11 @@ void report_longest_gc(FILE *f, const struct analysis *a, const struct profile *
 		a->gcs.n, total / 1e9);
 	for (i = 0; i < a->gcs.n && i < max; i++) {
 		const struct interval *g = order[i];
+		char name[SHOWN_MAX];
 
 		fprintf(f, "  gen %d %8.2f ms  thread %d %s  in ", g->generation,
-			(g->end_ns - g->start_ns) / 1e6, g->tid, thread_name(p, g->pid, g->tid));
+			(g->end_ns - g->start_ns) / 1e6, g->tid,
+			shown_thread_name(p, g->pid, g->tid, name));
 		print_stack(f, p, g, 4);
 		fputc('\n', f);
 	}
@@ -205,38 +219,24 @@ static int write_log(FILE *f, const struct analysis *a, const struct profile *p,
 	return ferror(f) ? -1 : 0;
 }
 
+struct gc_log_job {
+	const struct analysis *a;
+	const struct profile *p;
+	uint64_t min_wait_ns;
+};
+
+static int write_log_job(FILE *f, void *ctx)
+{
+	const struct gc_log_job *job = ctx;
+
+	return write_log(f, job->a, job->p, job->min_wait_ns);
+}
+
 int report_gc_log(const char *path, const struct analysis *a, const struct profile *p,
 		  uint64_t min_wait_ns)
 {
-	char tmp[4096];
-	FILE *f;
-	int fd, saved;
+	struct gc_log_job job = { .a = a, .p = p, .min_wait_ns = min_wait_ns };
 
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -1;
-	f = fdopen(fd, "w");
-	if (!f) {
-		saved = errno;
-		close(fd);
-		unlink(tmp);
-		errno = saved;
-		return -1;
-	}
-	if (write_log(f, a, p, min_wait_ns) || fflush(f) || fsync(fd)) {
-		saved = errno;
-		fclose(f);
-		unlink(tmp);
-		errno = saved;
-		return -1;
-	}
-	fchmod(fd, 0644);
-	if (fclose(f) || rename(tmp, path)) {
-		saved = errno;
-		unlink(tmp);
-		errno = saved;
-		return -1;
-	}
-	return 0;
+	/* the profile's own atomic write: same checks, mode and owner */
+	return writer_write_atomic(path, 0, write_log_job, &job);
 }

@@ -4,7 +4,13 @@
  * with bounded reads and cached by (address, identity): the identity the
  * kernel computed (ep_code_ident) tells apart a code object freed and
  * another allocated at the same address.
- * The line of each sample is decoded from the cached table.
+ * The line of each sample is decoded from the cached table, and the last
+ * few answers of each code object are kept.
+ *
+ * The target decides how many code objects there are and how big their
+ * tables are: the cache has a byte budget and an entry limit, and when
+ * either is passed the least recently used half is dropped (and read
+ * again if sampled again). The profile copies what it keeps.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +22,11 @@
 
 #define NAME_MAX_CHARS		1024
 #define LINETABLE_MAX_BYTES	(1u << 20)
+/* Names, files and line tables held at most; then the older half goes. */
+#define CACHE_BUDGET_BYTES	(32u << 20)
+#define CACHE_MAX_ENTRIES	(1u << 16)
+/* Line answers remembered per code object (by instruction offset). */
+#define LINE_MEMO		4
 
 struct code_entry {
 	uint64_t code;
@@ -26,6 +37,11 @@ struct code_entry {
 	char *file;
 	uint8_t *table;
 	size_t table_len;
+	size_t bytes;		/* of the above, for the budget */
+	uint64_t last_use;
+	uint32_t memo_instr[LINE_MEMO];
+	int memo_line[LINE_MEMO];
+	unsigned memo_next;
 };
 
 struct symbolizer {
@@ -33,7 +49,11 @@ struct symbolizer {
 	struct py_layout layout;
 	struct code_entry *entries;
 	size_t cap, used;
+	size_t bytes;		/* held by all entries */
+	uint64_t tick;		/* lookups so far: the LRU clock */
+	unsigned long filled;	/* code objects read, evicted ones included */
 	unsigned long failed;
+	unsigned long evicted;
 };
 
 struct symbolizer *symbolizer_new(pid_t pid, const struct py_layout *layout)
@@ -75,8 +95,13 @@ void symbolizer_free(struct symbolizer *s)
 
 void symbolizer_stats(const struct symbolizer *s, unsigned long *codes, unsigned long *failed)
 {
-	*codes = s->used;
+	*codes = s->filled;
 	*failed = s->failed;
+}
+
+size_t symbolizer_bytes(const struct symbolizer *s)
+{
+	return s->bytes;
 }
 
 static size_t slot_of(uint64_t code, uint32_t ident, size_t cap)
@@ -96,10 +121,11 @@ static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
 	return &tab[i];
 }
 
-static int grow(struct symbolizer *s)
+/* Moves every used entry into a new table of cap slots. */
+static int rehash(struct symbolizer *s, size_t cap)
 {
-	size_t i, cap = s->cap * 2;
 	struct code_entry *tab = calloc(cap, sizeof(*tab));
+	size_t i;
 
 	if (!tab)
 		return -1;
@@ -110,6 +136,40 @@ static int grow(struct symbolizer *s)
 	s->entries = tab;
 	s->cap = cap;
 	return 0;
+}
+
+static int by_last_use(const void *x, const void *y)
+{
+	const struct code_entry *a = *(const struct code_entry *const *)x;
+	const struct code_entry *b = *(const struct code_entry *const *)y;
+
+	return a->last_use < b->last_use ? -1 : a->last_use > b->last_use;
+}
+
+/* Drops the least recently used entries until at most half the budget and
+ * half the entry limit are held. Amortised: each drop halves the cache. */
+static void evict(struct symbolizer *s)
+{
+	struct code_entry **order = malloc(s->used * sizeof(*order));
+	size_t i, n = 0;
+
+	if (!order)
+		return;
+	for (i = 0; i < s->cap; i++)
+		if (s->entries[i].used)
+			order[n++] = &s->entries[i];
+	qsort(order, n, sizeof(*order), by_last_use);
+	for (i = 0; i < n && (s->bytes > CACHE_BUDGET_BYTES / 2 ||
+			      s->used > CACHE_MAX_ENTRIES / 2); i++) {
+		s->bytes -= order[i]->bytes;
+		s->used--;
+		s->evicted++;
+		entry_free(order[i]);
+		memset(order[i], 0, sizeof(*order[i]));
+	}
+	free(order);
+	/* open addressing: the survivors must be placed again */
+	rehash(s, s->cap);
 }
 
 int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
@@ -165,6 +225,7 @@ static void read_linetable(struct symbolizer *s, struct code_entry *e)
 	e->table = malloc(len);
 	if (e->table && !remote_read(s->pid, bytes + L->bytes_data, e->table, len)) {
 		e->table_len = len;
+		e->bytes += len;
 		return;
 	}
 	free(e->table);
@@ -187,6 +248,7 @@ static void fill_entry(struct symbolizer *s, struct code_entry *e)
 	}
 	e->name = read_str_field(s, e->code, L->code_qualname >= 0 ? L->code_qualname : L->code_name);
 	e->file = read_str_field(s, e->code, L->code_filename);
+	e->bytes = (e->name ? strlen(e->name) + 1 : 0) + (e->file ? strlen(e->file) + 1 : 0);
 	if (!e->name)
 		s->failed++;
 	read_linetable(s, e);
@@ -196,7 +258,9 @@ static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t i
 {
 	struct code_entry *e;
 
-	if ((s->used + 1) * 2 > s->cap && grow(s))
+	if (s->bytes > CACHE_BUDGET_BYTES || s->used >= CACHE_MAX_ENTRIES)
+		evict(s);
+	if ((s->used + 1) * 2 > s->cap && rehash(s, s->cap * 2))
 		return NULL;
 	e = find_slot(s->entries, s->cap, code, ident);
 	if (!e->used) {
@@ -204,9 +268,30 @@ static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t i
 		e->code = code;
 		e->ident = ident;
 		s->used++;
+		s->filled++;
 		fill_entry(s, e);
+		s->bytes += e->bytes;
 	}
+	e->last_use = ++s->tick;
 	return e;
+}
+
+/* The line of instr, remembered: a table can be 1 MiB long and the same
+ * few instructions are sampled again and again. */
+static int entry_line(struct symbolizer *s, struct code_entry *e, uint32_t instr)
+{
+	unsigned i;
+	int line;
+
+	for (i = 0; i < LINE_MEMO && i < e->memo_next; i++)
+		if (e->memo_instr[i] == instr)
+			return e->memo_line[i];
+	line = linetable_line_for_offset(s->layout.linetable_format, e->table,
+					 e->table_len, e->firstlineno, instr);
+	i = e->memo_next++ % LINE_MEMO;
+	e->memo_instr[i] = instr;
+	e->memo_line[i] = line;
+	return line;
 }
 
 void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
@@ -219,7 +304,6 @@ void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
 	out->file = e ? e->file : NULL;
 	out->firstlineno = e ? e->firstlineno : 0;
 	if (e && e->table && instr != ~0u)
-		line = linetable_line_for_offset(s->layout.linetable_format, e->table,
-						 e->table_len, e->firstlineno, instr);
+		line = entry_line(s, e, instr);
 	out->line = line >= 0 ? line : out->firstlineno;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Names of the target's code objects, read from its memory once and cached. */
+/* Names of the target's code objects, read from its memory and cached
+ * within a byte budget (least recently used dropped first). */
 #ifndef EP_SYMBOLIZER_H
 #define EP_SYMBOLIZER_H
 #include <stdint.h>
@@ -17,7 +18,8 @@ struct sym_frame {
 
 struct symbolizer *symbolizer_new(pid_t pid, const struct py_layout *layout);
 void symbolizer_free(struct symbolizer *s);
-/* Pointers in *out stay valid until symbolizer_free. */
+/* Pointers in *out stay valid until the next call on s (the cache is
+ * bounded and may drop the entry): copy what is kept. */
 void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
 		      uint32_t instr, struct sym_frame *out);
 /* Reads a str object of the target as UTF-8 into out; 0, or -1 if unreadable. */
@@ -25,5 +27,7 @@ int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
 			char *out, size_t out_size);
 /* Code objects looked up and how many could not be read, for the summary. */
 void symbolizer_stats(const struct symbolizer *s, unsigned long *codes, unsigned long *failed);
+/* Bytes of names, files and line tables the cache holds now. */
+size_t symbolizer_bytes(const struct symbolizer *s);
 
 #endif

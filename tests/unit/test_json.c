@@ -176,6 +176,37 @@ static void test_long_string(void **state)
 }
 
 /*
+ * Issue 9 item 3: a \u00XX escape that ends exactly where the writer's
+ * 512-byte buffer ends left no room for the closing quote (one byte written
+ * past the buffer; ASan: stack-buffer-overflow in make check-asan). Every
+ * length around the buffer's size, for every escape width.
+ */
+static void test_escape_at_buffer_end(void **state)
+{
+	static const char *const tails[] = { "\x01", "\n", "\xc3\xa9", FFFD, "\xff" };
+	char in[1100], want[8000];
+	size_t n, t;
+
+	(void)state;
+	for (t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+		for (n = 490; n < 1040; n++) {
+			char *got, esc[16];
+
+			memset(in, 'a', n);
+			strcpy(in + n, tails[t]);
+			json_escape(tails[t], esc, sizeof(esc));
+			/* "aaa...<escaped tail>" */
+			want[0] = '"';
+			memset(want + 1, 'a', n);
+			strcpy(want + 1 + n, esc + 1);
+			got = written(in);
+			assert_string_equal(got, want);
+			free(got);
+		}
+	}
+}
+
+/*
  * Every buffer size: the result is the longest prefix that fits whole
  * characters and escapes, still quoted and NUL-terminated.
  */
@@ -236,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_utf8),
 		cmocka_unit_test(test_random_bytes_stay_valid),
 		cmocka_unit_test(test_long_string),
+		cmocka_unit_test(test_escape_at_buffer_end),
 		cmocka_unit_test(test_escape_truncation),
 		cmocka_unit_test(test_write_error),
 	};

@@ -224,14 +224,19 @@ static void test_debug_offsets_314(void **state)
 }
 
 /* On every rejection the caller's layout is left as it was. */
-static void expect_rejected(uint64_t addr, int minor)
+static void expect_rejected_as(uint64_t addr, int minor, int rc)
 {
 	const struct py_layout *T = py_layout_for_version(3, minor);
 	struct py_layout l = *T;
 
-	assert_int_equal(py_debug_offsets_read(getpid(), addr, &l), -1);
+	assert_int_equal(py_debug_offsets_read(getpid(), addr, &l), rc);
 	assert_ptr_equal(l.source, T->source);
 	assert_same_figures(&l, T);
+}
+
+static void expect_rejected(uint64_t addr, int minor)
+{
+	expect_rejected_as(addr, minor, -1);
 }
 
 static void test_rejects_bad_cookie(void **state)
@@ -275,12 +280,37 @@ static void test_rejects_absurd_offsets(void **state)
 	uint64_t addr;
 
 	(void)state;
+	/* cookie and version right, offsets not: forged, not just unusable */
 	addr = load(blob_313, sizeof(blob_313));
 	runtime[W_THREADS_HEAD] = 64 * 1024 + 8;
-	expect_rejected(addr, 13);
+	expect_rejected_as(addr, 13, PY_DEBUG_OFFSETS_FORGED);
 	addr = load(blob_314, sizeof(blob_314));
 	runtime[W_THREADS_HEAD] = ~0ull;
-	expect_rejected(addr, 14);
+	expect_rejected_as(addr, 14, PY_DEBUG_OFFSETS_FORGED);
+}
+
+/* Issue 9 item 2: offsets under 0xffff that steer a read out of the buffer
+ * it indexes (a frame is EP_FRAME_READ_MAX bytes, a str header 64). */
+static void test_rejects_offsets_past_their_buffer(void **state)
+{
+	static const struct { int word; uint64_t value; } forged[] = {
+		{ 29, 0xfffc },		/* frame.previous: wrapped the 16-bit read size */
+		{ 29, EP_FRAME_READ_MAX - 7 },
+		{ 33, EP_FRAME_READ_MAX },	/* frame.owner */
+		{ 69, 0xff00 },		/* unicode.length */
+		{ 70, 4096 },		/* unicode.asciiobject_size */
+		{ 68, 40 },		/* unicode.state at the characters */
+		{ 65, 0xfff8 },		/* bytes.ob_size */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		uint64_t addr = load(blob_313, sizeof(blob_313));
+
+		runtime[forged[i].word] = forged[i].value;
+		expect_rejected_as(addr, 13, PY_DEBUG_OFFSETS_FORGED);
+	}
 }
 
 static void test_rejects_unreadable_and_old(void **state)
@@ -305,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_rejects_free_threaded),
 		cmocka_unit_test(test_rejects_absurd_offsets),
 		cmocka_unit_test(test_rejects_unreadable_and_old),
+		cmocka_unit_test(test_rejects_offsets_past_their_buffer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
