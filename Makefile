@@ -15,7 +15,7 @@ MULTIARCH  := $(shell $(CC) -dumpmachine)
 CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 INCLUDES   := -I$(OUTPUT) -Iinclude -Iuser
-LDLIBS     := -lbpf -lelf -lz
+LDLIBS     := -lbpf -lelf -lz -ljansson -lm
 BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
