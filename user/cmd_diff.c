@@ -22,7 +22,9 @@ enum diff_format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED, FMT_PPROF };
 struct diff_args {
 	const char *paths[2][DIFF_MAX_RUNS];
 	size_t npaths[2];
-	int side;		/* where the next path goes: 1 after --vs */
+	const char *given[2 * DIFF_MAX_RUNS];	/* in command-line order */
+	size_t ngiven;
+	size_t vs_at;		/* how many were given before --vs */
 	int saw_vs;
 	int format;
 	const char *output;
@@ -41,7 +43,7 @@ static const char doc[] =
 	"  ebpfprof diff base.json new.json -f collapsed       stack count_base count_new\n"
 	"  ebpfprof diff base.json new.json -f pprof -o new.pb.gz   (BASE: new.base.pb.gz)";
 
-enum { OPT_VS = 1000, OPT_JSON, OPT_TOP, OPT_MIN_MS, OPT_MIN_REL, OPT_Z };
+enum { OPT_VS = 1000, OPT_JSON, OPT_TOP, OPT_MIN_MS, OPT_MIN_REL, OPT_Z, OPT_RUN_NOISE };
 
 static const struct argp_option option_list[] = {
 	{ "vs", OPT_VS, NULL, 0, "The runs before are BASE, the runs after are NEW", 0 },
@@ -51,7 +53,8 @@ static const struct argp_option option_list[] = {
 	{ "top", OPT_TOP, "N", 0, "Functions listed per direction (default 10)", 0 },
 	{ "min-ms-per-s", OPT_MIN_MS, "MS", 0, "Smallest change counted, in ms per second of recording (default 10)", 0 },
 	{ "min-change", OPT_MIN_REL, "PERCENT", 0, "Smallest change counted, in % of the larger side (default 10)", 0 },
-	{ "sigmas", OPT_Z, "Z", 0, "One run per side: width of the Poisson interval (default 3.5)", 0 },
+	{ "sigmas", OPT_Z, "Z", 0, "One run per side: width of the noise interval (default 3)", 0 },
+	{ "run-noise", OPT_RUN_NOISE, "PERCENT", 0, "One run per side: assumed run-to-run standard deviation (default 10)", 0 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
@@ -77,6 +80,22 @@ static int format_by_name(const char *name)
 	return -1;
 }
 
+/* BASE NEW, or BASE's runs --vs NEW's runs. */
+static void split_sides(struct argp_state *state, struct diff_args *a)
+{
+	size_t i, cut = a->saw_vs ? a->vs_at : 1;
+
+	if (!a->saw_vs && a->ngiven > 2)
+		argp_error(state, "more than two recordings: put --vs between BASE's runs and NEW's");
+	if (cut > DIFF_MAX_RUNS || a->ngiven - cut > DIFF_MAX_RUNS)
+		argp_error(state, "at most %d runs per side", DIFF_MAX_RUNS);
+	for (i = 0; i < a->ngiven; i++) {
+		int side = i >= cut;
+
+		a->paths[side][a->npaths[side]++] = a->given[i];
+	}
+}
+
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct diff_args *a = state->input;
@@ -86,7 +105,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (a->saw_vs)
 			argp_error(state, "--vs given twice");
 		a->saw_vs = 1;
-		a->side = 1;
+		a->vs_at = a->ngiven;
 		break;
 	case OPT_JSON:
 		a->format = FMT_JSON;
@@ -108,20 +127,19 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case OPT_MIN_REL:
 		a->o.min_rel = parse_double(state, arg, 0, 100) / 100;
 		break;
+	case OPT_RUN_NOISE:
+		a->o.run_noise = parse_double(state, arg, 0, 1000) / 100;
+		break;
 	case OPT_Z:
 		a->o.z = parse_double(state, arg, 0, 100);
 		break;
 	case ARGP_KEY_ARG:
-		if (a->npaths[a->side] == DIFF_MAX_RUNS)
+		if (a->ngiven == 2 * DIFF_MAX_RUNS)
 			argp_error(state, "at most %d runs per side", DIFF_MAX_RUNS);
-		/* without --vs the first file is BASE and the second NEW */
-		if (!a->saw_vs && a->npaths[0] == 1)
-			a->side = 1;
-		else if (!a->saw_vs && a->npaths[1] == 1)
-			argp_error(state, "more than two recordings: put --vs between BASE's runs and NEW's");
-		a->paths[a->side][a->npaths[a->side]++] = arg;
+		a->given[a->ngiven++] = arg;
 		break;
 	case ARGP_KEY_END:
+		split_sides(state, a);
 		if (!a->npaths[0] || !a->npaths[1])
 			argp_error(state, "need BASE and NEW recordings (BASE NEW, or BASE... --vs NEW...)");
 		if ((a->format == FMT_HTML || a->format == FMT_PPROF) && !a->output)
@@ -239,7 +257,7 @@ static int write_output(struct diff_args *a, const struct diff *d)
 
 int cmd_diff(int argc, char **argv)
 {
-	struct diff_args a = { .o = { .z = 3.5, .min_abs = 0.010, .min_rel = 0.10, .top = 10 } };
+	struct diff_args a = { .o = { .z = 3.0, .run_noise = 0.10, .min_abs = 0.010, .min_rel = 0.10, .top = 10 } };
 	struct argp argp = { option_list, parse_option, "BASE NEW | BASE... --vs NEW...", doc,
 			     NULL, NULL, NULL };
 	struct diff d = { 0 };

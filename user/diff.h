@@ -85,7 +85,8 @@ struct diff_line {
 };
 
 struct diff_opts {
-	double z;		/* one run per side: Poisson interval, in sigmas */
+	double z;		/* one run per side: interval width, in sigmas */
+	double run_noise;	/* one run per side: assumed relative run-to-run sd */
 	double min_abs;		/* smallest change counted, seconds per second */
 	double min_rel;		/* smallest change counted, relative to the larger side */
 	int top;		/* functions listed per direction */

@@ -8,10 +8,15 @@
  * - each run's amount is treated as Poisson in its equivalent number of
  *   samples (time x rate; a GC total in its number of collections), which
  *   gives its sampling variance;
+ * - one run per side cannot show how much runs differ for other reasons
+ *   (the machine's load moves preemption and sleep; exact off-CPU timings
+ *   have no sampling noise at all), so a run-to-run term is assumed: a
+ *   relative standard deviation of run_noise (default 10%) per run;
  * - with several runs on a side, the spread between them (the variance of
- *   the runs' per-second rates over the number of runs) is used when it is
- *   larger, as a benchmark A/B comparison does, and the difference is judged
- *   by a t statistic with the runs' degrees of freedom instead of z;
+ *   the runs' per-second rates over the number of runs) replaces that
+ *   assumption when it is larger than the sampling variance, as a benchmark
+ *   A/B comparison does, and the difference is judged by a t statistic with
+ *   the runs' degrees of freedom instead of z;
  * - a change also has to matter: at least min_abs seconds per second and
  *   min_rel of the larger side. Machine noise (preemption on a shared host)
  *   is not Poisson; these floors keep it from being reported as a change.
@@ -306,8 +311,10 @@ static struct side_stats side_stats(const struct diff *d, const struct diff_line
 	}
 	st.rate = sum / wall;
 	st.var = poisson / (wall * wall);
-	if (k < 2)
+	if (k < 2) {
+		st.var += d->o.run_noise * d->o.run_noise * st.rate * st.rate;
 		return st;
+	}
 	for (i = 0; i < k; i++)
 		mean += l->v[side][i] / d->runs[side][i].wall_s / k;
 	for (i = 0; i < k; i++) {

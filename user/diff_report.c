@@ -153,7 +153,8 @@ static int ranks_before(const struct diff_line *a, const struct diff_line *b)
 {
 	static const int order[] = { [LINE_STATE] = 0, [LINE_GC_TOTAL] = 1, [LINE_GC_COUNT] = 2 };
 
-	if (fabs(a->score - b->score) > 1e-9)
+	/* in whole percent: 99.9% gone ranks with 100% gone */
+	if (lround(100 * a->score) != lround(100 * b->score))
 		return a->score > b->score;
 	if (a->kind != b->kind)
 		return order[a->kind] < order[b->kind];
@@ -305,7 +306,8 @@ static void print_noise(FILE *f, const struct diff *d)
 	if (d->nruns[0] > 1 || d->nruns[1] > 1)
 		fprintf(f, "noise: spread between runs (t test, 99%%) or sampling (Poisson), whichever is larger;");
 	else
-		fprintf(f, "noise: sampling (Poisson interval of the sample counts, %.1f sigma);", d->o.z);
+		fprintf(f, "noise: sampling (Poisson in the sample counts) and %.0f%% run-to-run, %.1f sigma;",
+			100 * d->o.run_noise, d->o.z);
 	fprintf(f, " a change also needs >= %.0f ms per s and >= %.0f%% of the larger side\n",
 		1e3 * d->o.min_abs, 100 * d->o.min_rel);
 }
@@ -467,9 +469,10 @@ int diff_report_json(FILE *f, const struct diff *d)
 	fputs("{\"summary\":", f);
 	json_write_string(f, summary);
 	json_runs(f, d);
-	fprintf(f, ",\n\"noise\":{\"model\":\"%s\",\"z\":%g,\"min_abs_s_per_s\":%g,\"min_rel\":%g}",
-		d->nruns[0] > 1 || d->nruns[1] > 1 ? "spread" : "poisson", d->o.z, d->o.min_abs,
-		d->o.min_rel);
+	fprintf(f, ",\n\"noise\":{\"model\":\"%s\",\"z\":%g,\"run_noise\":%g,"
+		"\"min_abs_s_per_s\":%g,\"min_rel\":%g}",
+		d->nruns[0] > 1 || d->nruns[1] > 1 ? "spread" : "poisson", d->o.z, d->o.run_noise,
+		d->o.min_abs, d->o.min_rel);
 	json_changes(f, d);
 	json_lines(f, "states", d, LINE_STATE, 0, 0, 0);
 	json_gc(f, d);
