@@ -173,7 +173,7 @@ def test_same_workload_three_runs_per_side_is_within_noise(workloads, tmp_path):
 
 def test_a_function_made_twice_slower_is_ranked_first(workloads, tmp_path):
     (a, ta), (b, tb) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
-                                           [[], ["--slower", "2"]], seconds=5, rate=1000, tag="slow")
+                                           [[], ["--slower", "2"]], seconds=6, rate=1000, tag="slow")
     rep = diff_json(a, b)
     first = rep["functions_self"][0]
     assert first["function"] == "changed" and first["verdict"] == "grew", rep["functions_self"][:3]
