@@ -184,3 +184,51 @@ def test_a_function_made_twice_slower_is_ranked_first(workloads, tmp_path):
     assert abs(measured_ratio / true_ratio - 1) <= 0.20, (measured_ratio, true_ratio)
     steady = [l for l in rep["functions_self"] if l["function"] == "steady"][0]
     assert steady["verdict"] == "within noise", steady
+
+
+# ---- done-when 5: every collection an exact slice in the Chrome trace ----
+
+def test_chrome_trace_has_one_gc_slice_per_collection(workloads, out, tmp_path):
+    interp = require_interpreter("debian-3.11")
+    go = tmp_path / "go"
+    w = workloads(interp, "gc_churn.py", "--go", str(go), seconds=3, truth=str(tmp_path / "truth.json"))
+    log, trace = tmp_path / "gc.jsonl", out(".trace.json")
+    proc = subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "-d", "30", "--gc-log", str(log),
+                             "-f", "chrome", "-o", str(trace)], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # attached: probes in place before the measured part
+    wait_for_go(go)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    truth = w.truth()
+    head, gcs, _ = read_gc_log(log)
+    t0 = head["monotonic_start_s"]
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    slices = sorted((e for e in events if e.get("cat") == "gc"), key=lambda e: e["ts"])
+    assert all(e["ph"] == "X" and e["pid"] == w.pid and e["tid"] == w.pid for e in slices)
+    # every collection of the log is a slice, and only those
+    assert len(slices) == len(gcs)
+
+    def inside(start_s):
+        return truth["begin"] <= t0 + start_s <= truth["end"]
+
+    measured = [e for e in slices if inside(e["ts"] / 1e6)]
+    true_n = len(truth["collections"])  # counted by gc.callbacks
+    assert true_n > 50
+    assert len(measured) == true_n, (len(measured), true_n)
+    by_start = {round(g["start_s"] * 1e6): g for g in gcs}
+    for e in measured:
+        g = by_start[round(e["ts"])]
+        assert abs(e["dur"] / 1e6 - g["duration_s"]) <= 0.05 * g["duration_s"], (e, g)
+        assert e["name"] == f"GC gen {g['generation']}" and e["args"]["generation"] == g["generation"]
+        assert e["args"]["collected"] == g["collected"]
+    # and the stack that triggered it, innermost first
+    assert any(e["args"]["stack"] and e["args"]["stack"][0].startswith("churn (") for e in measured)
+    assert [e["args"]["generation"] for e in measured] == [c[0] for c in truth["collections"]]
+    # the calls rebuilt from samples still nest: no call straddles a GC slice
+    calls = [e for e in events if e.get("ph") == "X" and e.get("cat") != "gc" and e["tid"] == w.pid]
+    eps = 1e-3  # the times are exact in ns; their sums in floats are not
+    for e in measured[:200]:
+        s, t = e["ts"] + eps, e["ts"] + e["dur"] - eps
+        assert not any(c["ts"] < s < c["ts"] + c["dur"] < t or s < c["ts"] < t < c["ts"] + c["dur"]
+                       for c in calls), e
