@@ -232,3 +232,62 @@ def test_chrome_trace_has_one_gc_slice_per_collection(workloads, out, tmp_path):
         s, t = e["ts"] + eps, e["ts"] + e["dur"] - eps
         assert not any(c["ts"] < s < c["ts"] + c["dur"] < t or s < c["ts"] < t < c["ts"] + c["dur"]
                        for c in calls), e
+
+
+# ---- done-when 4: the picture and the other formats ----
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def test_html_collapsed_and_pprof_outputs(workloads, tmp_path):
+    (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
+                                         [[], ["--slower", "2"]], seconds=4, rate=1000, tag="out")
+    html = tmp_path / "diff.html"
+    diff(a, b, "-o", html)
+    page = html.read_text()
+    # self-contained: nothing fetched from anywhere
+    assert "http://" not in page and "https://" not in page and "src=" not in page
+    browser = chromium()
+    if not browser:
+        pytest.fail("chromium is not installed (scripts/deps.sh installs it)")
+    res = subprocess.run([browser, "--no-sandbox", "--headless", "--disable-gpu",
+                          f"--user-data-dir={tmp_path / 'chromium'}", "--enable-logging=stderr",
+                          "--v=0", "--dump-dom", f"file://{html}"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Uncaught" not in res.stderr, res.stderr[-2000:]
+    dom = res.stdout
+    assert 'data-frames="' in dom, "the script did not draw the graph"
+    # the changed function is drawn, coloured as grown (red: r=255, g=b<255)
+    import re
+    drawn = re.findall(r'class="f" style="[^"]*background: rgb\((\d+), (\d+), (\d+)\);">changed<', dom)
+    assert drawn, "no frame for changed()"
+    r, g, bl = map(int, drawn[0])
+    assert r == 255 and g == bl < 235, drawn
+    # collapsed: "stack count_base count_new", as flamegraph's difffolded writes
+    folded = diff(a, b, "-f", "collapsed").stdout.splitlines()
+    assert folded
+    rows = []
+    for line in folded:
+        stack, base, new = line.rsplit(" ", 2)
+        rows.append((stack.split(";"), int(base), int(new)))
+    grown = sum(n - o for s, o, n in rows if s[-1] == "changed")
+    steady = sum(n - o for s, o, n in rows if s[-1] == "steady")
+    assert grown > 0 and grown > abs(steady), (grown, steady)
+    # pprof: NEW and BASE, read by go tool pprof as a diff
+    new = tmp_path / "new.pb.gz"
+    res = diff(a, b, "-f", "pprof", "-o", new)
+    base = tmp_path / "new.base.pb.gz"
+    assert base.exists() and "go tool pprof -top -diff_base" in res.stderr
+    if not shutil.which("go"):
+        pytest.fail("go is not installed (scripts/deps.sh installs golang-go)")
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"))
+    res = subprocess.run(["go", "tool", "pprof", "-top", "-diff_base", str(base), str(new)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    top = [l.split() for l in res.stdout.splitlines() if l.strip().endswith(("changed", "steady"))]
+    assert top and top[0][-1] == "changed" and not top[0][0].startswith("-"), res.stdout
