@@ -250,7 +250,7 @@ static void print_gc(FILE *f, const struct diff *d)
 	size_t n = diff_sorted(d, LINE_GC_COUNT, 1, &v), i, j;
 	double s[2][3];
 
-	fprintf(f, "\nGC pauses per run (count, total, p50, p99, max):\n");
+	fprintf(f, "\nGC pauses per run (count, total time, pause percentiles):\n");
 	if (!n)
 		fprintf(f, "  no collections in either run\n");
 	for (i = 0; i < n; i++) {
@@ -263,10 +263,15 @@ static void print_gc(FILE *f, const struct diff *d)
 		gc_stats(d, v[i], 0, s[0]);
 		gc_stats(d, v[i], 1, s[1]);
 		fprintf(f, "  %s gen %d\n", v[i]->process, v[i]->generation);
-		for (j = 0; j < 2; j++)
-			fprintf(f, "    %-4s %8.0f  %8.3f s  %8.3f ms  %8.3f ms  %8.3f ms\n", side_names[j],
-				v[i]->amount[j], total ? total->amount[j] : 0, 1e3 * s[j][0],
-				1e3 * s[j][1], 1e3 * s[j][2]);
+		for (j = 0; j < 2; j++) {
+			fprintf(f, "    %-4s %8.0f  %8.3f s", side_names[j], v[i]->amount[j],
+				total ? total->amount[j] : 0);
+			if (v[i]->amount[j] > 0)
+				fprintf(f, "  p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", 1e3 * s[j][0],
+					1e3 * s[j][1], 1e3 * s[j][2]);
+			else
+				fputs("  (none)\n", f);
+		}
 		fprintf(f, "    count %s, total %s\n", verdict_name(v[i]->verdict),
 			total ? verdict_name(total->verdict) : "?");
 	}
