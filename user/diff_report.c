@@ -147,35 +147,27 @@ static void print_change(FILE *f, const struct diff *d, const struct diff_line *
 		count ? l->delta : l->delta, count ? "collections" : "s");
 }
 
-/* By score; at equal scores a state before a GC generation's time before its
- * count (counts and seconds do not compare), then the larger change. */
+/* By score, in whole percent (99.9% gone ranks with 100% gone), then the
+ * larger change. */
 static int ranks_before(const struct diff_line *a, const struct diff_line *b)
 {
-	static const int order[] = { [LINE_STATE] = 0, [LINE_GC_TOTAL] = 1, [LINE_GC_COUNT] = 2 };
-
-	/* in whole percent: 99.9% gone ranks with 100% gone */
 	if (lround(100 * a->score) != lround(100 * b->score))
 		return a->score > b->score;
-	if (a->kind != b->kind)
-		return order[a->kind] < order[b->kind];
 	return fabs(a->delta) > fabs(b->delta);
 }
 
-/* The changes outside the noise per process, states and GC in one ranking:
- * what vanished or appeared first, then the largest. */
+/* The states' changes outside the noise per process, ranked: what vanished
+ * or appeared first, then the largest. (GC per generation has its own table,
+ * with its own verdicts: it details the GC state, it does not compete with it.) */
 static size_t ranked_changes(const struct diff *d, const struct diff_line **all, size_t max)
 {
-	static const int kinds[] = { LINE_STATE, LINE_GC_TOTAL, LINE_GC_COUNT };
 	const struct diff_line **v, *t;
-	size_t n, i, k, nall = 0;
+	size_t n = diff_sorted(d, LINE_STATE, 1, &v), i, k, nall = 0;
 
-	for (k = 0; k < 3; k++) {
-		n = diff_sorted(d, kinds[k], 1, &v);
-		for (i = 0; i < n && nall < max; i++)
-			if (is_change(v[i]))
-				all[nall++] = v[i];
-		free(v);
-	}
+	for (i = 0; i < n && nall < max; i++)
+		if (is_change(v[i]))
+			all[nall++] = v[i];
+	free(v);
 	for (i = 1; i < nall; i++)
 		for (k = i; k > 0 && ranks_before(all[k], all[k - 1]); k--) {
 			t = all[k];

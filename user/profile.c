@@ -235,6 +235,16 @@ struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 	return t;
 }
 
+const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
 int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s)
 {

@@ -320,16 +320,6 @@ static int write_info(FILE *f, const struct profile *p, const struct recording_i
 	return 0;
 }
 
-static const struct thread_profile *find_thread(const struct profile *p, int pid, int tid)
-{
-	size_t i;
-
-	for (i = 0; i < p->nthreads; i++)
-		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
-			return &p->threads[i];
-	return NULL;
-}
-
 static int write_thread_states(FILE *f, const struct profile *p, const struct analysis *a)
 {
 	struct thread_states *ts;
@@ -338,7 +328,7 @@ static int write_thread_states(FILE *f, const struct profile *p, const struct an
 	int s, err = fputs(",\n\"threads\":[", f) < 0;
 
 	for (i = 0; !err && i < n; i++) {
-		t = find_thread(p, ts[i].pid, ts[i].tid);
+		t = profile_find_thread(p, ts[i].pid, ts[i].tid);
 		err = fprintf(f, "%s\n{\"pid\":%d,\"tid\":%d,\"name\":", i ? "," : "",
 			      ts[i].pid, ts[i].tid) < 0 ||
 		      json_write_string(f, t && t->name ? t->name : "") ||

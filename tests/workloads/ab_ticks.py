@@ -3,7 +3,9 @@ thread's fair share even on a loaded machine), so its CPU time per second does
 not depend on how busy the machine is: each tick calls steady() and changed(),
 then sleeps until the next tick. --slower N makes changed() do N times the
 work (the "2x slower function" of an A/B comparison). The truth is each
-function's CPU time (time.thread_time) over the measured part."""
+function's CPU time (time.thread_time) over the measured part, and tick by
+tick on the clock of time.monotonic() (CLOCK_MONOTONIC) so that it can be
+cut to a recording's window."""
 import sys
 import time
 
@@ -30,6 +32,7 @@ def main():
     args = common.parse({"--slower": {"type": float, "default": 1.0},
                          "--rounds": {"type": int, "default": 60000}})
     spent = {"steady": 0.0, "changed": 0.0}
+    ticks = []  # [monotonic, steady's CPU so far, changed's CPU so far] per tick
     common.wait_for_go(args)
     begin = time.monotonic()
     tick = begin
@@ -39,10 +42,11 @@ def main():
             t = time.thread_time()
             fn(rounds)
             spent[name] += time.thread_time() - t
+        ticks.append([time.monotonic(), spent["steady"], spent["changed"]])
         tick += 0.1
         time.sleep(max(0.0, tick - time.monotonic()))
     end = time.monotonic()
-    common.write_truth(args, {"cpu_seconds": spent, "wall_seconds": end - begin})
+    common.write_truth(args, {"cpu_seconds": spent, "wall_seconds": end - begin, "ticks": ticks})
 
 
 if __name__ == "__main__":

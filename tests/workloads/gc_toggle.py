@@ -11,6 +11,7 @@ import time
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 import common  # noqa: E402
+from gc_churn import churn  # noqa: E402  cyclic garbage, some of it kept
 
 stop = threading.Event()
 gc_seconds = [0.0]
@@ -22,20 +23,6 @@ def on_gc(phase, info):
         started[0] = time.monotonic()
     else:
         gc_seconds[0] += time.monotonic() - started[0]
-
-
-class Pair:
-    def __init__(self):
-        self.other = None
-        self.payload = [self]
-
-
-def churn(n, keep):
-    for i in range(n):
-        a, b = Pair(), Pair()
-        a.other, b.other = b, a
-        if i % 20 == 0:
-            keep.append(a)
 
 
 def worker():
