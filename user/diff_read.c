@@ -186,11 +186,12 @@ static int read_threads(struct recording *r, json_t *threads)
 		struct rec_thread *rt = &r->threads[r->nthreads];
 
 		states = json_object_get(t, "states_s");
-		if (!json_is_object(states))
-			return -1;
 		rt->name = strdup(str_or(t, "name", "?"));
 		rt->process = strdup(str_or(t, "process", ""));
+		r->nthreads++;	/* recording_free() frees what was read */
 		if (!rt->name || !rt->process)
+			return -1;
+		if (!json_is_object(states))
 			return -1;
 		rt->observed_s = num(t, "observed_s");
 		for (s = 0; s < DIFF_NSTATES; s++) {
@@ -198,7 +199,6 @@ static int read_threads(struct recording *r, json_t *threads)
 			if (rt->states_s[s] < 0)
 				return -1;
 		}
-		r->nthreads++;
 	}
 	return 0;
 }
@@ -227,6 +227,7 @@ static int read_gcs(struct recording *r, json_t *gcs, json_t *threads)
 
 		rg->process = strdup(process_of_pid(r, threads,
 						    json_integer_value(json_object_get(g, "pid"))));
+		r->ngcs++;
 		rg->generation = (int)json_integer_value(json_object_get(g, "generation"));
 		rg->count = num(g, "count");
 		rg->total_s = num(g, "total_s");
@@ -236,7 +237,6 @@ static int read_gcs(struct recording *r, json_t *gcs, json_t *threads)
 		if (!rg->process || rg->count < 0 || rg->total_s < 0 || rg->p50_s < 0 ||
 		    rg->p99_s < 0 || rg->max_s < 0 || rg->generation < -1 || rg->generation > 2)
 			return -1;
-		r->ngcs++;
 	}
 	return 0;
 }
