@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from conftest import EBPFPROF, ROOT, Profile, read_gc_log, require_interpreter, run_ebpfprof, wait_for_go
+from conftest import (EBPFPROF, Interpreter, Profile, read_gc_log, require_interpreter,
+                      wait_for_go)
 
 
 def diff(*args, check=True):
@@ -31,8 +32,12 @@ def diff_json(*args):
 
 def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=100, tag="r"):
     """Starts one workload per variant (a list of extra argument lists), then
-    records them all at once for `seconds`; returns [(speedscope path, truth)]."""
-    interp = require_interpreter("debian-3.11")
+    records them all at once for `seconds`; returns [(speedscope path, truth)].
+    The workloads run at nice -10: a fixed amount of work per tick must not be
+    starved by the shared machine's load, or its CPU time per second is the
+    machine's figure, not the workload's."""
+    debian = require_interpreter("debian-3.11")
+    interp = Interpreter(debian.name, ["nice", "-n", "-10"] + debian.argv, debian.version)
     ws, go = [], tmp_path / f"go-{tag}"
     for i, extra in enumerate(variants):
         ws.append(workloads(interp, script, "--go", str(go), *extra, seconds=seconds + 3,
