@@ -11,7 +11,7 @@
  * - one run per side cannot show how much runs differ for other reasons
  *   (the machine's load moves preemption and sleep; exact off-CPU timings
  *   have no sampling noise at all), so a run-to-run term is assumed: a
- *   relative standard deviation of run_noise (default 10%) per run;
+ *   relative standard deviation of run_noise (default 8%) per run;
  * - with several runs on a side, the spread between them (the variance of
  *   the runs' per-second rates over the number of runs) replaces that
  *   assumption when it is larger than the sampling variance, as a benchmark

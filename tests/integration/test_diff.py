@@ -40,7 +40,7 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
     interp = Interpreter(debian.name, ["nice", "-n", "-10"] + debian.argv, debian.version)
     ws, go = [], tmp_path / f"go-{tag}"
     for i, extra in enumerate(variants):
-        ws.append(workloads(interp, script, "--go", str(go), *extra, seconds=seconds + 3,
+        ws.append(workloads(interp, script, "--go", str(go), *extra, seconds=seconds + 6,
                             truth=str(tmp_path / f"truth-{tag}{i}.json")))
     time.sleep(1.0)  # the interpreters are up and past their imports
     paths = [tmp_path / f"{tag}{i}.speedscope.json" for i in range(len(variants))]
@@ -199,7 +199,7 @@ def test_same_workload_three_runs_per_side_is_within_noise(workloads, tmp_path):
 
 def test_a_function_made_twice_slower_is_ranked_first(workloads, tmp_path):
     (a, ta), (b, tb) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
-                                           [[], ["--slower", "2"]], seconds=6, rate=1000, tag="slow")
+                                           [[], ["--slower", "2"]], seconds=8, rate=2000, tag="slow")
     rep = diff_json(a, b)
     first = rep["functions_self"][0]
     assert first["function"] == "changed" and first["verdict"] == "grew", rep["functions_self"][:3]
