@@ -11,7 +11,9 @@
  * - one run per side cannot show how much runs differ for other reasons
  *   (the machine's load moves preemption and sleep; exact off-CPU timings
  *   have no sampling noise at all), so a run-to-run term is assumed: a
- *   relative standard deviation of run_noise (default 8%) per run;
+ *   relative standard deviation of run_noise (default 8%) per run, and of
+ *   MACHINE_NOISE for preemption, which is the machine's load and not the
+ *   program's doing (two copies of one program side by side differ 2x);
  * - with several runs on a side, the spread between them (the variance of
  *   the runs' per-second rates over the number of runs) replaces that
  *   assumption when it is larger than the sampling variance, as a benchmark
@@ -292,6 +294,9 @@ static double t_critical(int df)
 	return df < (int)(sizeof(t99) / sizeof(t99[0])) ? t99[df] : 2.9;
 }
 
+/* One run per side: how much preempted time is assumed to vary between runs. */
+#define MACHINE_NOISE 0.5
+
 struct side_stats {
 	double rate, var;	/* per second, and its variance */
 	int df;			/* 0: Poisson only */
@@ -312,7 +317,10 @@ static struct side_stats side_stats(const struct diff *d, const struct diff_line
 	st.rate = sum / wall;
 	st.var = poisson / (wall * wall);
 	if (k < 2) {
-		st.var += d->o.run_noise * d->o.run_noise * st.rate * st.rate;
+		double rel = l->kind == LINE_STATE && l->state == STATE_PREEMPTED ?
+			     MACHINE_NOISE : d->o.run_noise;
+
+		st.var += rel * rel * st.rate * st.rate;
 		return st;
 	}
 	for (i = 0; i < k; i++)
