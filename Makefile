@@ -24,7 +24,7 @@ WERROR_FLAG := $(if $(filter 1,$(WERROR)),-Werror)
 CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 INCLUDES   := -I$(OUTPUT) -Iinclude -Iuser
-LDLIBS     := -lbpf -lelf -lz
+LDLIBS     := -lbpf -lelf -lz -ljansson -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 

@@ -46,6 +46,7 @@ struct options {
 	int idle;
 	const char *gc_log;
 	double wait_threshold_ms;
+	double gc_min_ms;	/* chrome: shortest GC pause drawn as a slice */
 	int by_function;
 	int subprocesses;
 	int as_root;		/* launch mode under sudo: keep root for the command */
@@ -100,6 +101,7 @@ static const struct argp_option option_list[] = {
 	{ "idle", 'i', NULL, 0, "Add off-CPU time (GIL, lock, I/O waits, sleep, preemption) as samples weighted by its duration", 0 },
 	{ "gc-log", 'G', "FILE", 0, "Write every GC pause and every long wait to FILE as JSON lines", 0 },
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
+	{ "gc-min-ms", 'M', "MS", 0, "Chrome trace: draw GC pauses of at least MS as slices (default 0: every pause)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
@@ -193,6 +195,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_AS_ROOT:
 		o->as_root = 1;
+		break;
+	case 'M':
+		o->gc_min_ms = strtod(arg, &end);
+		if (*end || end == arg || !(o->gc_min_ms >= 0))
+			argp_error(state, "invalid --gc-min-ms: %s (milliseconds, >= 0)", arg);
 		break;
 	case 'v':
 		o->verbose = 1;
@@ -380,6 +387,28 @@ static void print_summary(struct run *run, const char *path)
 	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
 }
 
+/* What the writers may keep besides the samples: the exact GC pauses and
+ * waits, and the recording's facts (ebpfprof diff reads them back). */
+static void fill_writer_options(struct run *run, struct writer_options *w,
+				struct recording_info *info)
+{
+	uint64_t counters[EP_CNT_MAX];
+
+	session_counters(run->session, counters);
+	*info = (struct recording_info){
+		.samples = run->rec.kept,
+		.lost = counters[EP_CNT_LOST],
+		.python_major = run->target.major,
+		.python_minor = run->target.minor,
+		.gc_timing = gc_probe_name(run->gc_probe),
+		.stop_reason = stop_reason(run),
+		.idle = run->o->idle,
+	};
+	w->analysis = &run->rec.analysis;
+	w->info = info;
+	w->gc_min_ns = (uint64_t)(run->o->gc_min_ms * 1e6);
+}
+
 /* The profiler's own PID namespace, when it is not the initial one: pids on
  * the command line and in /proc are then that namespace's, and the kernel
  * side must translate (bpf_get_ns_current_pid_tgid). */
@@ -431,6 +460,7 @@ int cmd_record(int argc, char **argv)
 	struct recorder_opts ropts;
 	struct session_opts sopts = { 0 };
 	struct writer_options wopts = { .gaps_as_idle = 1 };
+	struct recording_info info;
 	char output[PATH_MAX], err[ERRLEN];
 	struct run run = { .o = &o, .pidfd = -1 };
 
@@ -474,6 +504,7 @@ int cmd_record(int argc, char **argv)
 	run.rec.profile.command = o.command ? o.command[0] : run.target.shown_path;
 	run.follower = (struct follower){ .session = run.session, .rec = &run.rec, .verbose = o.verbose };
 	record(&run);
+	fill_writer_options(&run, &wopts, &info);
 	if (writer_write_file(o.writer, &run.rec.profile, &wopts, output)) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", output, strerror(errno));
 		end_command(&run);

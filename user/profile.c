@@ -266,6 +266,16 @@ static uint32_t *stored_stack(struct profile *p, const uint32_t *frames, uint32_
 	return stack_table_get(p->stack_store, 0, h)->frames;
 }
 
+const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid)
+{
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++)
+		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
 int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s)
 {

@@ -75,6 +75,8 @@ void profile_free(struct profile *p);
 uint32_t profile_frame(struct profile *p, const char *name, const char *file,
 		       int line, int kind);
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid);
+/* The thread's profile if it has one, else NULL (never adds one). */
+const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid);
 /* Appends a sample; frames (root first) are copied. */
 int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s);

@@ -2,11 +2,28 @@
 /* One output format per writer_*.c, all behind this interface. */
 #ifndef EP_WRITER_H
 #define EP_WRITER_H
+#include <stdint.h>
 #include <stdio.h>
 #include "profile.h"
 
+struct analysis;
+
+/* What the recording knew besides the samples, for writers that keep it. */
+struct recording_info {
+	unsigned long samples;		/* on-CPU samples kept */
+	unsigned long long lost;	/* samples the ring buffer dropped */
+	int python_major, python_minor;
+	const char *gc_timing;		/* how collections were timed */
+	const char *stop_reason;	/* "target exited", "duration reached"... */
+	int idle;			/* off-CPU time is in the samples (--idle) */
+};
+
 struct writer_options {
 	int gaps_as_idle;	/* fill unobserved time so threads line up */
+	/* GC pauses and off-CPU intervals, exact; NULL when unknown */
+	const struct analysis *analysis;
+	const struct recording_info *info;	/* NULL when unknown */
+	uint64_t gc_min_ns;	/* chrome: shortest GC pause drawn as a slice */
 };
 
 struct output_writer {

@@ -7,12 +7,20 @@
  * consecutive samples whose stacks share it at the same depth, and becomes
  * one "X" (complete) event from the first sample's start to the last one's
  * end. A gap in the thread's samples ends every call open across it.
+ *
+ * Garbage collections are timed exactly (probes), not sampled: each one at
+ * least --gc-min-ms long is its own "gc" slice on its thread's track, from
+ * its real start to its real end, with its generation, the objects it
+ * collected and the Python stack that triggered it. The calls rebuilt from
+ * samples are cut around it, so slices still nest.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "analysis.h"
 #include "json.h"
 #include "writer.h"
 
@@ -119,11 +127,83 @@ static uint64_t clipped_end(const struct thread_profile *t, size_t i)
 	return end;
 }
 
+/* One thread's collections drawn as slices, in time order. */
+struct gc_cuts {
+	const struct interval **v;
+	size_t n, cap, next;
+};
+
+static int by_start(const void *x, const void *y)
+{
+	const struct interval *a = *(const struct interval *const *)x;
+	const struct interval *b = *(const struct interval *const *)y;
+
+	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
+}
+
+static int collect_gcs(const struct writer_options *o, const struct thread_profile *t,
+		       struct gc_cuts *gc)
+{
+	const struct interval_list *gcs;
+	const struct interval **v;
+	size_t i;
+
+	gc->n = gc->next = 0;
+	if (!o || !o->analysis)
+		return 0;
+	gcs = &o->analysis->gcs;
+	for (i = 0; i < gcs->n; i++) {
+		const struct interval *g = &gcs->v[i];
+
+		if (g->pid != t->pid || g->tid != t->tid || g->end_ns <= g->start_ns ||
+		    g->end_ns - g->start_ns < o->gc_min_ns)
+			continue;
+		if (gc->n == gc->cap) {
+			gc->cap = gc->cap ? gc->cap * 2 : 64;
+			v = realloc(gc->v, gc->cap * sizeof(*v));
+			if (!v)
+				return -1;
+			gc->v = v;
+		}
+		gc->v[gc->n++] = g;
+	}
+	qsort(gc->v, gc->n, sizeof(*gc->v), by_start);
+	return 0;
+}
+
+/*
+ * Adds the sample's time [start, end) to the calls, except where a
+ * collection drawn as a slice covers it: open calls end where it starts and
+ * start again after it; *cursor becomes where the sample ends. 0, or -1.
+ */
+static int add_around_gcs(struct call_list *cl, struct gc_cuts *gc, const struct sample *s,
+			  uint64_t start, uint64_t end, uint64_t *cursor)
+{
+	const struct interval *g;
+
+	while (gc->next < gc->n && gc->v[gc->next]->start_ns < end) {
+		g = gc->v[gc->next++];
+		if (g->start_ns > start && s->state != STATE_IDLE && add_sample(cl, s, start))
+			return -1;
+		if (close_calls(cl, 0, g->start_ns > start ? g->start_ns : start))
+			return -1;
+		if (g->end_ns > start)
+			start = g->end_ns;
+	}
+	*cursor = end > start ? end : start;
+	if (end <= start)
+		return 0;
+	if (s->state == STATE_IDLE)
+		return close_calls(cl, 0, start);
+	return add_sample(cl, s, start);
+}
+
 /*
  * The thread's calls. Samples are cut where the next one starts, so calls
  * nest properly even when the recorded samples overlap.
  */
-static int build_calls(const struct thread_profile *t, struct call_list *cl)
+static int build_calls(const struct thread_profile *t, struct call_list *cl,
+		       struct gc_cuts *gc)
 {
 	uint64_t cursor = 0, start, end;
 	const struct sample *s;
@@ -139,13 +219,8 @@ static int build_calls(const struct thread_profile *t, struct call_list *cl)
 			continue;
 		if (start > cursor && close_calls(cl, 0, cursor))
 			return -1;
-		if (s->state == STATE_IDLE) {
-			if (close_calls(cl, 0, start))
-				return -1;
-		} else if (add_sample(cl, s, start)) {
+		if (add_around_gcs(cl, gc, s, start, end, &cursor))
 			return -1;
-		}
-		cursor = end;
 	}
 	return close_calls(cl, 0, cursor);
 }
@@ -195,12 +270,54 @@ static int put_call(struct trace_out *out, const struct profile *p,
 	return fputc('}', f) == EOF ? -1 : 0;
 }
 
+/* "f (file:line)" per frame, innermost first: what triggered a collection. */
+static int put_gc_stack(FILE *f, const struct profile *p, const struct interval *g)
+{
+	const char *sep = "";
+	char *text;
+	uint32_t i;
+	int err = fputs(",\"stack\":[", f) < 0;
+
+	for (i = g->nframes; !err && i-- > 0;) {
+		const struct frame_info *fr;
+
+		if (g->frames[i] >= p->nframes)
+			continue;
+		fr = &p->frames[g->frames[i]];
+		if (fr->file ? asprintf(&text, "%s (%s:%d)", fr->name, fr->file, fr->line) < 0
+			     : asprintf(&text, "%s", fr->name) < 0)
+			return -1;
+		err = fputs(sep, f) < 0 || json_write_string(f, text);
+		free(text);
+		sep = ",";
+	}
+	return err || fputc(']', f) == EOF ? -1 : 0;
+}
+
+static int put_gc(struct trace_out *out, const struct profile *p, const struct interval *g)
+{
+	FILE *f = out->f;
+	char name[32];
+
+	snprintf(name, sizeof(name), "GC gen %d", g->generation);
+	if (event_start(out) ||
+	    fprintf(f, "\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"gc\",\"pid\":%d,\"tid\":%d",
+		    name, g->pid, g->tid) < 0 ||
+	    put_us(f, "ts", g->start_ns) || put_us(f, "dur", g->end_ns - g->start_ns) ||
+	    fprintf(f, ",\"args\":{\"generation\":%d,\"collected\":%lld", g->generation,
+		    (long long)g->collected) < 0 ||
+	    put_gc_stack(f, p, g) || fputs("}}", f) < 0)
+		return -1;
+	return 0;
+}
+
 static int put_thread_calls(struct trace_out *out, const struct profile *p,
-			    const struct thread_profile *t, struct call_list *cl)
+			    const struct thread_profile *t, struct call_list *cl,
+			    struct gc_cuts *gc)
 {
 	size_t i;
 
-	if (build_calls(t, cl))
+	if (build_calls(t, cl, gc))
 		return -1;
 	qsort(cl->calls, cl->n, sizeof(*cl->calls), call_cmp);
 	for (i = 0; i < cl->n; i++) {
@@ -210,6 +327,9 @@ static int put_thread_calls(struct trace_out *out, const struct profile *p,
 		if (put_call(out, p, t, &cl->calls[i]))
 			return -1;
 	}
+	for (i = 0; i < gc->n; i++)
+		if (put_gc(out, p, gc->v[i]))
+			return -1;
 	return 0;
 }
 
@@ -269,19 +389,21 @@ static int chrome_write(const struct profile *p, const struct writer_options *o,
 {
 	struct trace_out out = { .f = f };
 	struct call_list cl = { 0 };
+	struct gc_cuts gc = { 0 };
 	size_t i;
 	int err;
 
-	(void)o;
 	err = put_header(f, p);
 	for (i = 0; !err && i < p->nthreads; i++)
 		err = put_names(&out, &p->threads[i], first_of_process(p, i));
 	for (i = 0; !err && i < p->nthreads; i++)
-		err = put_thread_calls(&out, p, &p->threads[i], &cl);
+		err = collect_gcs(o, &p->threads[i], &gc) ||
+		      put_thread_calls(&out, p, &p->threads[i], &cl, &gc);
 	if (!err && fputs("\n]}\n", f) < 0)
 		err = -1;
 	free(cl.calls);
 	free(cl.open);
+	free(gc.v);
 	if (err && !errno)
 		errno = EIO;
 	return err;

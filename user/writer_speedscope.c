@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "analysis.h"
 #include "json.h"
 #include "writer.h"
 
@@ -296,15 +297,137 @@ static int write_profiles(const struct profile *p, FILE *f)
 	return err;
 }
 
+/*
+ * The "ebpfprof" object: what the samples cannot say and `ebpfprof diff`
+ * needs, i.e. the recording's facts, each thread's exact time per state and
+ * the GC pauses' statistics per process and generation. speedscope ignores
+ * top-level properties it does not know.
+ */
+static int write_info(FILE *f, const struct profile *p, const struct recording_info *in)
+{
+	if (fprintf(f, "\"version\":1,\"duration_s\":%.9f,\"rate_hz\":%u",
+		    p->duration_ns / 1e9, p->rate_hz) < 0)
+		return -1;
+	if (!in)
+		return 0;
+	if (fprintf(f, ",\"samples\":%lu,\"lost\":%llu,\"python\":\"%d.%d\",\"idle\":%s,"
+		    "\"gc_timing\":", in->samples, in->lost, in->python_major,
+		    in->python_minor, in->idle ? "true" : "false") < 0 ||
+	    json_write_string(f, in->gc_timing ? in->gc_timing : "") ||
+	    fputs(",\"stop_reason\":", f) < 0 ||
+	    json_write_string(f, in->stop_reason ? in->stop_reason : ""))
+		return -1;
+	return 0;
+}
+
+static int write_thread_states(FILE *f, const struct profile *p, const struct analysis *a)
+{
+	struct thread_states *ts;
+	const struct thread_profile *t;
+	size_t i, n = analysis_thread_states(a, p, &ts);
+	int s, err = fputs(",\n\"threads\":[", f) < 0;
+
+	for (i = 0; !err && i < n; i++) {
+		t = profile_find_thread(p, ts[i].pid, ts[i].tid);
+		err = fprintf(f, "%s\n{\"pid\":%d,\"tid\":%d,\"name\":", i ? "," : "",
+			      ts[i].pid, ts[i].tid) < 0 ||
+		      json_write_string(f, t && t->name ? t->name : "") ||
+		      fputs(",\"process\":", f) < 0 ||
+		      json_write_string(f, t && t->process ? t->process : "") ||
+		      fprintf(f, ",\"observed_s\":%.9f,\"states_s\":{", ts[i].observed_ns / 1e9) < 0;
+		for (s = 0; !err && s < STATE_IDLE; s++)
+			err = fprintf(f, "%s\"%s\":%.9f", s ? "," : "", sample_state_name(s),
+				      ts[i].ns[s] / 1e9) < 0;
+		err = err || fputs("}}", f) < 0;
+	}
+	free(ts);
+	return err || fputs("]", f) < 0 ? -1 : 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The q-th quantile of sorted v (nearest rank). */
+static uint64_t quantile(const uint64_t *v, size_t n, double q)
+{
+	size_t rank = (size_t)(q * n + 0.999999);
+
+	return v[rank ? rank - 1 : 0];
+}
+
+/* One line of GC statistics: the pauses of process pid and generation gen. */
+static int write_gc_group(FILE *f, const struct interval_list *gcs, int pid, int gen,
+			  uint64_t *scratch, int *first)
+{
+	uint64_t total = 0;
+	size_t i, n = 0;
+
+	for (i = 0; i < gcs->n; i++)
+		if (gcs->v[i].pid == pid && gcs->v[i].generation == gen)
+			scratch[n++] = gcs->v[i].end_ns - gcs->v[i].start_ns;
+	if (!n)
+		return 0;
+	qsort(scratch, n, sizeof(*scratch), cmp_u64);
+	for (i = 0; i < n; i++)
+		total += scratch[i];
+	if (fprintf(f, "%s\n{\"pid\":%d,\"generation\":%d,\"count\":%zu,\"total_s\":%.9f,"
+		    "\"p50_s\":%.9f,\"p99_s\":%.9f,\"max_s\":%.9f}", *first ? "" : ",", pid, gen,
+		    n, total / 1e9, quantile(scratch, n, 0.5) / 1e9,
+		    quantile(scratch, n, 0.99) / 1e9, scratch[n - 1] / 1e9) < 0)
+		return -1;
+	*first = 0;
+	return 0;
+}
+
+static int seen_before(const struct interval_list *gcs, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (gcs->v[j].pid == gcs->v[i].pid && gcs->v[j].generation == gcs->v[i].generation)
+			return 1;
+	return 0;
+}
+
+static int write_gc_stats(FILE *f, const struct analysis *a)
+{
+	const struct interval_list *gcs = &a->gcs;
+	uint64_t *scratch = malloc((gcs->n ? gcs->n : 1) * sizeof(*scratch));
+	int first = 1, err = !scratch || fputs(",\n\"gc\":[", f) < 0;
+	size_t i;
+
+	/* groups in order of first appearance; few of them (processes x 3) */
+	for (i = 0; !err && i < gcs->n; i++)
+		if (!seen_before(gcs, i))
+			err = write_gc_group(f, gcs, gcs->v[i].pid, gcs->v[i].generation,
+					     scratch, &first);
+	free(scratch);
+	return err || fputs("]", f) < 0 ? -1 : 0;
+}
+
+static int write_ebpfprof(FILE *f, const struct profile *p, const struct writer_options *o)
+{
+	if (fputs(",\n\"ebpfprof\":{", f) < 0 || write_info(f, p, o ? o->info : NULL))
+		return -1;
+	if (o && o->analysis &&
+	    (write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis)))
+		return -1;
+	return fputs("}", f) < 0 ? -1 : 0;
+}
+
 static int speedscope_write(const struct profile *p, const struct writer_options *o,
 			    FILE *f)
 {
-	(void)o;	/* the time axis is always filled: see the top of this file */
+	/* the time axis is always filled: see the top of this file */
 	if (fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"name\":", f) < 0 ||
 	    json_write_string(f, p->command ? p->command : "ebpfprof") ||
 	    fputs(",\n\"exporter\":\"ebpfprof " EP_VERSION "\",\n"
 		  "\"activeProfileIndex\":0,\n", f) < 0 ||
-	    write_frames(p, f) || write_profiles(p, f) ||
+	    write_frames(p, f) || write_profiles(p, f) || write_ebpfprof(f, p, o) ||
 	    fputs("}\n", f) < 0)
 		goto fail;
 	return 0;

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ebpfprof diff's model on small made-up recordings: the noise verdicts with
+ * one and several runs per side, per-second normalization, functions' self
+ * and total time (a recursive call counted once), and reading a recording
+ * back from a file, bad ones included.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "diff.h"
+
+#define SEC 1000000000ull
+
+static const struct diff_opts opts = { .z = 3.0, .run_noise = 0.10, .min_abs = 0.010,
+				       .min_rel = 0.10, .top = 10 };
+
+/* A one-thread recording: GC and on-CPU seconds, and `fn` on CPU for fn_s
+ * seconds (stack main;fn, or main;fn;fn when recursive). */
+static void make_run(struct recording *r, double wall, double gc_s, double cpu_s,
+		     const char *fn, double fn_s, int recursive)
+{
+	struct thread_profile *t;
+	uint32_t ids[3];
+	struct sample s = { .frames = ids };
+
+	memset(r, 0, sizeof(*r));
+	r->path = "made-up";
+	profile_init(&r->prof);
+	r->wall_s = wall;
+	r->rate_hz = 100;
+	r->has_states = 1;
+	r->threads = calloc(1, sizeof(*r->threads));
+	r->threads[0].name = strdup("MainThread");
+	r->threads[0].process = strdup("python3");
+	r->threads[0].states_s[STATE_GC] = gc_s;
+	r->threads[0].states_s[STATE_ON_CPU] = cpu_s;
+	r->threads[0].states_s[STATE_SLEEP] = wall - gc_s - cpu_s;
+	r->nthreads = 1;
+	ids[0] = profile_frame(&r->prof, "main", "app.py", 1, FRAME_PYTHON);
+	ids[1] = profile_frame(&r->prof, fn, "app.py", 10, FRAME_PYTHON);
+	ids[2] = ids[1];
+	s.nframes = recursive ? 3 : 2;
+	s.weight_ns = (uint64_t)(fn_s * SEC);
+	t = profile_thread(&r->prof, 0, 0);
+	t->name = strdup("MainThread");
+	assert_int_equal(profile_add_sample(&r->prof, t, &s), 0);
+}
+
+static void run_diff(struct diff *d, struct recording *base, size_t nbase,
+		     struct recording *new, size_t nnew)
+{
+	memset(d, 0, sizeof(*d));
+	d->runs[0] = base;
+	d->runs[1] = new;
+	d->nruns[0] = nbase;
+	d->nruns[1] = nnew;
+	d->o = opts;
+	assert_int_equal(diff_build(d), 0);
+}
+
+static void free_runs(struct recording *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		recording_free(&r[i]);
+}
+
+static const struct diff_line *find(const struct diff *d, int kind, int state,
+				    const char *thread, const char *fn)
+{
+	for (size_t i = 0; i < d->nlines; i++) {
+		const struct diff_line *l = &d->lines[i];
+
+		if (l->kind != kind)
+			continue;
+		if (kind == LINE_STATE && (l->state != state ||
+					   (thread ? !l->thread || strcmp(l->thread, thread) : !!l->thread)))
+			continue;
+		if (fn && (!l->function || strcmp(l->function, fn)))
+			continue;
+		return l;
+	}
+	fail_msg("no such line");
+	return NULL;
+}
+
+static void test_gc_gone_is_a_change_and_same_is_noise(void **state)
+{
+	struct recording a, b;
+	struct diff d;
+	const struct diff_line *gc, *cpu;
+
+	make_run(&a, 10, 2.0, 4.0, "work", 4.0, 0);
+	make_run(&b, 10, 0.0, 4.1, "work", 4.1, 0);
+	run_diff(&d, &a, 1, &b, 1);
+	gc = find(&d, LINE_STATE, STATE_GC, NULL, NULL);
+	assert_int_equal(gc->verdict, VERDICT_SHRANK);
+	assert_true(fabs(gc->rel + 1) < 1e-9 && fabs(gc->score - 1) < 1e-9);
+	assert_true(fabs(gc->rate[0] - 0.2) < 1e-9);
+	cpu = find(&d, LINE_STATE, STATE_ON_CPU, "MainThread", NULL);
+	assert_int_equal(cpu->verdict, VERDICT_NOISE);	/* +2.5% */
+	assert_int_equal(find(&d, LINE_SELF, 0, NULL, "work")->verdict, VERDICT_NOISE);
+	diff_free(&d);
+	free_runs(&a, 1);
+	free_runs(&b, 1);
+}
+
+static void test_per_second_compares_runs_of_different_lengths(void **state)
+{
+	struct recording a, b;
+	struct diff d;
+
+	/* twice as long, twice the time: the same per second */
+	make_run(&a, 5, 1.0, 2.0, "work", 2.0, 0);
+	make_run(&b, 10, 2.0, 4.0, "work", 4.0, 0);
+	run_diff(&d, &a, 1, &b, 1);
+	assert_int_equal(find(&d, LINE_STATE, STATE_GC, NULL, NULL)->verdict, VERDICT_NOISE);
+	assert_true(fabs(find(&d, LINE_SELF, 0, NULL, "work")->rel) < 1e-9);
+	diff_free(&d);
+	free_runs(&a, 1);
+	free_runs(&b, 1);
+}
+
+static void test_twice_slower_function(void **state)
+{
+	struct recording a, b;
+	struct diff d;
+	const struct diff_line *self, *total;
+
+	make_run(&a, 10, 0, 2.0, "slow", 1.0, 0);
+	make_run(&b, 10, 0, 3.0, "slow", 2.0, 1);
+	run_diff(&d, &a, 1, &b, 1);
+	self = find(&d, LINE_SELF, 0, NULL, "slow");
+	total = find(&d, LINE_TOTAL, 0, NULL, "slow");
+	assert_int_equal(self->verdict, VERDICT_GREW);
+	assert_true(fabs(self->rel - 1.0) < 1e-9);
+	/* main;slow;slow: the recursive call's time counts once in its total */
+	assert_true(fabs(total->rate[1] - 0.2) < 1e-9);
+	diff_free(&d);
+	free_runs(&a, 1);
+	free_runs(&b, 1);
+}
+
+static void test_small_changes_need_to_matter(void **state)
+{
+	struct recording a, b;
+	struct diff d;
+
+	/* 5 ms per second more: sure, but under the 10 ms/s floor */
+	make_run(&a, 100, 0.5, 1.0, "work", 1.0, 0);
+	make_run(&b, 100, 1.0, 1.0, "work", 1.0, 0);
+	run_diff(&d, &a, 1, &b, 1);
+	assert_int_equal(find(&d, LINE_STATE, STATE_GC, NULL, NULL)->verdict, VERDICT_NOISE);
+	diff_free(&d);
+	free_runs(&a, 1);
+	free_runs(&b, 1);
+}
+
+static void test_several_runs_use_their_spread(void **state)
+{
+	struct recording a[3], b[3], c[3];
+	struct diff d;
+
+	/* +20% with runs spread by +-30%: within noise */
+	make_run(&a[0], 10, 1.0, 3, "w", 3, 0);
+	make_run(&a[1], 10, 1.6, 3, "w", 3, 0);
+	make_run(&a[2], 10, 0.4, 3, "w", 3, 0);
+	make_run(&b[0], 10, 1.2, 3, "w", 3, 0);
+	make_run(&b[1], 10, 1.9, 3, "w", 3, 0);
+	make_run(&b[2], 10, 0.5, 3, "w", 3, 0);
+	run_diff(&d, a, 3, b, 3);
+	assert_int_equal(find(&d, LINE_STATE, STATE_GC, NULL, NULL)->verdict, VERDICT_NOISE);
+	diff_free(&d);
+	/* +50% with tight runs: a change */
+	make_run(&c[0], 10, 1.50, 3, "w", 3, 0);
+	make_run(&c[1], 10, 1.52, 3, "w", 3, 0);
+	make_run(&c[2], 10, 1.48, 3, "w", 3, 0);
+	free_runs(b, 3);
+	make_run(&b[0], 10, 1.00, 3, "w", 3, 0);
+	make_run(&b[1], 10, 1.01, 3, "w", 3, 0);
+	make_run(&b[2], 10, 0.99, 3, "w", 3, 0);
+	run_diff(&d, b, 3, c, 3);
+	assert_int_equal(find(&d, LINE_STATE, STATE_GC, NULL, NULL)->verdict, VERDICT_GREW);
+	diff_free(&d);
+	free_runs(a, 3);
+	free_runs(b, 3);
+	free_runs(c, 3);
+}
+
+static char *write_tmp(const char *text)
+{
+	char *path = strdup("/tmp/ebpfprof-test-diff-XXXXXX");
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void test_read_a_recording(void **state)
+{
+	char *path = write_tmp(
+		"{\"shared\":{\"frames\":[{\"name\":\"main\",\"file\":\"a.py\",\"line\":1},"
+		"{\"name\":\"[GC gen 2]\"},{\"name\":\"main\",\"file\":\"a.py\",\"line\":1}]},"
+		"\"profiles\":[{\"type\":\"sampled\",\"name\":\"Thread 7 \\\"worker\\\"\","
+		"\"samples\":[[0,1],[],[2]],\"weights\":[10,5,20]}],"
+		"\"ebpfprof\":{\"duration_s\":2,\"rate_hz\":100,\"samples\":3,"
+		"\"threads\":[{\"pid\":7,\"tid\":7,\"name\":\"worker\",\"process\":\"py\","
+		"\"states_s\":{\"on-cpu\":1,\"gc\":0.5,\"gil-wait\":0,\"waiting-for-gc\":0,"
+		"\"lock-wait\":0,\"io\":0,\"sleep\":0.5,\"preempted\":0,\"other\":0}}],"
+		"\"gc\":[{\"pid\":7,\"generation\":2,\"count\":3,\"total_s\":0.5,\"p50_s\":0.1,"
+		"\"p99_s\":0.3,\"max_s\":0.3}]}}");
+	struct recording r;
+	char err[256];
+
+	assert_int_equal(recording_read(&r, path, err, sizeof(err)), 0);
+	assert_true(r.wall_s == 2 && r.rate_hz == 100 && r.has_states);
+	assert_int_equal(r.prof.nframes, 2);	/* equal frames are one */
+	assert_int_equal(r.prof.nthreads, 1);
+	assert_string_equal(r.prof.threads[0].name, "worker");
+	assert_int_equal(r.prof.threads[0].nsamples, 2);	/* the gap is not a sample */
+	assert_int_equal(r.prof.threads[0].samples[1].frames[0], 0);
+	assert_string_equal(r.gcs[0].process, "py");
+	assert_true(r.gcs[0].count == 3 && r.threads[0].states_s[STATE_GC] == 0.5);
+	recording_free(&r);
+	unlink(path);
+	free(path);
+}
+
+static void test_bad_recordings_are_refused(void **state)
+{
+	static const char *const bad[] = {
+		"[]",
+		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100},\"shared\":{\"frames\":[]},"
+		"\"profiles\":[{\"type\":\"sampled\",\"samples\":[[0]],\"weights\":[1]}]}",
+		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100},\"shared\":{\"frames\":[{\"name\":\"a\"}]},"
+		"\"profiles\":[{\"type\":\"sampled\",\"samples\":[[0]],\"weights\":[-1]}]}",
+		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100},\"shared\":{\"frames\":[{\"name\":\"a\"}]},"
+		"\"profiles\":[{\"type\":\"sampled\",\"samples\":[[0],[0]],\"weights\":[1]}]}",
+		"{\"ebpfprof\":{\"duration_s\":-1,\"rate_hz\":100}}",
+		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100,\"threads\":[{\"states_s\":{}}],\"gc\":[]},"
+		"\"shared\":{\"frames\":[]},\"profiles\":[]}",
+	};
+	struct recording r;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *path = write_tmp(bad[i]);
+
+		err[0] = 0;
+		assert_int_equal(recording_read(&r, path, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, path));
+		assert_null(strchr(err, '\n'));
+		recording_free(&r);
+		unlink(path);
+		free(path);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gc_gone_is_a_change_and_same_is_noise),
+		cmocka_unit_test(test_per_second_compares_runs_of_different_lengths),
+		cmocka_unit_test(test_twice_slower_function),
+		cmocka_unit_test(test_small_changes_need_to_matter),
+		cmocka_unit_test(test_several_runs_use_their_spread),
+		cmocka_unit_test(test_read_a_recording),
+		cmocka_unit_test(test_bad_recordings_are_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,53 @@
+"""A fixed amount of work per 100 ms tick (a few % of a CPU: it fits in a
+thread's fair share even on a loaded machine), so its CPU time per second does
+not depend on how busy the machine is: each tick calls steady() and changed(),
+then sleeps until the next tick. --slower N makes changed() do N times the
+work (the "2x slower function" of an A/B comparison). The truth is each
+function's CPU time (time.thread_time) over the measured part, and tick by
+tick on the clock of time.monotonic() (CLOCK_MONOTONIC) so that it can be
+cut to a recording's window."""
+import sys
+import time
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+import common  # noqa: E402
+
+
+# the same loop in each, so each function's time is its own (self) time
+def steady(rounds):
+    acc = 0
+    for i in range(rounds):
+        acc ^= (i * 31) % 11
+    return acc
+
+
+def changed(rounds):
+    acc = 0
+    for i in range(rounds):
+        acc ^= (i * 31) % 11
+    return acc
+
+
+def main():
+    args = common.parse({"--slower": {"type": float, "default": 1.0},
+                         "--rounds": {"type": int, "default": 60000}})
+    spent = {"steady": 0.0, "changed": 0.0}
+    ticks = []  # [monotonic, steady's CPU so far, changed's CPU so far] per tick
+    common.wait_for_go(args)
+    begin = time.monotonic()
+    tick = begin
+    while time.monotonic() - begin < args.seconds:
+        for name, fn, rounds in (("steady", steady, args.rounds),
+                                 ("changed", changed, int(args.rounds * args.slower))):
+            t = time.thread_time()
+            fn(rounds)
+            spent[name] += time.thread_time() - t
+        ticks.append([time.monotonic(), spent["steady"], spent["changed"]])
+        tick += 0.1
+        time.sleep(max(0.0, tick - time.monotonic()))
+    end = time.monotonic()
+    common.write_truth(args, {"cpu_seconds": spent, "wall_seconds": end - begin, "ticks": ticks})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * ebpfprof diff: recordings read back (diff_read.c), compared line by line
+ * with a noise model (diff_model.c), reported as text or JSON
+ * (diff_report.c), drawn as a differential flame graph (diff_flame.c) or
+ * written as differential folded stacks (diff_folded.c).
+ */
+#ifndef EP_DIFF_H
+#define EP_DIFF_H
+#include <stddef.h>
+#include <stdio.h>
+#include "profile.h"
+
+#define DIFF_NSTATES STATE_IDLE	/* the states a thread's time is split into */
+#define DIFF_MAX_RUNS 32
+
+struct rec_thread {
+	char *name;		/* Python thread name */
+	char *process;		/* process name */
+	double observed_s;
+	double states_s[DIFF_NSTATES];	/* enum sample_state */
+};
+
+struct rec_gc {
+	char *process;
+	int generation;
+	double count, total_s, p50_s, p99_s, max_s;
+};
+
+/* One recording: the speedscope file ebpfprof wrote, read back. */
+struct recording {
+	const char *path;
+	struct profile prof;	/* frames and, per profile, its samples */
+	uint32_t *frame_map;	/* the file's frame index -> prof's frame id */
+	size_t nfile_frames;
+	double wall_s;
+	unsigned rate_hz;
+	unsigned long samples;
+	int has_states;		/* the file has the "ebpfprof" object */
+	struct rec_thread *threads;
+	size_t nthreads;
+	struct rec_gc *gcs;
+	size_t ngcs;
+};
+
+/* Reads path; on failure writes a one-line reason to err and returns -1. */
+int recording_read(struct recording *r, const char *path, char *err, size_t errlen);
+void recording_free(struct recording *r);
+
+/* ---- the comparison ---- */
+
+enum line_kind {
+	LINE_STATE,		/* a state's time, per process or thread */
+	LINE_GC_COUNT,		/* collections per process and generation */
+	LINE_GC_TOTAL,		/* their total time */
+	LINE_SELF,		/* a function's self time */
+	LINE_TOTAL,		/* a function's total (inclusive) time */
+};
+
+enum verdict {
+	VERDICT_SAME,		/* nothing on either side */
+	VERDICT_NOISE,		/* within noise */
+	VERDICT_GREW,
+	VERDICT_SHRANK,
+};
+
+/* One compared quantity: per run, its amount (seconds, or a count) and the
+ * equivalent number of samples its sampling noise is Poisson in. */
+struct diff_line {
+	int kind;		/* enum line_kind */
+	char *process, *thread;	/* thread NULL for a process's total */
+	int state;		/* LINE_STATE */
+	int generation;		/* LINE_GC_* */
+	char *function, *file;	/* LINE_SELF / LINE_TOTAL */
+	double v[2][DIFF_MAX_RUNS];	/* [side][run] amount */
+	double n[2][DIFF_MAX_RUNS];	/* [side][run] equivalent samples */
+	/* results, per second of recording, averaged over the runs of a side */
+	double amount[2];	/* mean amount per run */
+	double rate[2];		/* mean amount per second */
+	double delta;		/* rate[1] - rate[0] */
+	double rel;		/* delta / rate[0]; +inf when it appeared */
+	double score;		/* |delta| / max(rate): 1 for appeared or vanished */
+	double stat;		/* z or t */
+	int verdict;
+};
+
+struct diff_opts {
+	double z;		/* one run per side: interval width, in sigmas */
+	double run_noise;	/* one run per side: assumed relative run-to-run sd */
+	double min_abs;		/* smallest change counted, seconds per second */
+	double min_rel;		/* smallest change counted, relative to the larger side */
+	int top;		/* functions listed per direction */
+};
+
+struct diff {
+	struct recording *runs[2];	/* [side] arrays */
+	size_t nruns[2];
+	double wall_s[2];		/* summed over the runs of a side */
+	struct diff_line *lines;
+	size_t nlines, cap;
+	struct diff_opts o;
+};
+
+int diff_build(struct diff *d);
+void diff_free(struct diff *d);
+const char *diff_state_title(int state);
+const char *verdict_name(int v);
+/* The lines of one kind, ordered: changes by score (state, GC) or by
+ * |delta| (functions), then the rest. *out is malloc'ed. */
+size_t diff_sorted(const struct diff *d, int kind, int processes_only,
+		   const struct diff_line ***out);
+
+/* ---- outputs ---- */
+int diff_report_text(FILE *f, const struct diff *d);
+int diff_report_json(FILE *f, const struct diff *d);
+/* the one-line summary for the GC question */
+void diff_summary(const struct diff *d, char *out, size_t len);
+int diff_write_flame_html(FILE *f, const struct diff *d);
+int diff_write_folded(FILE *f, const struct diff *d);
+
+/* Folded stacks of one side, summed over its runs: "thread;f;g" -> ns. */
+struct folded {
+	char **stacks;
+	double *ns[2];		/* [side], per second of recording */
+	size_t n, cap;
+};
+int diff_fold(const struct diff *d, struct folded *out);
+void folded_free(struct folded *fo);
+
+#endif

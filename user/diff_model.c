@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The comparison: every quantity both sides have (a state's time per process
+ * and thread, GC counts and time per generation, each function's self and
+ * total time) becomes a line, normalized per second of recording so runs of
+ * different lengths compare, with a verdict from a noise model:
+ *
+ * - each run's amount is treated as Poisson in its equivalent number of
+ *   samples (time x rate; a GC total in its number of collections), which
+ *   gives its sampling variance;
+ * - one run per side cannot show how much runs differ for other reasons
+ *   (the machine's load moves preemption and sleep; exact off-CPU timings
+ *   have no sampling noise at all), so a run-to-run term is assumed: a
+ *   relative standard deviation of run_noise (default 8%) per run, and of
+ *   MACHINE_NOISE for preemption, which is the machine's load and not the
+ *   program's doing (two copies of one program side by side differ 2x);
+ * - with several runs on a side, the spread between them (the variance of
+ *   the runs' per-second rates over the number of runs) replaces that
+ *   assumption when it is larger than the sampling variance, as a benchmark
+ *   A/B comparison does, and the difference is judged by a t statistic with
+ *   the runs' degrees of freedom instead of z;
+ * - a change also has to matter: at least min_abs seconds per second and
+ *   min_rel of the larger side. Machine noise (preemption on a shared host)
+ *   is not Poisson; these floors keep it from being reported as a change.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff.h"
+
+static const char *const state_titles[DIFF_NSTATES] = {
+	[STATE_ON_CPU] = "on-CPU",
+	[STATE_GC] = "GC",
+	[STATE_GIL_WAIT] = "GIL wait",
+	[STATE_GIL_WAIT_GC] = "waiting for GC",
+	[STATE_LOCK_WAIT] = "lock wait",
+	[STATE_IO] = "I/O",
+	[STATE_SLEEP] = "sleep",
+	[STATE_PREEMPTED] = "preempted",
+	[STATE_OTHER] = "other",
+};
+
+const char *diff_state_title(int state)
+{
+	return state >= 0 && state < DIFF_NSTATES ? state_titles[state] : "?";
+}
+
+const char *verdict_name(int v)
+{
+	switch (v) {
+	case VERDICT_GREW:
+		return "grew";
+	case VERDICT_SHRANK:
+		return "shrank";
+	case VERDICT_NOISE:
+		return "within noise";
+	default:
+		return "none";
+	}
+}
+
+static int eq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static struct diff_line *new_line(struct diff *d)
+{
+	struct diff_line *l;
+	size_t cap;
+
+	if (d->nlines == d->cap) {
+		cap = d->cap ? d->cap * 2 : 256;
+		l = realloc(d->lines, cap * sizeof(*l));
+		if (!l)
+			return NULL;
+		d->lines = l;
+		d->cap = cap;
+	}
+	l = &d->lines[d->nlines++];
+	memset(l, 0, sizeof(*l));
+	return l;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* The line of a state or GC figure, made on first use; state lines are few. */
+static struct diff_line *keyed_line(struct diff *d, int kind, const char *process,
+				    const char *thread, int state, int generation)
+{
+	struct diff_line *l;
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++) {
+		l = &d->lines[i];
+		if (l->kind == kind && l->state == state && l->generation == generation &&
+		    eq(l->process, process) && eq(l->thread, thread))
+			return l;
+	}
+	l = new_line(d);
+	if (!l)
+		return NULL;
+	l->kind = kind;
+	l->state = state;
+	l->generation = generation;
+	l->process = dup_or_null(process);
+	l->thread = dup_or_null(thread);
+	return l;
+}
+
+static int add(struct diff *d, int kind, const char *process, const char *thread,
+	       int state, int gen, int side, size_t run, double v, double n)
+{
+	struct diff_line *l = keyed_line(d, kind, process, thread, state, gen);
+
+	if (!l)
+		return -1;
+	l->v[side][run] += v;
+	l->n[side][run] += n;
+	return 0;
+}
+
+static int add_states(struct diff *d, int side, size_t run, const struct recording *r)
+{
+	const struct rec_thread *t;
+	size_t i;
+	int s;
+
+	for (i = 0; i < r->nthreads; i++) {
+		t = &r->threads[i];
+		for (s = 0; s < DIFF_NSTATES; s++) {
+			double v = t->states_s[s], n = v * r->rate_hz;
+
+			if (add(d, LINE_STATE, t->process, t->name, s, 0, side, run, v, n) ||
+			    add(d, LINE_STATE, t->process, NULL, s, 0, side, run, v, n))
+				return -1;
+		}
+	}
+	for (i = 0; i < r->ngcs; i++) {
+		const struct rec_gc *g = &r->gcs[i];
+
+		if (add(d, LINE_GC_COUNT, g->process, NULL, STATE_GC, g->generation, side, run,
+			g->count, g->count) ||
+		    add(d, LINE_GC_TOTAL, g->process, NULL, STATE_GC, g->generation, side, run,
+			g->total_s, g->count))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- functions: a hash of "name\x1ffile" to the index of its self line
+ * (its total line follows it) ---- */
+
+struct fn_index {
+	size_t *slots;		/* line index + 1, 0 empty */
+	size_t nslots, n;
+};
+
+static uint64_t hash2(const char *a, const char *b)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *a; a++)
+		h = (h ^ (unsigned char)*a) * 1099511628211ull;
+	h = (h ^ 0x1f) * 1099511628211ull;
+	for (; b && *b; b++)
+		h = (h ^ (unsigned char)*b) * 1099511628211ull;
+	return h;
+}
+
+static size_t *fn_slot(struct fn_index *fx, const struct diff *d, const char *name,
+		       const char *file)
+{
+	size_t i = hash2(name, file) & (fx->nslots - 1);
+	const struct diff_line *l;
+
+	for (;; i = (i + 1) & (fx->nslots - 1)) {
+		if (!fx->slots[i])
+			return &fx->slots[i];
+		l = &d->lines[fx->slots[i] - 1];
+		if (!strcmp(l->function, name) && eq(l->file, file))
+			return &fx->slots[i];
+	}
+}
+
+static int fn_grow(struct fn_index *fx, const struct diff *d)
+{
+	struct fn_index bigger = { .nslots = fx->nslots ? fx->nslots * 2 : 1024 };
+	size_t i;
+
+	bigger.slots = calloc(bigger.nslots, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -1;
+	for (i = 0; i < fx->nslots; i++) {
+		if (!fx->slots[i])
+			continue;
+		const struct diff_line *l = &d->lines[fx->slots[i] - 1];
+
+		*fn_slot(&bigger, d, l->function, l->file) = fx->slots[i];
+	}
+	bigger.n = fx->n;
+	free(fx->slots);
+	*fx = bigger;
+	return 0;
+}
+
+/* The index of the function's self line (total = +1), made on first use. */
+static long fn_line(struct diff *d, struct fn_index *fx, const struct frame_info *fr)
+{
+	struct diff_line *l;
+	size_t *slot, first;
+	int k;
+
+	if ((fx->n + 1) * 2 > fx->nslots && fn_grow(fx, d))
+		return -1;
+	slot = fn_slot(fx, d, fr->name, fr->file);
+	if (*slot)
+		return (long)*slot - 1;
+	first = d->nlines;
+	for (k = LINE_SELF; k <= LINE_TOTAL; k++) {
+		l = new_line(d);
+		if (!l)
+			return -1;
+		l->kind = k;
+		l->function = strdup(fr->name);
+		l->file = dup_or_null(fr->file);
+		if (!l->function)
+			return -1;
+	}
+	*slot = first + 1;
+	fx->n++;
+	return (long)first;
+}
+
+/* Each frame's function line, and per function the last sample that
+ * counted it (a recursive function's total counts a sample once). */
+struct run_fns {
+	long *of_frame;
+	size_t *seen;
+};
+
+static int add_functions(struct diff *d, struct fn_index *fx, int side, size_t run,
+			 const struct recording *r)
+{
+	const struct profile *p = &r->prof;
+	struct run_fns rf = { calloc(p->nframes + 1, sizeof(long)), NULL };
+	size_t i, j, serial = 0;
+	uint32_t k;
+	int err = !rf.of_frame;
+
+	for (i = 0; !err && i < p->nframes; i++) {
+		rf.of_frame[i] = fn_line(d, fx, &p->frames[i]);
+		err = rf.of_frame[i] < 0;
+	}
+	rf.seen = err ? NULL : calloc(d->nlines + 1, sizeof(size_t));
+	err = err || !rf.seen;
+	for (i = 0; !err && i < p->nthreads; i++) {
+		for (j = 0; j < p->threads[i].nsamples; j++) {
+			const struct sample *s = &p->threads[i].samples[j];
+			double v = s->weight_ns / 1e9, n = v * r->rate_hz;
+			long self = rf.of_frame[s->frames[s->nframes - 1]];
+
+			serial++;
+			d->lines[self].v[side][run] += v;
+			d->lines[self].n[side][run] += n;
+			for (k = 0; k < s->nframes; k++) {
+				long fn = rf.of_frame[s->frames[k]];
+
+				if (rf.seen[fn] == serial)
+					continue;
+				rf.seen[fn] = serial;
+				d->lines[fn + 1].v[side][run] += v;
+				d->lines[fn + 1].n[side][run] += n;
+			}
+		}
+	}
+	free(rf.of_frame);
+	free(rf.seen);
+	return err ? -1 : 0;
+}
+
+/* Two-sided 99% critical values of Student's t, by degrees of freedom. */
+static double t_critical(int df)
+{
+	static const double t99[] = { 0, 63.66, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499,
+				      3.355, 3.250, 3.169, 3.106, 3.055, 3.012, 2.977, 2.947 };
+
+	if (df < 1)
+		df = 1;
+	return df < (int)(sizeof(t99) / sizeof(t99[0])) ? t99[df] : 2.9;
+}
+
+/* One run per side: how much preempted time is assumed to vary between runs. */
+#define MACHINE_NOISE 0.5
+
+struct side_stats {
+	double rate, var;	/* per second, and its variance */
+	int df;			/* 0: Poisson only */
+};
+
+static struct side_stats side_stats(const struct diff *d, const struct diff_line *l, int side)
+{
+	struct side_stats st = { 0 };
+	double sum = 0, poisson = 0, mean = 0, spread = 0;
+	size_t k = d->nruns[side], i;
+	double wall = d->wall_s[side];
+
+	for (i = 0; i < k; i++) {
+		sum += l->v[side][i];
+		if (l->n[side][i] > 0)
+			poisson += l->v[side][i] * l->v[side][i] / l->n[side][i];
+	}
+	st.rate = sum / wall;
+	st.var = poisson / (wall * wall);
+	if (k < 2) {
+		double rel = l->kind == LINE_STATE && l->state == STATE_PREEMPTED ?
+			     MACHINE_NOISE : d->o.run_noise;
+
+		st.var += rel * rel * st.rate * st.rate;
+		return st;
+	}
+	for (i = 0; i < k; i++)
+		mean += l->v[side][i] / d->runs[side][i].wall_s / k;
+	for (i = 0; i < k; i++) {
+		double r = l->v[side][i] / d->runs[side][i].wall_s - mean;
+
+		spread += r * r / (k - 1);
+	}
+	if (spread / k > st.var)
+		st.var = spread / k;
+	st.df = (int)k - 1;
+	return st;
+}
+
+static void judge(const struct diff *d, struct diff_line *l)
+{
+	struct side_stats a = side_stats(d, l, 0), b = side_stats(d, l, 1);
+	double larger = a.rate > b.rate ? a.rate : b.rate, se = sqrt(a.var + b.var);
+	double crit = a.df + b.df ? t_critical(a.df + b.df) : d->o.z;
+	int timed = l->kind != LINE_GC_COUNT;
+
+	l->amount[0] = a.rate * d->wall_s[0] / d->nruns[0];
+	l->amount[1] = b.rate * d->wall_s[1] / d->nruns[1];
+	l->rate[0] = a.rate;
+	l->rate[1] = b.rate;
+	l->delta = b.rate - a.rate;
+	l->rel = a.rate > 0 ? l->delta / a.rate : (b.rate > 0 ? INFINITY : 0);
+	l->score = larger > 0 ? fabs(l->delta) / larger : 0;
+	l->stat = se > 0 ? l->delta / se : (l->delta ? INFINITY : 0);
+	if (larger <= 0)
+		l->verdict = VERDICT_SAME;
+	else if (fabs(l->stat) >= crit && l->score >= d->o.min_rel &&
+		 (!timed || fabs(l->delta) >= d->o.min_abs))
+		l->verdict = l->delta > 0 ? VERDICT_GREW : VERDICT_SHRANK;
+	else
+		l->verdict = VERDICT_NOISE;
+}
+
+int diff_build(struct diff *d)
+{
+	struct fn_index fx = { 0 };
+	size_t i;
+	int side, err = 0;
+
+	for (side = 0; side < 2; side++) {
+		d->wall_s[side] = 0;
+		for (i = 0; i < d->nruns[side]; i++)
+			d->wall_s[side] += d->runs[side][i].wall_s;
+	}
+	for (side = 0; !err && side < 2; side++)
+		for (i = 0; !err && i < d->nruns[side]; i++)
+			err = add_states(d, side, i, &d->runs[side][i]);
+	for (side = 0; !err && side < 2; side++)
+		for (i = 0; !err && i < d->nruns[side]; i++)
+			err = add_functions(d, &fx, side, i, &d->runs[side][i]);
+	free(fx.slots);
+	for (i = 0; !err && i < d->nlines; i++)
+		judge(d, &d->lines[i]);
+	return err ? -1 : 0;
+}
+
+void diff_free(struct diff *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++) {
+		free(d->lines[i].process);
+		free(d->lines[i].thread);
+		free(d->lines[i].function);
+		free(d->lines[i].file);
+	}
+	free(d->lines);
+	d->lines = NULL;
+	d->nlines = d->cap = 0;
+}
+
+static int is_change(const struct diff_line *l)
+{
+	return l->verdict == VERDICT_GREW || l->verdict == VERDICT_SHRANK;
+}
+
+/* Changes first; among them (states, GC) what appeared or vanished first,
+ * then the largest; functions by the size of the change alone. */
+static int line_cmp(const void *x, const void *y)
+{
+	const struct diff_line *a = *(const struct diff_line *const *)x;
+	const struct diff_line *b = *(const struct diff_line *const *)y;
+	double da = fabs(a->delta), db = fabs(b->delta);
+
+	if (is_change(a) != is_change(b))
+		return is_change(a) ? -1 : 1;
+	if (a->kind != LINE_SELF && a->kind != LINE_TOTAL && fabs(a->score - b->score) > 1e-9)
+		return a->score > b->score ? -1 : 1;
+	return da > db ? -1 : da < db;
+}
+
+size_t diff_sorted(const struct diff *d, int kind, int processes_only,
+		   const struct diff_line ***out)
+{
+	size_t i, n = 0;
+
+	*out = malloc((d->nlines + 1) * sizeof(**out));
+	if (!*out)
+		return 0;
+	for (i = 0; i < d->nlines; i++) {
+		const struct diff_line *l = &d->lines[i];
+
+		if (l->kind != kind || (processes_only && l->thread))
+			continue;
+		(*out)[n++] = l;
+	}
+	qsort(*out, n, sizeof(**out), line_cmp);
+	return n;
+}

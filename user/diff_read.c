@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Reads a recording back for ebpfprof diff: the speedscope file ebpfprof
+ * wrote (frames, one sampled profile per thread) and its "ebpfprof" object
+ * (the run's facts, exact time per state per thread, GC statistics). The
+ * file is input like any other: every field is checked before use, and a
+ * bad one is a one-line error naming the file.
+ */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff.h"
+
+#define MAX_STACK 4096
+
+static const char *str_or(json_t *obj, const char *key, const char *fallback)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s ? s : fallback;
+}
+
+/* A finite, non-negative number, or -1 if absent or anything else. */
+static double num(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	double x;
+
+	if (!json_is_number(v))
+		return -1;
+	x = json_number_value(v);
+	return isfinite(x) && x >= 0 ? x : -1;
+}
+
+static int read_frames(struct recording *r, json_t *root, char *err, size_t errlen)
+{
+	json_t *frames = json_object_get(json_object_get(root, "shared"), "frames"), *fr;
+	const char *name;
+	size_t i;
+	json_int_t line;
+	int64_t id;
+
+	if (!json_is_array(frames)) {
+		snprintf(err, errlen, "no shared.frames array");
+		return -1;
+	}
+	r->nfile_frames = json_array_size(frames);
+	r->frame_map = calloc(r->nfile_frames + 1, sizeof(*r->frame_map));
+	if (!r->frame_map) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	json_array_foreach(frames, i, fr) {
+		name = json_string_value(json_object_get(fr, "name"));
+		if (!name) {
+			snprintf(err, errlen, "frame %zu has no name", i);
+			return -1;
+		}
+		line = json_integer_value(json_object_get(fr, "line"));
+		/* ebpfprof writes no file for markers ([GC gen 2], [GIL wait]...) */
+		/* equal frames are one frame: the file's ids map to interned ones */
+		id = profile_frame(&r->prof, name, json_string_value(json_object_get(fr, "file")),
+				   line > 0 && line < INT32_MAX ? (int)line : 0,
+				   json_object_get(fr, "file") ? FRAME_PYTHON : FRAME_MARKER);
+		if (id == UINT32_MAX || (size_t)id >= r->prof.nframes) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		r->frame_map[i] = (uint32_t)id;
+	}
+	return 0;
+}
+
+/* Thread 4242 "MainThread", maybe after "proc (pid 12) ": the names only. */
+static void profile_names(const char *name, char *thread, size_t tlen,
+			  char *process, size_t plen)
+{
+	const char *q = strchr(name, '"'), *p = strstr(name, " (pid ");
+	size_t n;
+
+	snprintf(thread, tlen, "%s", name);
+	if (q && q[1]) {
+		n = strlen(q + 1);
+		snprintf(thread, tlen, "%.*s", (int)(n && q[n] == '"' ? n - 1 : n), q + 1);
+	}
+	snprintf(process, plen, "%.*s", p ? (int)(p - name) : 0, name);
+}
+
+static int read_stack(json_t *ids, uint32_t *out, uint32_t *n, const struct recording *r)
+{
+	json_t *id;
+	size_t i;
+	json_int_t v;
+
+	if (!json_is_array(ids))
+		return -1;
+	*n = 0;
+	json_array_foreach(ids, i, id) {
+		v = json_integer_value(id);
+		if (!json_is_integer(id) || v < 0 || (size_t)v >= r->nfile_frames)
+			return -1;
+		if (*n < MAX_STACK)
+			out[(*n)++] = r->frame_map[v];
+	}
+	return 0;
+}
+
+static int read_profile(struct recording *r, json_t *pr, int index, uint32_t *ids,
+			char *err, size_t errlen)
+{
+	json_t *samples = json_object_get(pr, "samples"), *weights = json_object_get(pr, "weights");
+	char thread[256], process[256];
+	struct thread_profile *t;
+	struct sample s = { .frames = ids };
+	uint64_t at = 0;
+	size_t i;
+	double w;
+
+	if (!json_is_array(samples) || !json_is_array(weights) ||
+	    json_array_size(samples) != json_array_size(weights)) {
+		snprintf(err, errlen, "profile %d: samples and weights missing or of different lengths", index);
+		return -1;
+	}
+	profile_names(str_or(pr, "name", ""), thread, sizeof(thread), process, sizeof(process));
+	t = profile_thread(&r->prof, 0, index);
+	if (!t || !(t->name = strdup(thread)) || !(t->process = strdup(process))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < json_array_size(samples); i++) {
+		w = json_number_value(json_array_get(weights, i));
+		if (!json_is_number(json_array_get(weights, i)) || !(w >= 0) || w > 1e15 ||
+		    read_stack(json_array_get(samples, i), ids, &s.nframes, r)) {
+			snprintf(err, errlen, "profile %d: sample %zu is not a valid stack and weight", index, i);
+			return -1;
+		}
+		s.start_ns = at;
+		s.weight_ns = (uint64_t)w;
+		at += s.weight_ns;
+		if (!s.nframes || !s.weight_ns)
+			continue;	/* a gap in the thread's timeline */
+		if (profile_add_sample(&r->prof, t, &s)) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int read_profiles(struct recording *r, json_t *root, char *err, size_t errlen)
+{
+	json_t *profiles = json_object_get(root, "profiles"), *pr;
+	uint32_t *ids = malloc(MAX_STACK * sizeof(*ids));
+	size_t i;
+	int rc = 0;
+
+	if (!ids || !json_is_array(profiles)) {
+		snprintf(err, errlen, ids ? "no profiles array" : "out of memory");
+		free(ids);
+		return -1;
+	}
+	json_array_foreach(profiles, i, pr) {
+		if (strcmp(str_or(pr, "type", ""), "sampled"))
+			continue;	/* ebpfprof writes none other */
+		rc = read_profile(r, pr, (int)i, ids, err, errlen);
+		if (rc)
+			break;
+	}
+	free(ids);
+	return rc;
+}
+
+static int read_threads(struct recording *r, json_t *threads)
+{
+	json_t *t, *states;
+	size_t i;
+	int s;
+
+	r->threads = calloc(json_array_size(threads) + 1, sizeof(*r->threads));
+	if (!r->threads)
+		return -1;
+	json_array_foreach(threads, i, t) {
+		struct rec_thread *rt = &r->threads[r->nthreads];
+
+		states = json_object_get(t, "states_s");
+		rt->name = strdup(str_or(t, "name", "?"));
+		rt->process = strdup(str_or(t, "process", ""));
+		r->nthreads++;	/* recording_free() frees what was read */
+		if (!rt->name || !rt->process)
+			return -1;
+		if (!json_is_object(states))
+			return -1;
+		rt->observed_s = num(t, "observed_s");
+		for (s = 0; s < DIFF_NSTATES; s++) {
+			rt->states_s[s] = num(states, sample_state_name(s));
+			if (rt->states_s[s] < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static const char *process_of_pid(const struct recording *r, json_t *threads, json_int_t pid)
+{
+	json_t *t;
+	size_t i;
+
+	json_array_foreach(threads, i, t)
+		if (json_integer_value(json_object_get(t, "pid")) == pid && i < r->nthreads)
+			return r->threads[i].process;
+	return "";
+}
+
+static int read_gcs(struct recording *r, json_t *gcs, json_t *threads)
+{
+	json_t *g;
+	size_t i;
+
+	r->gcs = calloc(json_array_size(gcs) + 1, sizeof(*r->gcs));
+	if (!r->gcs)
+		return -1;
+	json_array_foreach(gcs, i, g) {
+		struct rec_gc *rg = &r->gcs[r->ngcs];
+
+		rg->process = strdup(process_of_pid(r, threads,
+						    json_integer_value(json_object_get(g, "pid"))));
+		r->ngcs++;
+		rg->generation = (int)json_integer_value(json_object_get(g, "generation"));
+		rg->count = num(g, "count");
+		rg->total_s = num(g, "total_s");
+		rg->p50_s = num(g, "p50_s");
+		rg->p99_s = num(g, "p99_s");
+		rg->max_s = num(g, "max_s");
+		if (!rg->process || rg->count < 0 || rg->total_s < 0 || rg->p50_s < 0 ||
+		    rg->p99_s < 0 || rg->max_s < 0 || rg->generation < -1 || rg->generation > 2)
+			return -1;
+	}
+	return 0;
+}
+
+static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t errlen)
+{
+	json_t *e = json_object_get(root, "ebpfprof");
+	json_t *threads = json_object_get(e, "threads"), *gcs = json_object_get(e, "gc");
+	double rate = num(e, "rate_hz"), wall = num(e, "duration_s");
+
+	if (!json_is_object(e)) {
+		snprintf(err, errlen, "no \"ebpfprof\" object: not recorded by ebpfprof 0.1 or later");
+		return -1;
+	}
+	if (rate < 1 || rate > 100000 || !(wall > 0)) {
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid rate_hz or duration_s");
+		return -1;
+	}
+	r->rate_hz = (unsigned)rate;
+	r->wall_s = wall;
+	r->samples = num(e, "samples") > 0 ? (unsigned long)num(e, "samples") : 0;
+	if (!json_is_array(threads) || !json_is_array(gcs))
+		return 0;	/* written without the analysis: functions only */
+	if (read_threads(r, threads) || read_gcs(r, gcs, threads)) {
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid threads or gc entry");
+		return -1;
+	}
+	r->has_states = 1;
+	return 0;
+}
+
+int recording_read(struct recording *r, const char *path, char *err, size_t errlen)
+{
+	char why[256];
+	json_error_t jerr;
+	json_t *root;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	profile_init(&r->prof);
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		snprintf(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
+		return -1;
+	}
+	rc = read_ebpfprof(r, root, why, sizeof(why)) ||
+	     read_frames(r, root, why, sizeof(why)) ||
+	     read_profiles(r, root, why, sizeof(why));
+	json_decref(root);
+	if (rc)
+		snprintf(err, errlen, "%s: %s", path, why);
+	r->prof.duration_ns = (uint64_t)(r->wall_s * 1e9);
+	r->prof.rate_hz = r->rate_hz;
+	return rc ? -1 : 0;
+}
+
+void recording_free(struct recording *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nthreads; i++) {
+		free(r->threads[i].name);
+		free(r->threads[i].process);
+	}
+	for (i = 0; i < r->ngcs; i++)
+		free(r->gcs[i].process);
+	free(r->threads);
+	free(r->gcs);
+	free(r->frame_map);
+	profile_free(&r->prof);
+}

@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * ebpfprof diff's report: a summary line for the GC question first, then
+ * the runs, the changes outside the noise ranked, the time per state side
+ * by side, GC pauses per generation, and the functions that changed most.
+ * The same in JSON for machines.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff.h"
+#include "json.h"
+
+static const char *side_names[2] = { "base", "new" };
+
+static int is_change(const struct diff_line *l)
+{
+	return l->verdict == VERDICT_GREW || l->verdict == VERDICT_SHRANK;
+}
+
+/* "+12%", "-100%", "new" (appeared), "0%" */
+static void fmt_rel(char *out, size_t len, const struct diff_line *l)
+{
+	if (isinf(l->rel))
+		snprintf(out, len, "new");
+	else
+		snprintf(out, len, "%+.0f%%", 100 * l->rel);
+}
+
+static double state_total(const struct diff *d, int state, int side)
+{
+	double sum = 0;
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++)
+		if (d->lines[i].kind == LINE_STATE && !d->lines[i].thread &&
+		    d->lines[i].state == state)
+			sum += d->lines[i].amount[side];
+	return sum;
+}
+
+static double state_rate(const struct diff *d, int state, int side)
+{
+	return state_total(d, state, side) * d->nruns[side] / d->wall_s[side];
+}
+
+static void summary_state(char *out, size_t len, const struct diff *d, int state,
+			  const char *title)
+{
+	double a = state_total(d, state, 0), b = state_total(d, state, 1);
+	double ra = state_rate(d, state, 0), rb = state_rate(d, state, 1);
+	size_t used = strlen(out);
+
+	if (ra > 0)
+		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s (%+.0f%%)", used ? "; " : "",
+			 title, a, b, 100 * (rb - ra) / ra);
+	else
+		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s", used ? "; " : "",
+			 title, a, b);
+}
+
+/* The thread whose on-CPU time changed most, outside the noise. */
+static const struct diff_line *top_on_cpu(const struct diff *d)
+{
+	const struct diff_line *best = NULL;
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++) {
+		const struct diff_line *l = &d->lines[i];
+
+		if (l->kind != LINE_STATE || !l->thread || l->state != STATE_ON_CPU || !is_change(l))
+			continue;
+		if (!best || fabs(l->delta) > fabs(best->delta))
+			best = l;
+	}
+	return best;
+}
+
+void diff_summary(const struct diff *d, char *out, size_t len)
+{
+	const struct diff_line *cpu = top_on_cpu(d);
+	char rel[32];
+	size_t used;
+
+	out[0] = 0;
+	summary_state(out, len, d, STATE_GC, "GC");
+	summary_state(out, len, d, STATE_GIL_WAIT_GC, "waiting for GC");
+	used = strlen(out);
+	if (cpu) {
+		fmt_rel(rel, sizeof(rel), cpu);
+		snprintf(out + used, len - used, "; %s on-CPU %s", cpu->thread, rel);
+	} else {
+		snprintf(out + used, len - used, "; on-CPU: no change outside the noise");
+	}
+}
+
+/* ---- text ---- */
+
+static void print_runs(FILE *f, const struct diff *d)
+{
+	int side;
+	size_t i;
+
+	for (side = 0; side < 2; side++) {
+		fprintf(f, "%-4s %zu run%s:\n", side_names[side], d->nruns[side],
+			d->nruns[side] == 1 ? "" : "s");
+		for (i = 0; i < d->nruns[side]; i++) {
+			const struct recording *r = &d->runs[side][i];
+
+			fprintf(f, "  %s: wall %.2f s, %lu samples at %u Hz, %zu threads\n",
+				r->path, r->wall_s, r->samples, r->rate_hz,
+				r->has_states ? r->nthreads : r->prof.nthreads);
+		}
+	}
+}
+
+static void line_label(char *out, size_t len, const struct diff_line *l)
+{
+	switch (l->kind) {
+	case LINE_STATE:
+		snprintf(out, len, "%s%s%s: %s", l->process, l->thread ? " / " : "",
+			 l->thread ? l->thread : "", diff_state_title(l->state));
+		break;
+	case LINE_GC_COUNT:
+		snprintf(out, len, "%s: gen %d collections", l->process, l->generation);
+		break;
+	case LINE_GC_TOTAL:
+		snprintf(out, len, "%s: gen %d GC time", l->process, l->generation);
+		break;
+	default:
+		snprintf(out, len, "%s%s%s%s", l->function, l->file ? " (" : "",
+			 l->file ? l->file : "", l->file ? ")" : "");
+	}
+}
+
+static void print_change(FILE *f, const struct diff *d, const struct diff_line *l, int rank)
+{
+	char label[512], rel[32];
+	int count = l->kind == LINE_GC_COUNT;
+
+	line_label(label, sizeof(label), l);
+	fmt_rel(rel, sizeof(rel), l);
+	fprintf(f, "  %2d. %-48s %8.3f %s -> %8.3f %s  %6s  (%+.3f %s per s)\n", rank, label,
+		l->amount[0], count ? "" : "s", l->amount[1], count ? "" : "s", rel,
+		count ? l->delta : l->delta, count ? "collections" : "s");
+}
+
+/* By score, in whole percent (99.9% gone ranks with 100% gone), then the
+ * larger change. */
+static int ranks_before(const struct diff_line *a, const struct diff_line *b)
+{
+	if (lround(100 * a->score) != lround(100 * b->score))
+		return a->score > b->score;
+	return fabs(a->delta) > fabs(b->delta);
+}
+
+/* The states' changes outside the noise per process, ranked: what vanished
+ * or appeared first, then the largest. (GC per generation has its own table,
+ * with its own verdicts: it details the GC state, it does not compete with it.) */
+static size_t ranked_changes(const struct diff *d, const struct diff_line **all, size_t max)
+{
+	const struct diff_line **v, *t;
+	size_t n = diff_sorted(d, LINE_STATE, 1, &v), i, k, nall = 0;
+
+	for (i = 0; i < n && nall < max; i++)
+		if (is_change(v[i]))
+			all[nall++] = v[i];
+	free(v);
+	for (i = 1; i < nall; i++)
+		for (k = i; k > 0 && ranks_before(all[k], all[k - 1]); k--) {
+			t = all[k];
+			all[k] = all[k - 1];
+			all[k - 1] = t;
+		}
+	return nall;
+}
+
+#define MAX_CHANGES 256
+
+static void print_changes(FILE *f, const struct diff *d)
+{
+	const struct diff_line *all[MAX_CHANGES];
+	size_t nall = ranked_changes(d, all, MAX_CHANGES), i;
+
+	fprintf(f, "\nchanges outside the noise, per process, ranked (vanished or appeared first):\n");
+	if (!nall)
+		fprintf(f, "  none: every difference is within the noise\n");
+	for (i = 0; i < nall; i++)
+		print_change(f, d, all[i], (int)i + 1);
+}
+
+static void print_states(FILE *f, const struct diff *d)
+{
+	const struct diff_line **v;
+	size_t n = diff_sorted(d, LINE_STATE, 0, &v), i;
+	char label[512], rel[32];
+
+	fprintf(f, "\ntime per state (seconds per run, share of the run's wall time):\n");
+	fprintf(f, "  %-48s %16s %16s %7s  %s\n", "", "base", "new", "change", "verdict");
+	for (i = 0; i < n; i++) {
+		if (v[i]->verdict == VERDICT_SAME)
+			continue;
+		line_label(label, sizeof(label), v[i]);
+		fmt_rel(rel, sizeof(rel), v[i]);
+		fprintf(f, "  %-48s %8.2f s %4.0f%% %8.2f s %4.0f%% %7s  %s\n", label,
+			v[i]->amount[0], 100 * v[i]->rate[0], v[i]->amount[1],
+			100 * v[i]->rate[1], rel, verdict_name(v[i]->verdict));
+	}
+	free(v);
+}
+
+/* The statistics of one (process, generation) on one side: the first run's,
+ * or with several runs their mean. */
+static int gc_stats(const struct diff *d, const struct diff_line *l, int side,
+		    double out[3])
+{
+	size_t i, j, found = 0;
+
+	out[0] = out[1] = out[2] = 0;
+	for (i = 0; i < d->nruns[side]; i++) {
+		const struct recording *r = &d->runs[side][i];
+
+		for (j = 0; j < r->ngcs; j++) {
+			if (r->gcs[j].generation != l->generation || strcmp(r->gcs[j].process, l->process))
+				continue;
+			out[0] += r->gcs[j].p50_s;
+			out[1] += r->gcs[j].p99_s;
+			out[2] += r->gcs[j].max_s;
+			found++;
+		}
+	}
+	for (i = 0; found && i < 3; i++)
+		out[i] /= found;
+	return found ? 0 : -1;
+}
+
+static void print_gc(FILE *f, const struct diff *d)
+{
+	const struct diff_line **v;
+	size_t n = diff_sorted(d, LINE_GC_COUNT, 1, &v), i, j;
+	double s[2][3];
+
+	fprintf(f, "\nGC pauses per run (count, total time, pause percentiles):\n");
+	if (!n)
+		fprintf(f, "  no collections in either run\n");
+	for (i = 0; i < n; i++) {
+		const struct diff_line *total = NULL;
+
+		for (j = 0; j < d->nlines; j++)
+			if (d->lines[j].kind == LINE_GC_TOTAL && d->lines[j].generation == v[i]->generation &&
+			    !strcmp(d->lines[j].process, v[i]->process))
+				total = &d->lines[j];
+		gc_stats(d, v[i], 0, s[0]);
+		gc_stats(d, v[i], 1, s[1]);
+		fprintf(f, "  %s gen %d\n", v[i]->process, v[i]->generation);
+		for (j = 0; j < 2; j++) {
+			fprintf(f, "    %-4s %8.0f  %8.3f s", side_names[j], v[i]->amount[j],
+				total ? total->amount[j] : 0);
+			if (v[i]->amount[j] > 0)
+				fprintf(f, "  p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", 1e3 * s[j][0],
+					1e3 * s[j][1], 1e3 * s[j][2]);
+			else
+				fputs("  (none)\n", f);
+		}
+		fprintf(f, "    count %s, total %s\n", verdict_name(v[i]->verdict),
+			total ? verdict_name(total->verdict) : "?");
+	}
+	free(v);
+}
+
+static void print_functions(FILE *f, const struct diff *d, int kind)
+{
+	const struct diff_line **v;
+	size_t n = diff_sorted(d, kind, 0, &v), i, noise = 0;
+	int dir, shown;
+	char label[512], rel[32];
+
+	for (i = 0; i < n; i++)
+		noise += v[i]->verdict == VERDICT_NOISE;
+	fprintf(f, "\nfunctions, %s time, per second of recording:\n", kind == LINE_SELF ? "self" : "total");
+	for (dir = VERDICT_GREW; dir <= VERDICT_SHRANK; dir++) {
+		fprintf(f, "  %s:\n", dir == VERDICT_GREW ? "grew" : "shrank");
+		for (i = 0, shown = 0; i < n && shown < d->o.top; i++) {
+			if (v[i]->verdict != dir)
+				continue;
+			line_label(label, sizeof(label), v[i]);
+			fmt_rel(rel, sizeof(rel), v[i]);
+			fprintf(f, "    %+8.3f s/s  %6s  %.3f -> %.3f s/s  %s\n", v[i]->delta, rel,
+				v[i]->rate[0], v[i]->rate[1], label);
+			shown++;
+		}
+		if (!shown)
+			fprintf(f, "    none outside the noise\n");
+	}
+	fprintf(f, "  within noise: %zu functions\n", noise);
+	free(v);
+}
+
+static void print_noise(FILE *f, const struct diff *d)
+{
+	if (d->nruns[0] > 1 || d->nruns[1] > 1)
+		fprintf(f, "noise: spread between runs (t test, 99%%) or sampling (Poisson), whichever is larger;");
+	else
+		fprintf(f, "noise: sampling (Poisson in the sample counts) and %.0f%% run-to-run, %.1f sigma;",
+			100 * d->o.run_noise, d->o.z);
+	fprintf(f, " a change also needs >= %.0f ms per s and >= %.0f%% of the larger side\n",
+		1e3 * d->o.min_abs, 100 * d->o.min_rel);
+}
+
+int diff_report_text(FILE *f, const struct diff *d)
+{
+	char summary[1024];
+
+	diff_summary(d, summary, sizeof(summary));
+	fprintf(f, "%s\n\n", summary);
+	print_runs(f, d);
+	print_noise(f, d);
+	print_changes(f, d);
+	print_states(f, d);
+	print_gc(f, d);
+	print_functions(f, d, LINE_SELF);
+	print_functions(f, d, LINE_TOTAL);
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- JSON ---- */
+
+static void json_num(FILE *f, const char *key, double v)
+{
+	if (isfinite(v))
+		fprintf(f, ",\"%s\":%.9g", key, v);
+	else
+		fprintf(f, ",\"%s\":null", key);
+}
+
+static void json_kv(FILE *f, const char *key, const char *s)
+{
+	fprintf(f, ",\"%s\":", key);
+	if (s)
+		json_write_string(f, s);
+	else
+		fputs("null", f);
+}
+
+static const char *kind_name(int kind)
+{
+	static const char *const names[] = { "state", "gc_count", "gc_total", "self", "total" };
+
+	return names[kind];
+}
+
+static void json_line(FILE *f, const struct diff_line *l, int rank)
+{
+	fprintf(f, "{\"kind\":\"%s\"", kind_name(l->kind));
+	if (rank)
+		fprintf(f, ",\"rank\":%d", rank);
+	if (l->kind == LINE_STATE) {
+		json_kv(f, "process", l->process);
+		json_kv(f, "thread", l->thread);
+		json_kv(f, "state", sample_state_name(l->state));
+	} else if (l->kind == LINE_GC_COUNT || l->kind == LINE_GC_TOTAL) {
+		json_kv(f, "process", l->process);
+		fprintf(f, ",\"generation\":%d", l->generation);
+	} else {
+		json_kv(f, "function", l->function);
+		json_kv(f, "file", l->file);
+	}
+	json_num(f, "base", l->amount[0]);
+	json_num(f, "new", l->amount[1]);
+	json_num(f, "base_per_s", l->rate[0]);
+	json_num(f, "new_per_s", l->rate[1]);
+	json_num(f, "delta_per_s", l->delta);
+	json_num(f, "change", l->rel);
+	json_num(f, "stat", l->stat);
+	fprintf(f, ",\"verdict\":\"%s\"}", verdict_name(l->verdict));
+}
+
+static void json_lines(FILE *f, const char *key, const struct diff *d, int kind,
+		       int processes_only, int changes_only, int ranked)
+{
+	const struct diff_line **v;
+	size_t n = diff_sorted(d, kind, processes_only, &v), i;
+	int first = 1, rank = 0;
+
+	fprintf(f, ",\n\"%s\":[", key);
+	for (i = 0; i < n; i++) {
+		if ((changes_only && !is_change(v[i])) || v[i]->verdict == VERDICT_SAME)
+			continue;
+		fputs(first ? "\n" : ",\n", f);
+		first = 0;
+		json_line(f, v[i], ranked && is_change(v[i]) ? ++rank : 0);
+	}
+	fputs("]", f);
+	free(v);
+}
+
+static void json_changes(FILE *f, const struct diff *d)
+{
+	const struct diff_line *all[MAX_CHANGES];
+	size_t nall = ranked_changes(d, all, MAX_CHANGES), i;
+
+	fputs(",\n\"changes\":[", f);
+	for (i = 0; i < nall; i++) {
+		fputs(i ? ",\n" : "\n", f);
+		json_line(f, all[i], (int)i + 1);
+	}
+	fputs("]", f);
+}
+
+static void json_gc(FILE *f, const struct diff *d)
+{
+	const struct diff_line **v;
+	size_t n = diff_sorted(d, LINE_GC_COUNT, 1, &v), i;
+	double s[3];
+	int side;
+
+	fputs(",\n\"gc\":[", f);
+	for (i = 0; i < n; i++) {
+		fputs(i ? ",\n{" : "\n{", f);
+		fputs("\"process\":", f);
+		json_write_string(f, v[i]->process);
+		fprintf(f, ",\"generation\":%d", v[i]->generation);
+		for (side = 0; side < 2; side++) {
+			if (gc_stats(d, v[i], side, s))
+				s[0] = s[1] = s[2] = 0;
+			fprintf(f, ",\"%s\":{\"count\":%.9g,\"p50_s\":%.9g,\"p99_s\":%.9g,\"max_s\":%.9g}",
+				side_names[side], v[i]->amount[side], s[0], s[1], s[2]);
+		}
+		fputs("}", f);
+	}
+	fputs("]", f);
+	free(v);
+}
+
+static void json_runs(FILE *f, const struct diff *d)
+{
+	size_t i;
+	int side;
+
+	for (side = 0; side < 2; side++) {
+		fprintf(f, ",\n\"%s\":{\"runs\":[", side_names[side]);
+		for (i = 0; i < d->nruns[side]; i++) {
+			const struct recording *r = &d->runs[side][i];
+
+			fputs(i ? ",{" : "{", f);
+			fputs("\"file\":", f);
+			json_write_string(f, r->path);
+			fprintf(f, ",\"wall_s\":%.9g,\"samples\":%lu,\"rate_hz\":%u,\"threads\":%zu}",
+				r->wall_s, r->samples, r->rate_hz,
+				r->has_states ? r->nthreads : r->prof.nthreads);
+		}
+		fprintf(f, "],\"wall_s\":%.9g", d->wall_s[side]);
+		json_num(f, "gc_s", state_total(d, STATE_GC, side));
+		json_num(f, "waiting_for_gc_s", state_total(d, STATE_GIL_WAIT_GC, side));
+		fputs("}", f);
+	}
+}
+
+int diff_report_json(FILE *f, const struct diff *d)
+{
+	char summary[1024];
+
+	diff_summary(d, summary, sizeof(summary));
+	fputs("{\"summary\":", f);
+	json_write_string(f, summary);
+	json_runs(f, d);
+	fprintf(f, ",\n\"noise\":{\"model\":\"%s\",\"z\":%g,\"run_noise\":%g,"
+		"\"min_abs_s_per_s\":%g,\"min_rel\":%g}",
+		d->nruns[0] > 1 || d->nruns[1] > 1 ? "spread" : "poisson", d->o.z, d->o.run_noise,
+		d->o.min_abs, d->o.min_rel);
+	json_changes(f, d);
+	json_lines(f, "states", d, LINE_STATE, 0, 0, 0);
+	json_gc(f, d);
+	json_lines(f, "gc_counts", d, LINE_GC_COUNT, 1, 0, 0);
+	json_lines(f, "gc_totals", d, LINE_GC_TOTAL, 1, 0, 0);
+	json_lines(f, "functions_self", d, LINE_SELF, 0, 0, 1);
+	json_lines(f, "functions_total", d, LINE_TOTAL, 0, 0, 1);
+	fputs("}\n", f);
+	return ferror(f) ? -1 : 0;
+}
