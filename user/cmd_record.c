@@ -197,9 +197,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->as_root = 1;
 		break;
 	case 'M':
-		o->gc_min_ms = strtod(arg, &end);
-		if (*end || end == arg || !(o->gc_min_ms >= 0))
-			argp_error(state, "invalid --gc-min-ms: %s (milliseconds, >= 0)", arg);
+		if (parse_real(arg, 0, 0, THRESHOLD_MAX_MS, &o->gc_min_ms))
+			argp_error(state, "invalid --gc-min-ms: %s (milliseconds, 0 to a day)", arg);
 		break;
 	case 'v':
 		o->verbose = 1;

@@ -94,6 +94,7 @@ static const struct diff_line *find(const struct diff *d, int kind, int state,
 
 static void test_gc_gone_is_a_change_and_same_is_noise(void **state)
 {
+	(void)state;
 	struct recording a, b;
 	struct diff d;
 	const struct diff_line *gc, *cpu;
@@ -115,6 +116,7 @@ static void test_gc_gone_is_a_change_and_same_is_noise(void **state)
 
 static void test_per_second_compares_runs_of_different_lengths(void **state)
 {
+	(void)state;
 	struct recording a, b;
 	struct diff d;
 
@@ -131,6 +133,7 @@ static void test_per_second_compares_runs_of_different_lengths(void **state)
 
 static void test_twice_slower_function(void **state)
 {
+	(void)state;
 	struct recording a, b;
 	struct diff d;
 	const struct diff_line *self, *total;
@@ -151,6 +154,7 @@ static void test_twice_slower_function(void **state)
 
 static void test_small_changes_need_to_matter(void **state)
 {
+	(void)state;
 	struct recording a, b;
 	struct diff d;
 
@@ -166,6 +170,7 @@ static void test_small_changes_need_to_matter(void **state)
 
 static void test_several_runs_use_their_spread(void **state)
 {
+	(void)state;
 	struct recording a[3], b[3], c[3];
 	struct diff d;
 
@@ -208,6 +213,7 @@ static char *write_tmp(const char *text)
 
 static void test_read_a_recording(void **state)
 {
+	(void)state;
 	char *path = write_tmp(
 		"{\"shared\":{\"frames\":[{\"name\":\"main\",\"file\":\"a.py\",\"line\":1},"
 		"{\"name\":\"[GC gen 2]\"},{\"name\":\"main\",\"file\":\"a.py\",\"line\":1}]},"
@@ -238,6 +244,7 @@ static void test_read_a_recording(void **state)
 
 static void test_bad_recordings_are_refused(void **state)
 {
+	(void)state;
 	static const char *const bad[] = {
 		"[]",
 		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100},\"shared\":{\"frames\":[]},"
