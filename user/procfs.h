@@ -13,5 +13,10 @@ void procfs_comm(pid_t pid, pid_t tid, char *out, size_t len);
 char procfs_task_state(pid_t pid, pid_t tid);
 /* The syscall a blocked task is in, and its first argument; -1 if none. */
 long procfs_task_syscall(pid_t pid, pid_t tid, uint64_t *arg0);
+/* Same, with all six arguments. */
+long procfs_task_syscall_args(pid_t pid, pid_t tid, uint64_t args[6]);
+/* When the task last ran (se.exec_start of /proc/.../sched, on the
+ * CLOCK_MONOTONIC axis in ns), or 0 if unknown. */
+uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ebpfprof.h"
+#include "frame_names.h"
 #include "linetable.h"
 #include "pystr.h"
 #include "remote.h"
@@ -222,4 +223,5 @@ void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
 		line = linetable_line_for_offset(s->layout.linetable_format, e->table,
 						 e->table_len, e->firstlineno, instr);
 	out->line = line >= 0 ? line : out->firstlineno;
+	frame_naming_apply(out);	/* --full-filenames, --nolineno */
 }

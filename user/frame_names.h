@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * How frames are named in every output, as py-spy names them:
+ *   --full-filenames off (the default): a file of the standard library or of
+ *     an installed package is shown from the package root, as its import
+ *     names it ("threading.py", "json/decoder.py", "requests/api.py");
+ *     the application's own files keep their full path.
+ *   --nolineno: no line numbers, so a function is one frame.
+ */
+#ifndef EP_FRAME_NAMES_H
+#define EP_FRAME_NAMES_H
+#include "symbolizer.h"
+
+struct frame_naming {
+	int full_filenames;
+	int nolineno;
+};
+
+/* Set once, before any frame is named (the process's command line). */
+void frame_naming_set(const struct frame_naming *n);
+
+/* The part of path shown: a suffix of path (never a copy), or path itself. */
+const char *frame_short_filename(const char *path);
+
+/* Applies the naming to a symbolized frame, in place. */
+void frame_naming_apply(struct sym_frame *f);
+
+#endif

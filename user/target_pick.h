@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Which process a live view (dump, top) looks at: --pid, or --match PATTERN
+ * naming exactly one process by its command line. */
+#ifndef EP_TARGET_PICK_H
+#define EP_TARGET_PICK_H
+#include <stddef.h>
+#include <sys/types.h>
+#include "py_target.h"
+
+/* The one process (not ourselves) whose command line contains pattern;
+ * -1 with err filled if none or several do. */
+pid_t target_match(const char *pattern, char *err, size_t errlen);
+
+/* The command line of pid, arguments joined by spaces, cut to len. */
+void target_cmdline(pid_t pid, char *out, size_t len);
+
+/* Finds and prepares the interpreter of a running pid. 0, or -1 with err. */
+int target_open(pid_t pid, struct py_target *t, char *err, size_t errlen);
+
+#endif
