@@ -122,8 +122,7 @@ static void describe_io(pid_t pid, struct dump_thread *th)
 		th->has_fd = 1;
 }
 
-static void read_state(const struct py_target *t, struct dump_thread *th, int collecting,
-		       uint64_t now_ns)
+static void read_state(const struct py_target *t, struct dump_thread *th, uint64_t now_ns)
 {
 	char st = procfs_task_state(t->pid, th->tid);
 	uint64_t last_ran;
@@ -146,15 +145,13 @@ static void read_state(const struct py_target *t, struct dump_thread *th, int co
 	th->syscall = procfs_task_syscall_args(t->pid, th->tid, th->args);
 	th->state = ep_classify_blocked(th->syscall, th->args[0], st == 'D',
 					t->cfg.gil_start, t->cfg.gil_end);
-	if (th->state == EP_OFF_GIL && collecting > 0)
-		th->state = EP_OFF_GIL_GC;
 	if (th->syscall == EP_NR_futex)
 		th->futex = th->args[0];
 	if (th->state == EP_OFF_IO)
 		describe_io(t->pid, th);
 	last_ran = procfs_task_last_ran_ns(t->pid, th->tid);
-	if (last_ran && last_ran <= now_ns)
-		th->state_s = (now_ns - last_ran) / 1e9;
+	if (last_ran)	/* the two clocks may disagree by a tick */
+		th->state_s = last_ran < now_ns ? (now_ns - last_ran) / 1e9 : 0;
 }
 
 static void read_stack(const struct py_target *t, struct symbolizer *sym,
@@ -216,7 +213,7 @@ static int list_tasks(pid_t pid, struct dump_snapshot *s)
 
 static void fill_thread(const struct py_target *t, struct dump_snapshot *s,
 			const struct py_view *v, struct dump_thread *th,
-			struct ep_stack_event *ev, uint64_t holder, int collecting, uint64_t now)
+			struct ep_stack_event *ev, uint64_t holder, int collecting)
 {
 	const struct tstate_ids *ids = ids_by_tid(v, th->tid);
 	const char *name = ids ? name_by_ident(v, ids->ident) : NULL;
@@ -225,11 +222,15 @@ static void fill_thread(const struct py_target *t, struct dump_snapshot *s,
 		snprintf(th->name, sizeof(th->name), "%s", name);
 	else
 		procfs_comm(t->pid, th->tid, th->name, sizeof(th->name));
-	read_state(t, th, collecting, now);
+	if (th->state == EP_OFF_GIL && collecting > 0)
+		th->state = EP_OFF_GIL_GC;
 	if (!ids)
 		return;
 	th->tstate = ids->tstate;
-	th->holds_gil = s->gil_locked > 0 && holder == ids->tstate;
+	/* The GIL was read after the states: a thread seen waiting for it has
+	 * taken it since, and the holder we saw is no longer sure. */
+	th->holds_gil = s->gil_locked > 0 && holder == ids->tstate &&
+			th->state != EP_OFF_GIL && th->state != EP_OFF_GIL_GC;
 	if (th->holds_gil)
 		s->gil_holder_tid = th->tid;
 	read_stack(t, s->sym, th, ev);
@@ -252,12 +253,15 @@ int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, siz
 		return -1;
 	}
 	read_python_threads(t, &v);
+	/* the states first, close together in time, then the GIL's state */
+	now = monotonic_ns();
+	for (i = 0; i < s->nthreads; i++)
+		read_state(t, &s->threads[i], now);
 	read_gil(t, s, &collecting);
 	if (t->cfg.gil_holder_addr)
 		remote_read_u64(t->pid, t->cfg.gil_holder_addr, &holder);
-	now = monotonic_ns();
 	for (i = 0; i < s->nthreads; i++)
-		fill_thread(t, s, &v, &s->threads[i], ev, holder, collecting, now);
+		fill_thread(t, s, &v, &s->threads[i], ev, holder, collecting);
 	free(v.ts);
 	free(v.names);
 	free(ev);

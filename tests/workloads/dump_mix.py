@@ -26,14 +26,14 @@ def note():
 def spin_a():
     note()
     ready.wait()
-    while True:
+    while True:  # at:spin_a
         counter[0] += 1  # at:spin_a
 
 
 def spin_b():
     note()
     ready.wait()
-    while True:
+    while True:  # at:spin_b
         counter[0] += 1  # at:spin_b
 
 
