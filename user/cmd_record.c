@@ -20,8 +20,10 @@
 #include "blocked.h"
 #include "commands.h"
 #include "follow.h"
+#include "frame_names.h"
 #include "launch.h"
 #include "preflight.h"
+#include "progress.h"
 #include "py_target.h"
 #include "recorder.h"
 #include "report.h"
@@ -44,10 +46,15 @@ struct options {
 	double wait_threshold_ms;
 	int by_function;
 	int subprocesses;
+	int threads;		/* -t: collapsed stacks under their thread */
+	struct frame_naming naming;
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
 };
+
+/* options without a short form */
+enum { OPT_NOLINENO = 0x100, OPT_FULL_FILENAMES };
 
 static volatile sig_atomic_t stop_signal;
 
@@ -79,6 +86,10 @@ static const struct argp_option option_list[] = {
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
+	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
+	{ "nolineno", OPT_NOLINENO, NULL, 0, "No line numbers: one frame per function, named without a line", 0 },
+	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Full paths for standard library and installed package files (default: from the package root, as py-spy shows them)", 0 },
+	{ "native", 'n', NULL, 0, "Native (C/C++) frames: not supported yet", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
@@ -143,6 +154,18 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (*end || end == arg || o->wait_threshold_ms < 0)
 			argp_error(state, "invalid wait threshold: %s (milliseconds)", arg);
 		break;
+	case 't':
+		o->threads = 1;
+		break;
+	case OPT_NOLINENO:
+		o->naming.nolineno = 1;
+		break;
+	case OPT_FULL_FILENAMES:
+		o->naming.full_filenames = 1;
+		break;
+	case 'n':
+		fprintf(stderr, "ebpfprof: --native is not supported yet: ebpfprof records Python frames only (native C/C++ frames are planned)\n");
+		exit(2);
 	case 'v':
 		o->verbose = 1;
 		break;
@@ -243,11 +266,21 @@ static int should_stop(struct run *run, uint64_t deadline)
 	return 0;
 }
 
+static void show_progress(struct run *run, struct progress *progress)
+{
+	uint64_t counters[EP_CNT_MAX], now = monotonic_ns();
+
+	if (!progress->f || now < progress->next_ns)
+		return;
+	session_counters(run->session, counters);
+	progress_update(progress, now, (now - run->rec.t0_ns) / 1e9, run->rec.kept,
+			(unsigned long long)counters[EP_CNT_LOST], run->rec.gc_events);
+}
+
 static void record(struct run *run)
 {
-	uint64_t deadline = 0, next_names = 0;
-
-	uint64_t end;
+	uint64_t deadline = 0, next_names = 0, end;
+	struct progress progress;
 
 	run->gc_probe = session_attach_gc(run->session, &run->target);
 	if (run->gc_probe != GC_PROBE_NONE)
@@ -264,9 +297,11 @@ static void record(struct run *run)
 		session_follow(run->session, run->pid);
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
+	progress_init(&progress, stderr);
 	while (!should_stop(run, deadline)) {
 		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
 			break;
+		show_progress(run, &progress);
 		follower_step(&run->follower);
 		/* thread names can change and threads come and go: look again each second */
 		if (monotonic_ns() >= next_names && !run->target_exited) {
@@ -275,6 +310,7 @@ static void record(struct run *run)
 		}
 	}
 	end = monotonic_ns();
+	progress_clear(&progress);
 	session_remove_process(run->session, run->pid);
 	while (session_poll(run->session, 0) > 0)
 		;
@@ -371,6 +407,8 @@ int cmd_record(int argc, char **argv)
 	o.dashdash = find_dashdash(argc, argv);
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
 	check_environment(&o, output, sizeof(output));
+	frame_naming_set(&o.naming);
+	wopts.threads = o.threads;
 	install_signals();
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
 					.by_function = o.by_function, .idle = o.idle };

@@ -7,6 +7,7 @@
 
 struct writer_options {
 	int gaps_as_idle;	/* fill unobserved time so threads line up */
+	int threads;		/* collapsed: each thread as a root frame (-t) */
 };
 
 struct output_writer {
