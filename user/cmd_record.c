@@ -28,6 +28,7 @@
 #include "recorder.h"
 #include "report.h"
 #include "session.h"
+#include "target_pick.h"
 #include "writer.h"
 
 #define ERRLEN 512
@@ -350,22 +351,6 @@ static void print_summary(struct run *run, const char *path)
 	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
 }
 
-/* The profiler's own PID namespace, when it is not the initial one: pids on
- * the command line and in /proc are then that namespace's, and the kernel
- * side must translate (bpf_get_ns_current_pid_tgid). */
-#define PROC_PID_INIT_INO 0xEFFFFFFCu
-
-static int own_pidns(uint64_t *dev, uint64_t *ino)
-{
-	struct stat st;
-
-	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
-		return 0;
-	*dev = st.st_dev;
-	*ino = st.st_ino;
-	return 1;
-}
-
 static void install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
@@ -414,7 +399,7 @@ int cmd_record(int argc, char **argv)
 					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))
 		die("out of memory");
-	run.in_pidns = own_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
+	run.in_pidns = profiler_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
 	if (run.in_pidns && o.subprocesses)
 		die("--subprocesses is not supported yet when ebpfprof runs inside a PID namespace; run it from the host");
 	sopts.follow_children = o.subprocesses;

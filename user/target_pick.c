@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "preflight.h"
 #include "target_pick.h"
@@ -74,4 +75,17 @@ int target_open(pid_t pid, struct py_target *t, char *err, size_t errlen)
 	if (py_target_find(pid, t, err, errlen) != PY_TARGET_OK)
 		return -1;
 	return py_target_prepare(t, err, errlen) == PY_TARGET_OK ? 0 : -1;
+}
+
+#define PROC_PID_INIT_INO 0xEFFFFFFCu
+
+int profiler_pidns(uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
+		return 0;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 1;
 }

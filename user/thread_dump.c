@@ -154,6 +154,14 @@ static void read_state(const struct py_target *t, struct dump_thread *th, uint64
 		th->state_s = last_ran < now_ns ? (now_ns - last_ran) / 1e9 : 0;
 }
 
+int dump_thread_state(const struct py_target *t, int tid)
+{
+	struct dump_thread th = { .tid = tid };
+
+	read_state(t, &th, monotonic_ns());
+	return th.state;
+}
+
 static void read_stack(const struct py_target *t, struct symbolizer *sym,
 		       struct dump_thread *th, struct ep_stack_event *ev)
 {

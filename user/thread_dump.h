@@ -50,6 +50,9 @@ int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, siz
 void dump_free(struct dump_snapshot *s);
 /* "running", "gil_wait", "gc_wait", "lock_wait", "io", "sleep", "preempted"... */
 const char *dump_state_name(int state);
+/* The state of one thread now (DUMP_* or enum ep_offcpu_reason), as
+ * dump_take classifies it, without the GC refinement. */
+int dump_thread_state(const struct py_target *t, int tid);
 /* The thread with that tid, or NULL. */
 const struct dump_thread *dump_thread_by_tid(const struct dump_snapshot *s, int tid);
 
