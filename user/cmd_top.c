@@ -157,6 +157,8 @@ static const char *thread_name(struct top_view *v, int tid, char *buf, size_t le
 	for (int i = 0; i < v->nnames; i++)
 		if (v->names[i].native_id == tid)
 			return v->names[i].name;
+	if (tid == v->t->pid)
+		return "MainThread";	/* as record names it when threading is not imported */
 	procfs_comm(v->t->pid, tid, buf, len);
 	return buf[0] ? buf : "?";
 }

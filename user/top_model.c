@@ -208,7 +208,11 @@ static int fn_cmp(const void *x, const void *y)
 		if (ka != kb)
 			return ka > kb ? -1 : 1;
 	}
-	/* ties: the busier since the start first, then a stable order */
+	/* ties by total: callers (less time of their own) above their callees;
+	 * other ties: the busier since the start first; then a stable order */
+	if ((sort_key == TOP_SORT_TOTAL || sort_key == TOP_SORT_TOTAL_ALL) &&
+	    a->own_all != b->own_all)
+		return a->own_all < b->own_all ? -1 : 1;
 	if (a->own_all != b->own_all)
 		return a->own_all > b->own_all ? -1 : 1;
 	if (a->total_all != b->total_all)
