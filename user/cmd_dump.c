@@ -7,7 +7,6 @@
  */
 #include <argp.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +25,6 @@ struct dump_options {
 	struct frame_naming naming;
 };
 
-enum { OPT_FULL_FILENAMES = 0x100, OPT_NOLINENO };
-
 static const char doc[] =
 	"Print what every thread of a running CPython process is doing now, without "
 	"stopping it: state (running, GIL wait, waiting for GC, lock wait, I/O, sleep), "
@@ -37,53 +34,28 @@ static const char doc[] =
 	"  sudo ebpfprof dump --match 'gunicorn: worker' --json";
 
 static const struct argp_option option_list[] = {
-	{ "pid", 'p', "PID", 0, "The process to dump", 0 },
-	{ "match", 'm', "PATTERN", 0, "The one process whose command line contains PATTERN", 0 },
+	TARGET_PICK_OPTIONS("dump"),
 	{ "json", 'j', NULL, 0, "Write JSON instead of text", 0 },
-	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full paths of standard library and package files", 0 },
-	{ "nolineno", OPT_NOLINENO, NULL, 0, "Do not show line numbers", 0 },
+	FRAME_NAMING_OPTIONS,
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct dump_options *o = state->input;
-	char *end;
-	long v;
 
+	if (frame_naming_option(key, &o->naming))
+		return 0;
 	switch (key) {
-	case 'p':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || end == arg || v <= 0 || v > INT_MAX)
-			argp_error(state, "invalid pid: %s", arg);
-		o->pid = v;
-		break;
-	case 'm':
-		if (!arg[0])
-			argp_error(state, "empty --match pattern");
-		o->match = arg;
-		break;
 	case 'j':
 		o->json = 1;
-		break;
-	case OPT_FULL_FILENAMES:
-		o->naming.full_filenames = 1;
-		break;
-	case OPT_NOLINENO:
-		o->naming.nolineno = 1;
-		break;
+		return 0;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
-		break;
-	case ARGP_KEY_END:
-		if (!o->pid == !o->match)
-			argp_error(state, "give one of --pid PID or --match PATTERN");
-		break;
+		return 0;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		return target_pick_option(key, arg, state, &o->pid, &o->match);
 	}
-	return 0;
 }
 
 /* "blocked in recvfrom on fd 5: tcp 127.0.0.1:40000 -> 127.0.0.1:5555" */

@@ -54,9 +54,6 @@ struct options {
 	int dashdash;		/* argv index of "--"; 0: none */
 };
 
-/* options without a short form */
-enum { OPT_NOLINENO = 0x100, OPT_FULL_FILENAMES };
-
 static volatile sig_atomic_t stop_signal;
 
 static void on_stop_signal(int sig)
@@ -88,8 +85,7 @@ static const struct argp_option option_list[] = {
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
-	{ "nolineno", OPT_NOLINENO, NULL, 0, "No line numbers: one frame per function, named without a line", 0 },
-	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Full paths for standard library and installed package files (default: from the package root, as py-spy shows them)", 0 },
+	FRAME_NAMING_OPTIONS,
 	{ "native", 'n', NULL, 0, "Native (C/C++) frames: not supported yet", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
@@ -111,6 +107,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	unsigned long v;
 	char *end;
 
+	if (frame_naming_option(key, &o->naming))
+		return 0;
 	switch (key) {
 	case 'p':
 		if (parse_uint(arg, INT_MAX, &v))
@@ -157,12 +155,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 't':
 		o->threads = 1;
-		break;
-	case OPT_NOLINENO:
-		o->naming.nolineno = 1;
-		break;
-	case OPT_FULL_FILENAMES:
-		o->naming.full_filenames = 1;
 		break;
 	case 'n':
 		fprintf(stderr, "ebpfprof: --native is not supported yet: ebpfprof records Python frames only (native C/C++ frames are planned)\n");

@@ -62,8 +62,6 @@ static void on_stop_signal(int sig)
 	stop_signal = sig;
 }
 
-enum { OPT_FULL_FILENAMES = 0x100, OPT_NOLINENO };
-
 static const char doc[] =
 	"A live view of a running CPython process: functions by own and total time, "
 	"each thread's share of time on CPU, waiting for the GIL, for GC, on locks, "
@@ -74,13 +72,11 @@ static const char doc[] =
 	"  sudo ebpfprof top --pid 4242 -d 10 > top.txt     plain text every second";
 
 static const struct argp_option option_list[] = {
-	{ "pid", 'p', "PID", 0, "The process to watch", 0 },
-	{ "match", 'm', "PATTERN", 0, "The one process whose command line contains PATTERN", 0 },
+	TARGET_PICK_OPTIONS("watch"),
 	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default 100)", 0 },
 	{ "interval", 'i', "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until q, Ctrl-C or the target exits)", 0 },
-	{ "full-filenames", OPT_FULL_FILENAMES, NULL, 0, "Show full paths of standard library and package files", 0 },
-	{ "nolineno", OPT_NOLINENO, NULL, 0, "Do not show line numbers", 0 },
+	FRAME_NAMING_OPTIONS,
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
@@ -100,19 +96,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	char *end;
 	long v;
 
+	if (frame_naming_option(key, &o->naming))
+		return 0;
 	switch (key) {
-	case 'p':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || end == arg || v <= 0 || v > INT_MAX)
-			argp_error(state, "invalid pid: %s", arg);
-		o->pid = v;
-		break;
-	case 'm':
-		if (!arg[0])
-			argp_error(state, "empty --match pattern");
-		o->match = arg;
-		break;
 	case 'r':
 		errno = 0;
 		v = strtol(arg, &end, 10);
@@ -126,21 +112,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'd':
 		o->duration_s = parse_seconds(state, "duration", arg);
 		break;
-	case OPT_FULL_FILENAMES:
-		o->naming.full_filenames = 1;
-		break;
-	case OPT_NOLINENO:
-		o->naming.nolineno = 1;
-		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
-	case ARGP_KEY_END:
-		if (!o->pid == !o->match)
-			argp_error(state, "give one of --pid PID or --match PATTERN");
-		break;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		return target_pick_option(key, arg, state, &o->pid, &o->match);
 	}
 	return 0;
 }

@@ -9,6 +9,17 @@ void frame_naming_set(const struct frame_naming *n)
 	naming = *n;
 }
 
+int frame_naming_option(int key, struct frame_naming *n)
+{
+	if (key == FRAME_OPT_FULL_FILENAMES)
+		n->full_filenames = 1;
+	else if (key == FRAME_OPT_NOLINENO)
+		n->nolineno = 1;
+	else
+		return 0;
+	return 1;
+}
+
 /* Where the part after an installation directory starts, or NULL. */
 static const char *after_dir(const char *path, const char *dir)
 {

@@ -16,6 +16,15 @@ struct frame_naming {
 	int nolineno;
 };
 
+/* The options that set it, for the subcommands' argp tables. */
+enum { FRAME_OPT_FULL_FILENAMES = 0x180, FRAME_OPT_NOLINENO };
+#define FRAME_NAMING_OPTIONS \
+	{ "full-filenames", FRAME_OPT_FULL_FILENAMES, NULL, 0, "Full paths for standard library and installed package files (default: from the package root, as py-spy shows them)", 0 }, \
+	{ "nolineno", FRAME_OPT_NOLINENO, NULL, 0, "No line numbers: one frame per function, named without a line", 0 }
+
+/* argp: 1 if key was one of those options (noted in *n), else 0. */
+int frame_naming_option(int key, struct frame_naming *n);
+
 /* Set once, before any frame is named (the process's command line). */
 void frame_naming_set(const struct frame_naming *n);
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,4 +90,32 @@ int profiler_pidns(uint64_t *dev, uint64_t *ino)
 	*dev = st.st_dev;
 	*ino = st.st_ino;
 	return 1;
+}
+
+error_t target_pick_option(int key, char *arg, struct argp_state *state,
+			   pid_t *pid, const char **match)
+{
+	char *end;
+	long v;
+
+	switch (key) {
+	case 'p':
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || v <= 0 || v > INT_MAX)
+			argp_error(state, "invalid pid: %s", arg);
+		*pid = v;
+		return 0;
+	case 'm':
+		if (!arg[0])
+			argp_error(state, "empty --match pattern");
+		*match = arg;
+		return 0;
+	case ARGP_KEY_END:
+		if (!*pid == !*match)
+			argp_error(state, "give one of --pid PID or --match PATTERN");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
 }

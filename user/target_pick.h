@@ -3,10 +3,21 @@
  * naming exactly one process by its command line. */
 #ifndef EP_TARGET_PICK_H
 #define EP_TARGET_PICK_H
+#include <argp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "py_target.h"
+
+/* The --pid and --match options of the live views, for their argp tables. */
+#define TARGET_PICK_OPTIONS(what) \
+	{ "pid", 'p', "PID", 0, "The process to " what, 0 }, \
+	{ "match", 'm', "PATTERN", 0, "The one process whose command line contains PATTERN", 0 }
+
+/* argp: parses -p and -m and checks at the end that exactly one was given.
+ * ARGP_ERR_UNKNOWN for any other key. */
+error_t target_pick_option(int key, char *arg, struct argp_state *state,
+			   pid_t *pid, const char **match);
 
 /* The one process (not ourselves) whose command line contains pattern;
  * -1 with err filled if none or several do. */
