@@ -28,6 +28,7 @@
 #include "recorder.h"
 #include "report.h"
 #include "session.h"
+#include "stop_signal.h"
 #include "target_pick.h"
 #include "writer.h"
 
@@ -53,13 +54,6 @@ struct options {
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
 };
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
-{
-	stop_signal = sig;
-}
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -343,16 +337,6 @@ static void print_summary(struct run *run, const char *path)
 	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
 }
 
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 static void check_environment(struct options *o, char *output, size_t outlen)
 {
 	char err[ERRLEN];
@@ -386,7 +370,7 @@ int cmd_record(int argc, char **argv)
 	check_environment(&o, output, sizeof(output));
 	frame_naming_set(&o.naming);
 	wopts.threads = o.threads;
-	install_signals();
+	install_stop_signals();
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
 					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))

@@ -23,6 +23,7 @@
 #include "py_threads.h"
 #include "recorder.h"
 #include "session.h"
+#include "stop_signal.h"
 #include "target_pick.h"
 #include "thread_dump.h"
 #include "top_model.h"
@@ -54,13 +55,6 @@ struct top_view {
 	int nnames;
 	uint64_t lost;
 };
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
-{
-	stop_signal = sig;
-}
 
 static const char doc[] =
 	"A live view of a running CPython process: functions by own and total time, "
@@ -406,16 +400,6 @@ static void start(struct top_view *v, char *err)
 		seed_blocked_threads(v->session, &v->rec, v->t, v->rec.t0_ns);
 }
 
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 int cmd_top(int argc, char **argv)
 {
 	struct top_options o = { .rate_hz = 100, .interval_s = 1 };
@@ -432,7 +416,7 @@ int cmd_top(int argc, char **argv)
 	if (!v.t || !v.names)
 		die("out of memory");
 	top_model_init(&v.model);
-	install_signals();
+	install_stop_signals();
 	start(&v, err);
 	target_cmdline(o.pid, v.cmd, sizeof(v.cmd));
 	v.tty = top_term_open();
