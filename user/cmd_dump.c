@@ -84,7 +84,10 @@ static void detail_text(const struct dump_snapshot *s, const struct dump_thread 
 
 static void print_frame(FILE *f, const struct sym_frame *fr)
 {
-	fprintf(f, "    %s (%s", fr->name, fr->file ? fr->file : "<unknown>");
+	char name[1024], file[1024];
+
+	fprintf(f, "    %s (%s", frame_printable(fr->name, name, sizeof(name)),
+		frame_printable(fr->file ? fr->file : "<unknown>", file, sizeof(file)));
 	if (fr->line > 0)
 		fprintf(f, ":%d", fr->line);
 	fputs(")\n", f);
@@ -92,21 +95,22 @@ static void print_frame(FILE *f, const struct sym_frame *fr)
 
 static void print_text(FILE *f, const struct py_target *t, const struct dump_snapshot *s)
 {
-	char cmd[512], detail[768];
+	char cmd[512], detail[768], line[768], name[256];
 	size_t i;
 	int j;
 
 	target_cmdline(s->pid, cmd, sizeof(cmd));
-	fprintf(f, "Process %d: %s\nPython v%d.%d.%d (%s)\n", s->pid, cmd, t->major, t->minor,
-		t->micro, t->shown_path);
+	fprintf(f, "Process %d: %s\nPython v%d.%d.%d (%s)\n", s->pid,
+		frame_printable(cmd, line, sizeof(line)), t->major, t->minor, t->micro, t->shown_path);
 	for (i = 0; i < s->nthreads; i++) {
 		const struct dump_thread *th = &s->threads[i];
 
 		detail_text(s, th, detail, sizeof(detail));
-		fprintf(f, "\nThread %d \"%s\": %s", th->tid, th->name, dump_state_name(th->state));
+		fprintf(f, "\nThread %d \"%s\": %s", th->tid,
+			frame_printable(th->name, name, sizeof(name)), dump_state_name(th->state));
 		if (th->state_s >= 0)
 			fprintf(f, " for %.3f s", th->state_s);
-		fprintf(f, "%s\n", detail);
+		fprintf(f, "%s\n", frame_printable(detail, line, sizeof(line)));
 		if (!th->tstate)
 			fputs("    (no Python thread state)\n", f);
 		for (j = 0; j < th->nframes; j++)

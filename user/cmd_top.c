@@ -163,6 +163,8 @@ static void put_line(struct top_view *v, int cols, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* names come from the target: no control characters reach the terminal */
+	frame_printable(line, line, sizeof(line));
 	if (v->tty && cols > 0 && cols < (int)sizeof(line))
 		line[cols] = 0;
 	fputs(line, stdout);
