@@ -38,9 +38,12 @@ def test_nolineno_drops_line_numbers(workloads, out):
 def test_threads_puts_each_thread_at_the_root(workloads, out):
     w = workloads(require_interpreter("debian-3.11"), "stdlib_hot.py", seconds=60)
     merged = record(w.pid, out(".txt"))
-    per_thread = record(w.pid, out(".txt"), "-t")
+    for _ in range(3):  # on a loaded machine one thread may get no CPU for a while
+        per_thread = record(w.pid, out(".txt"), "-t")
+        roots = {frames[0] for frames, _ in lines(per_thread)}
+        if len(roots) >= 2:
+            break
     assert all(frames[0].startswith("Thread._bootstrap ") for frames, _ in lines(merged)), merged[:500]
-    roots = {frames[0] for frames, _ in lines(per_thread)}
     assert {re.sub(r"^Thread \d+ ", "", r) for r in roots} >= {'"encoder-1"', '"encoder-2"'}, roots
     assert all(re.fullmatch(r'Thread \d+ "[^"]+"', r) for r in roots), roots
     # the two threads run the same code: with -t some stack shows under both
