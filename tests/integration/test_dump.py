@@ -3,12 +3,13 @@ Python stack of a live process, without stopping it."""
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, require_interpreter, run_ebpfprof
+from conftest import EBPFPROF, WORKLOADS, cannot_run, require_interpreter, run_ebpfprof
 
 SOURCE = (WORKLOADS / "dump_mix.py").read_text().splitlines()
 
@@ -160,6 +161,24 @@ def test_dump_bad_input_is_one_clear_line(args, code, text):
 
 
 def test_dump_of_a_process_without_python_says_so():
-    res = run_ebpfprof("dump", "--pid", os.getpid() if False else 1)
-    assert res.returncode == 1
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        res = run_ebpfprof("dump", "--pid", sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert res.returncode == 1 and res.stdout == ""
     assert res.stderr.startswith("ebpfprof dump: ") and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "Python" in res.stderr or "python" in res.stderr, res.stderr
+
+
+@pytest.mark.nobpf
+def test_dump_unprivileged_says_what_it_needs(workloads):
+    if os.geteuid() != 0:
+        cannot_run("needs root to start the test as another user")
+    w = workloads(require_interpreter("debian-3.11"), "two_hot.py", seconds=30)
+    res = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                          str(EBPFPROF), "dump", "--pid", str(w.pid)], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1 and res.stdout == ""
+    assert res.stderr == (f"ebpfprof dump: cannot read process {w.pid}'s files and memory: Permission denied "
+                          "(this needs CAP_SYS_PTRACE: run it as root, e.g. with sudo)\n"), res.stderr
