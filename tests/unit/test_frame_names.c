@@ -47,6 +47,7 @@ static const struct name_case name_cases[] = {
 
 static void test_short_filenames(void **state)
 {
+	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(name_cases); i++)
 		assert_string_equal(frame_short_filename(name_cases[i].path), name_cases[i].shown);
 	assert_null(frame_short_filename(NULL));
@@ -54,6 +55,7 @@ static void test_short_filenames(void **state)
 
 static void test_naming_applied(void **state)
 {
+	(void)state;
 	struct frame_naming full = { .full_filenames = 1 }, nolineno = { .nolineno = 1 }, dflt = { 0 };
 	struct sym_frame f = { .name = "f", .file = "/usr/lib/python3.11/json/decoder.py",
 			       .line = 12, .firstlineno = 10 };
@@ -78,6 +80,7 @@ static void test_naming_applied(void **state)
 
 static void test_printable(void **state)
 {
+	(void)state;
 	char out[16];
 
 	assert_string_equal(frame_printable("f\033]0;x\a\x7f\n", out, sizeof(out)), "f?]0;x???");
@@ -88,6 +91,7 @@ static void test_printable(void **state)
 
 static void test_inet_lines(void **state)
 {
+	(void)state;
 	char local[64], peer[64];
 	const char *tcp = "   3: 0100007F:9C40 0100007F:15B3 01 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 20 4 30 10 -1";
 	const char *listen = "   0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 77 1 0000000000000000 100 0 0 10 0";
@@ -111,6 +115,7 @@ static void test_inet_lines(void **state)
 
 static void test_unix_lines(void **state)
 {
+	(void)state;
 	char path[64];
 
 	assert_int_equal(fd_parse_unix_line("0000000000000000: 00000002 00000000 00010000 0001 01 5151 /run/app.sock",
@@ -125,6 +130,7 @@ static void test_unix_lines(void **state)
 
 static void test_fd_format(void **state)
 {
+	(void)state;
 	struct fd_info a = { .fd = 5, .kind = "tcp", .local = "127.0.0.1:1", .peer = "127.0.0.1:2" };
 	struct fd_info b = { .fd = 3, .kind = "pipe", .path = "pipe:[12]" };
 	char out[128];

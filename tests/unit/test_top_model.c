@@ -37,6 +37,7 @@ static const struct top_fn *fn(const struct top_model *m, uint32_t id)
 
 static void test_own_total_intervals(void **state)
 {
+	(void)state;
 	struct profile p;
 	struct analysis a;
 	struct top_model m;
