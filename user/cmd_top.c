@@ -7,6 +7,7 @@
  * stdout is not a terminal the same view is printed as plain text.
  */
 #include <argp.h>
+#include <dirent.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <limits.h>
@@ -124,8 +125,10 @@ static void die(const char *msg)
 
 static const char *thread_name(struct top_view *v, int tid, char *buf, size_t len)
 {
+	int inner = procfs_task_inner_tid(v->t->pid, tid);
+
 	for (int i = 0; i < v->nnames; i++)
-		if (v->names[i].native_id == tid)
+		if (v->names[i].native_id == inner)
 			return v->names[i].name;
 	if (tid == v->t->pid)
 		return "MainThread";	/* as record names it when threading is not imported */
@@ -190,6 +193,31 @@ static int sample_state_of(int dump_state)
 	}
 }
 
+/* Every thread threading knows, even one that has not run since we started.
+ * The model counts by the kernel's (host) tids; threading by the target's. */
+static void add_python_threads(struct top_view *v)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+	int tid, inner, j;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", v->t->pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		tid = atoi(de->d_name);
+		if (tid <= 0)
+			continue;
+		inner = procfs_task_inner_tid(v->t->pid, tid);
+		for (j = 0; j < v->nnames; j++)
+			if (v->names[j].native_id == inner)
+				top_model_thread(&v->model, v->t->pid, tid);
+	}
+	closedir(dir);
+}
+
 /*
  * A thread the recording heard nothing from in the interval (no sample, no
  * wait that ended) spent all of it off the CPU, most likely as it is now:
@@ -204,9 +232,7 @@ static void fill_quiet_threads(struct top_view *v)
 	size_t i;
 	int j, state;
 
-	for (j = 0; j < v->nnames; j++)
-		if (v->names[j].native_id)
-			top_model_thread(m, v->t->pid, v->names[j].native_id);
+	add_python_threads(v);
 	for (i = 0; i < m->nthreads; i++) {
 		t = &m->threads[i];
 		sum = 0;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "procfs.h"
 
@@ -24,6 +25,25 @@ void procfs_comm(pid_t pid, pid_t tid, char *out, size_t len)
 	if (fgets(out, len, f))
 		out[strcspn(out, "\n")] = 0;
 	fclose(f);
+}
+
+pid_t procfs_task_inner_tid(pid_t pid, pid_t tid)
+{
+	FILE *f = open_task_file(pid, tid, "status");
+	char line[256], *p, *end;
+	long v, inner = tid;
+
+	if (!f)
+		return tid;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (p = line + 6; (v = strtol(p, &end, 10)) > 0 && end != p; p = end)
+			inner = v;
+		break;
+	}
+	fclose(f);
+	return inner;
 }
 
 char procfs_task_state(pid_t pid, pid_t tid)

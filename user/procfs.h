@@ -9,6 +9,9 @@
 /* The kernel's name (comm) of task tid of process pid (tid 0: the process);
  * empty if unreadable. */
 void procfs_comm(pid_t pid, pid_t tid, char *out, size_t len);
+/* The task's id in the innermost PID namespace it lives in (the last NSpid
+ * of its status), the id its own process knows it by; tid if unknown. */
+pid_t procfs_task_inner_tid(pid_t pid, pid_t tid);
 /* The one-letter state of a task (R running, S sleeping, D uninterruptible), or 0. */
 char procfs_task_state(pid_t pid, pid_t tid);
 /* The syscall a blocked task is in, and its first argument; -1 if none. */

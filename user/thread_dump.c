@@ -223,7 +223,8 @@ static void fill_thread(const struct py_target *t, struct dump_snapshot *s,
 			const struct py_view *v, struct dump_thread *th,
 			struct ep_stack_event *ev, uint64_t holder, int collecting)
 {
-	const struct tstate_ids *ids = ids_by_tid(v, th->tid);
+	/* the target knows its threads by the ids of its own PID namespace */
+	const struct tstate_ids *ids = ids_by_tid(v, procfs_task_inner_tid(t->pid, th->tid));
 	const char *name = ids ? name_by_ident(v, ids->ident) : NULL;
 
 	if (name)

@@ -182,3 +182,30 @@ def test_dump_unprivileged_says_what_it_needs(workloads):
     assert res.returncode == 1 and res.stdout == ""
     assert res.stderr == (f"ebpfprof dump: cannot read process {w.pid}'s files and memory: Permission denied "
                           "(this needs CAP_SYS_PTRACE: run it as root, e.g. with sudo)\n"), res.stderr
+
+
+def test_dump_target_in_its_own_pid_namespace(tmp_path):
+    """A container's process, dumped from the host: its threads know their ids
+    in their own namespace, /proc on the host by host ids."""
+    require_interpreter("debian-3.11")
+    truth = tmp_path / "truth.json"
+    unshare = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "/usr/bin/python3.11",
+                                str(WORKLOADS / "dump_mix.py"), "--seconds", "300", "--truth", str(truth)],
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert unshare.stderr.readline().strip() == "pid=1"
+        host_pid = int(Path(f"/proc/{unshare.pid}/task/{unshare.pid}/children").read_text().split()[0])
+        deadline = time.monotonic() + 90
+        while not truth.exists():
+            assert time.monotonic() < deadline and unshare.poll() is None, "dump_mix.py did not start"
+            time.sleep(0.05)
+        doc = json.loads(run_ebpfprof("dump", "--pid", host_pid, "--json", check=True).stdout)
+        threads = by_name(doc)
+        assert threads["MainThread"]["tid"] == host_pid
+        top_frame(threads["sleeper"], "sleeper", "sleep")
+        top_frame(threads["reader"], "reader", "recv")
+        assert threads["blocked-early"]["state"] == "lock_wait"
+        top_frame(threads["blocked-early"], "blocked_forever", "lock")
+    finally:
+        unshare.kill()
+        unshare.wait()
