@@ -77,7 +77,7 @@ static void detail_text(const struct dump_snapshot *s, const struct dump_thread 
 	} else if (th->state == EP_OFF_LOCK && th->futex) {
 		snprintf(out, len, ", on futex 0x%llx", (unsigned long long)th->futex);
 	} else if (th->has_fd) {
-		fd_info_format(&th->fd, fd, sizeof(fd));
+		fd_info_format_watched(s->pid, &th->fd, fd, sizeof(fd));
 		snprintf(out, len, ", on %s", fd);
 	}
 }
@@ -136,7 +136,10 @@ static void json_fd(FILE *f, const struct fd_info *fi)
 	json_kv_str(f, "peer", fi->peer);
 	fputs(", ", f);
 	json_kv_str(f, "path", fi->path);
-	fputc('}', f);
+	fputs(", \"watched\": [", f);
+	for (int i = 0; i < fi->nwatched; i++)
+		fprintf(f, "%s%d", i ? ", " : "", fi->watched[i]);
+	fputs("]}", f);
 }
 
 static void json_thread(FILE *f, const struct dump_snapshot *s, const struct dump_thread *th)

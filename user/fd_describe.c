@@ -63,6 +63,30 @@ int fd_parse_unix_line(const char *line, unsigned long inode, char *path, size_t
 	return 0;
 }
 
+int fd_parse_epoll_tfd(const char *line)
+{
+	int tfd;
+
+	return sscanf(line, "tfd: %d events:", &tfd) == 1 && tfd >= 0 ? tfd : -1;
+}
+
+/* An event loop's wait: which descriptors its epoll watches. */
+static void read_epoll(pid_t pid, struct fd_info *out)
+{
+	char path[64], line[256];
+	FILE *f;
+	int tfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, out->fd);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (out->nwatched < FD_WATCHED_MAX && fgets(line, sizeof(line), f))
+		if ((tfd = fd_parse_epoll_tfd(line)) >= 0)
+			out->watched[out->nwatched++] = tfd;
+	fclose(f);
+}
+
 static const char *const net_tables[] = { "tcp", "tcp6", "udp", "udp6" };
 
 static int find_socket(pid_t pid, unsigned long inode, struct fd_info *out)
@@ -117,8 +141,12 @@ int fd_describe(pid_t pid, int fd, struct fd_info *out)
 			snprintf(out->kind, sizeof(out->kind), "socket");
 		return 0;
 	}
-	if (!strncmp(out->path, "pipe:", 5))
+	if (!strncmp(out->path, "pipe:", 5)) {
 		snprintf(out->kind, sizeof(out->kind), "pipe");
+	} else if (!strcmp(out->path, "anon_inode:[eventpoll]")) {
+		snprintf(out->kind, sizeof(out->kind), "epoll");
+		read_epoll(pid, out);
+	}
 	else if (out->path[0] == '/')
 		snprintf(out->kind, sizeof(out->kind), "file");
 	else
@@ -126,8 +154,42 @@ int fd_describe(pid_t pid, int fd, struct fd_info *out)
 	return 0;
 }
 
+static void format_one(const struct fd_info *fi, char *out, size_t len)
+{
+	if (fi->local[0] && fi->peer[0])
+		snprintf(out, len, "%s %s -> %s", fi->kind, fi->local, fi->peer);
+	else if (fi->local[0])
+		snprintf(out, len, "%s %s", fi->kind, fi->local);
+	else
+		snprintf(out, len, "%s %s", fi->kind, fi->path);
+}
+
+void fd_info_format_watched(pid_t pid, const struct fd_info *fi, char *out, size_t len)
+{
+	struct fd_info w;
+	char one[160];
+	size_t n;
+	int i;
+
+	fd_info_format(fi, out, len);
+	for (i = 0; i < fi->nwatched; i++) {
+		n = strlen(out);
+		if (fd_describe(pid, fi->watched[i], &w))
+			snprintf(out + n, len - n, "%s fd %d", i ? "," : " watching", fi->watched[i]);
+		else {
+			format_one(&w, one, sizeof(one));
+			snprintf(out + n, len - n, "%s fd %d (%s)", i ? "," : " watching",
+				 fi->watched[i], one);
+		}
+	}
+}
+
 void fd_info_format(const struct fd_info *fi, char *out, size_t len)
 {
+	if (!strcmp(fi->kind, "epoll")) {
+		snprintf(out, len, "fd %d: epoll", fi->fd);
+		return;
+	}
 	if (fi->local[0] && fi->peer[0])
 		snprintf(out, len, "fd %d: %s %s -> %s", fi->fd, fi->kind, fi->local, fi->peer);
 	else if (fi->local[0])

@@ -209,3 +209,23 @@ def test_dump_target_in_its_own_pid_namespace(tmp_path):
     finally:
         unshare.kill()
         unshare.wait()
+
+
+def test_dump_event_loop_names_what_its_epoll_watches(workloads, tmp_path):
+    w = workloads(require_interpreter("debian-3.11"), "dump_asyncio.py", seconds=300,
+                  truth=str(tmp_path / "truth.json"))
+    path = Path(w.truth_path)
+    deadline = time.monotonic() + 90
+    while not path.exists():
+        assert time.monotonic() < deadline and w.proc.poll() is None, "dump_asyncio.py did not start"
+        time.sleep(0.05)
+    truth = json.loads(path.read_text())
+    doc = json.loads(run_ebpfprof("dump", "--pid", w.pid, "--json", check=True).stdout)
+    main = by_name(doc)["MainThread"]
+    assert main["state"] == "io" and main["fd"]["kind"] == "epoll", main
+    assert len(main["fd"]["watched"]) >= 3, main
+    assert [f["function"] for f in main["stack"][:2]] == ["EpollSelector.select", "BaseEventLoop._run_once"], main
+    assert main["stack"][1]["file"] == "asyncio/base_events.py"
+    text = run_ebpfprof("dump", "--pid", w.pid, check=True).stdout
+    assert re.search(rf"epoll watching .*fd \d+ \(tcp {re.escape(truth['listen'])}\)", text), text
+    assert f"(tcp {truth['client']} -> {truth['listen']})" in text, text

@@ -128,6 +128,14 @@ static void test_unix_lines(void **state)
 					    0, path, sizeof(path)), -1);
 }
 
+static void test_epoll_lines(void **state)
+{
+	(void)state;
+	assert_int_equal(fd_parse_epoll_tfd("tfd:        5 events:       19 data:                5  pos:0 ino:1a sdev:8"), 5);
+	assert_int_equal(fd_parse_epoll_tfd("pos:\t0"), -1);
+	assert_int_equal(fd_parse_epoll_tfd("tfd: -3 events: 1"), -1);
+}
+
 static void test_fd_format(void **state)
 {
 	(void)state;
@@ -149,6 +157,7 @@ int main(void)
 		cmocka_unit_test(test_printable),
 		cmocka_unit_test(test_inet_lines),
 		cmocka_unit_test(test_unix_lines),
+		cmocka_unit_test(test_epoll_lines),
 		cmocka_unit_test(test_fd_format),
 	};
 
