@@ -120,3 +120,16 @@ def test_top_plain_text_when_not_a_terminal(workloads):
 def test_top_bad_input(args, text):
     res = run_ebpfprof("top", *args)
     assert res.returncode == 2 and text in res.stderr, res
+
+
+def test_top_shows_gc_pauses_and_states(workloads):
+    w = workloads(require_interpreter("debian-3.11"), "gc_churn.py", seconds=60)
+    res = run_ebpfprof("top", "--pid", w.pid, "-d", 3.5, check=True)
+    last = res.stdout.split("ebpfprof top: pid")[-1]
+    rate, longest, total = re.search(
+        r"GC: ([0-9.]+) pauses/s, longest ([0-9.]+) ms \(last interval\); (\d+) pauses", last).groups()
+    assert float(rate) > 10 and float(longest) > 0 and int(total) > 20, last
+    main = re.search(r"^\d+\s+MainThread\s+(.*)$", last, re.M)
+    shares = [int(x) for x in re.findall(r"(\d+)%", main.group(1))]
+    gc_share = shares[2]  # on-CPU, GIL, GC, ...
+    assert gc_share > 0, last
