@@ -339,6 +339,7 @@ static void refresh(struct top_view *v)
 	if (top_model_update(&v->model, &v->rec.profile, &v->rec.analysis,
 			     monotonic_ns() - v->rec.t0_ns))
 		die("out of memory");
+	top_model_release(&v->model, &v->rec.profile, &v->rec.analysis);
 	fill_quiet_threads(v);
 	render(v);
 }

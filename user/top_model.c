@@ -179,6 +179,34 @@ int top_model_update(struct top_model *m, const struct profile *p, const struct 
 	return 0;
 }
 
+static void release_intervals(struct interval_list *l, size_t *cursor)
+{
+	for (size_t i = 0; i < *cursor && i < l->n; i++)
+		free(l->v[i].frames);
+	/* intervals added after the update (none: the caller is single-threaded) stay */
+	memmove(l->v, l->v + *cursor, (l->n - *cursor) * sizeof(*l->v));
+	l->n -= *cursor;
+	*cursor = 0;
+}
+
+void top_model_release(struct top_model *m, struct profile *p, struct analysis *a)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nthreads && i < m->ncursors; i++) {
+		struct thread_profile *t = &p->threads[i];
+
+		for (j = 0; j < m->sample_cursor[i] && j < t->nsamples; j++)
+			free(t->samples[j].frames);
+		memmove(t->samples, t->samples + m->sample_cursor[i],
+			(t->nsamples - m->sample_cursor[i]) * sizeof(*t->samples));
+		t->nsamples -= m->sample_cursor[i];
+		m->sample_cursor[i] = 0;
+	}
+	release_intervals(&a->waits, &m->wait_cursor);
+	release_intervals(&a->gcs, &m->gc_cursor);
+}
+
 static const struct profile *sort_profile;
 static enum top_sort sort_key;
 

@@ -48,6 +48,9 @@ void top_model_free(struct top_model *m);
  * [previous end, end_ns), in ns since the session start. 0, or -1 (memory). */
 int top_model_update(struct top_model *m, const struct profile *p, const struct analysis *a,
 		     uint64_t end_ns);
+/* Frees what the last update took from p and a: a live view runs for
+ * hours, and keeps only its totals, not every sample and wait. */
+void top_model_release(struct top_model *m, struct profile *p, struct analysis *a);
 /* The thread (pid, tid), added with no time if new; NULL if out of memory.
  * The pointer is valid until the next call that may add a thread. */
 struct top_thread *top_model_thread(struct top_model *m, int pid, int tid);

@@ -64,6 +64,11 @@ static void test_own_total_intervals(void **state)
 	assert_int_equal(fn(&m, mod)->total_ns, 20 * MS);
 	assert_int_equal(fn(&m, g)->own_ns, 10 * MS);
 
+	/* what was taken is released: the profile keeps only newer samples */
+	top_model_release(&m, &p, &a);
+	assert_int_equal(p.threads[0].nsamples, 0);
+	assert_int_equal(fn(&m, f)->own_all, 10 * MS);
+
 	/* second second: only g; the wait that ended counts for its overlap */
 	add(&p, 1, 1000 * MS, STATE_GC, 2, mod, g);
 	assert_int_equal(analysis_add(&a.waits, &wait), 0);
@@ -102,6 +107,19 @@ static void test_own_total_intervals(void **state)
 	assert_int_equal(sorted[0].frame, mod);
 	assert_int_equal(sorted[1].frame, f);
 	assert_int_equal(sorted[2].frame, g);
+	free(sorted);
+
+	top_model_release(&m, &p, &a);
+	assert_int_equal(a.waits.n, 0);
+	assert_int_equal(a.gcs.n, 0);
+	assert_int_equal(top_model_update(&m, &p, &a, 3000 * MS), 0);
+	assert_int_equal(fn(&m, g)->own_ns, 0);
+	assert_int_equal(fn(&m, g)->own_all, 20 * MS);
+	assert_int_equal(m.gc_all, 1);
+
+	n = top_model_sorted(&m, &p, TOP_SORT_OWN_ALL, &sorted);
+	assert_int_equal(n, 3);
+	assert_int_equal(sorted[0].frame, g);
 	free(sorted);
 
 	top_model_free(&m);
