@@ -181,16 +181,7 @@ static int by_tid(const void *a, const void *b)
 
 static int sample_state_of(int dump_state)
 {
-	switch (dump_state) {
-	case DUMP_RUNNING:	return STATE_ON_CPU;
-	case EP_OFF_PREEMPTED:	return STATE_PREEMPTED;
-	case EP_OFF_GIL:	return STATE_GIL_WAIT;
-	case EP_OFF_GIL_GC:	return STATE_GIL_WAIT_GC;
-	case EP_OFF_LOCK:	return STATE_LOCK_WAIT;
-	case EP_OFF_IO:		return STATE_IO;
-	case EP_OFF_SLEEP:	return STATE_SLEEP;
-	default:		return STATE_OTHER;
-	}
+	return dump_state == DUMP_RUNNING ? STATE_ON_CPU : offcpu_reason_state(dump_state);
 }
 
 /* Every thread threading knows, even one that has not run since we started.

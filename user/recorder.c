@@ -260,7 +260,7 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 		r->kept++;
 }
 
-static int reason_state(int reason)
+int offcpu_reason_state(int reason)
 {
 	switch (reason) {
 	case EP_OFF_PREEMPTED: return STATE_PREEMPTED;
@@ -315,7 +315,7 @@ static void on_offcpu_end(struct recorder *r, const struct ep_offcpu_end *end)
 		iv.tid = end->tid;
 		iv.start_ns = since_start(r, end->start_ts);
 		iv.end_ns = since_start(r, end->end_ts);
-		iv.state = reason_state(end->reason);
+		iv.state = offcpu_reason_state(end->reason);
 		iv.frames = t->off_frames;
 		iv.nframes = t->off_nframes;
 		if (iv.end_ns > iv.start_ns)

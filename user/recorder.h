@@ -64,5 +64,7 @@ void recorder_refresh_names(struct recorder *r);
 void recorder_finish(struct recorder *r, uint64_t end_ns);
 
 uint64_t monotonic_ns(void);
+/* The profile state (enum sample_state) of an off-CPU reason (enum ep_offcpu_reason). */
+int offcpu_reason_state(int reason);
 
 #endif
