@@ -21,13 +21,17 @@
 #include "blocked.h"
 #include "commands.h"
 #include "follow.h"
+#include "frame_names.h"
 #include "launch.h"
 #include "preflight.h"
 #include "printable.h"
+#include "progress.h"
 #include "py_target.h"
 #include "recorder.h"
 #include "report.h"
 #include "session.h"
+#include "stop_signal.h"
+#include "target_pick.h"
 #include "writer.h"
 
 #define ERRLEN 512
@@ -50,35 +54,12 @@ struct options {
 	int by_function;
 	int subprocesses;
 	int as_root;		/* launch mode under sudo: keep root for the command */
+	int threads;		/* -t: collapsed stacks under their thread */
+	struct frame_naming naming;
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
 };
-
-static volatile sig_atomic_t stop_signal;
-/* The launched command, for the signal handler: ended with us. */
-static volatile pid_t launched_pid;
-
-/*
- * The first Ctrl-C (or SIGTERM) ends the recording and writes the profile;
- * a second one, when the drain or the write is too slow, ends ebpfprof
- * there and then: no output (its temporary file removed), the launched
- * command terminated. Only async-signal-safe calls here.
- */
-static void on_stop_signal(int sig)
-{
-	static const char msg[] = "ebpfprof: interrupted again: stopping now, nothing written\n";
-
-	if (stop_signal && sig != SIGHUP) {
-		writer_abandon();
-		if (launched_pid > 0)
-			kill(launched_pid, SIGTERM);
-		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-			_exit(130);
-		_exit(130);
-	}
-	stop_signal = sig;
-}
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -105,6 +86,9 @@ static const struct argp_option option_list[] = {
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
+	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
+	FRAME_NAMING_OPTIONS,
+	{ "native", 'n', NULL, 0, "Native (C/C++) frames: not supported yet", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
@@ -147,6 +131,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	struct options *o = state->input;
 	unsigned long v;
 
+	if (frame_naming_option(key, &o->naming))
+		return 0;
 	switch (key) {
 	case 'p':
 		if (parse_uint(arg, INT_MAX, &v))
@@ -200,6 +186,12 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (parse_real(arg, 0, 0, THRESHOLD_MAX_MS, &o->gc_min_ms))
 			argp_error(state, "invalid --gc-min-ms: %s (milliseconds, 0 to a day)", arg);
 		break;
+	case 't':
+		o->threads = 1;
+		break;
+	case 'n':
+		fprintf(stderr, "ebpfprof: --native is not supported yet: ebpfprof records Python frames only (native C/C++ frames are planned)\n");
+		exit(2);
 	case 'v':
 		o->verbose = 1;
 		break;
@@ -303,11 +295,21 @@ static int should_stop(struct run *run, uint64_t deadline)
 	return 0;
 }
 
+static void show_progress(struct run *run, struct progress *progress)
+{
+	uint64_t counters[EP_CNT_MAX], now = monotonic_ns();
+
+	if (!progress->f || now < progress->next_ns)
+		return;
+	session_counters(run->session, counters);
+	progress_update(progress, now, (now - run->rec.t0_ns) / 1e9, run->rec.kept,
+			(unsigned long long)counters[EP_CNT_LOST], run->rec.analysis.gcs.n);
+}
+
 static void record(struct run *run)
 {
-	uint64_t deadline = 0, next_names = 0;
-
-	uint64_t end;
+	uint64_t deadline = 0, next_names = 0, end;
+	struct progress progress;
 
 	run->gc_probe = session_attach_gc(run->session, &run->target);
 	if (run->gc_probe != GC_PROBE_NONE)
@@ -324,9 +326,11 @@ static void record(struct run *run)
 		session_follow(run->session, run->pid);
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
+	progress_init(&progress, stderr);
 	while (!should_stop(run, deadline)) {
 		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
 			break;
+		show_progress(run, &progress);
 		follower_step(&run->follower);
 		/* thread names can change and threads come and go: look again each second */
 		if (monotonic_ns() >= next_names && !run->target_exited) {
@@ -335,6 +339,7 @@ static void record(struct run *run)
 		}
 	}
 	end = monotonic_ns();
+	progress_clear(&progress);
 	session_remove_process(run->session, run->pid);
 	while (session_poll(run->session, 0) > 0)
 		;
@@ -408,32 +413,6 @@ static void fill_writer_options(struct run *run, struct writer_options *w,
 	w->gc_min_ns = (uint64_t)(run->o->gc_min_ms * 1e6);
 }
 
-/* The profiler's own PID namespace, when it is not the initial one: pids on
- * the command line and in /proc are then that namespace's, and the kernel
- * side must translate (bpf_get_ns_current_pid_tgid). */
-#define PROC_PID_INIT_INO 0xEFFFFFFCu
-
-static int own_pidns(uint64_t *dev, uint64_t *ino)
-{
-	struct stat st;
-
-	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
-		return 0;
-	*dev = st.st_dev;
-	*ino = st.st_ino;
-	return 1;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 static void check_environment(struct options *o, char *output, size_t outlen)
 {
 	char err[ERRLEN];
@@ -466,12 +445,14 @@ int cmd_record(int argc, char **argv)
 	o.dashdash = find_dashdash(argc, argv);
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
 	check_environment(&o, output, sizeof(output));
-	install_signals();
+	frame_naming_set(&o.naming);
+	wopts.threads = o.threads;
+	install_stop_signals();
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
 					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))
 		die("out of memory");
-	run.in_pidns = own_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
+	run.in_pidns = profiler_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
 	if (run.in_pidns && o.subprocesses)
 		die("--subprocesses is not supported yet when ebpfprof runs inside a PID namespace; run it from the host");
 	sopts.follow_children = o.subprocesses;
@@ -492,7 +473,7 @@ int cmd_record(int argc, char **argv)
 		if (run.pid < 0)
 			die(err);
 		run.is_child = 1;
-		launched_pid = run.pid;
+		stop_signal_end_on_second(run.pid);
 		if (!o.output)
 			default_output(&o, run.pid, output, sizeof(output));
 	} else {

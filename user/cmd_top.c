@@ -1,12 +1,452 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* ebpfprof top: not built yet (placeholder so the dispatcher can name it). */
+/*
+ * ebpfprof top: a live view of a running CPython process, refreshed every
+ * interval: its functions by own and total time (last interval and since
+ * the start), and above them each thread's time in every state the kernel
+ * tells apart, and the GC pauses. Keys change the sort; q quits. When
+ * stdout is not a terminal the same view is printed as plain text.
+ */
+#include <argp.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "blocked.h"
 #include "commands.h"
+#include "frame_names.h"
+#include "preflight.h"
+#include "procfs.h"
+#include "py_threads.h"
+#include "recorder.h"
+#include "session.h"
+#include "stop_signal.h"
+#include "target_pick.h"
+#include "thread_dump.h"
+#include "top_model.h"
+#include "top_term.h"
+
+#define ERRLEN 512
+#define MAX_NAMES 1024
+#define PLAIN_ROWS 20		/* functions per refresh when not a terminal */
+
+struct top_options {
+	pid_t pid;
+	const char *match;
+	unsigned rate_hz;
+	double interval_s;
+	double duration_s;
+	struct frame_naming naming;
+};
+
+struct top_view {
+	const struct top_options *o;
+	struct py_target *t;
+	struct recorder rec;
+	struct session *session;
+	struct top_model model;
+	enum top_sort sort;
+	int tty;
+	char cmd[256];
+	struct py_thread_name *names;
+	int nnames;
+	uint64_t lost;
+};
+
+static const char doc[] =
+	"A live view of a running CPython process: functions by own and total time, "
+	"each thread's share of time on CPU, waiting for the GIL, for GC, on locks, "
+	"in I/O and asleep, and the GC pauses. Keys: o own, t total (last interval), "
+	"O/T (since the start), n name, q quit.\v"
+	"Examples:\n"
+	"  sudo ebpfprof top --pid 4242\n"
+	"  sudo ebpfprof top --pid 4242 -d 10 > top.txt     plain text every second";
+
+static const struct argp_option option_list[] = {
+	TARGET_PICK_OPTIONS("watch"),
+	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default 100)", 0 },
+	{ "interval", 'i', "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until q, Ctrl-C or the target exits)", 0 },
+	FRAME_NAMING_OPTIONS,
+	{ NULL, 0, NULL, 0, NULL, 0 },
+};
+
+static double parse_seconds(struct argp_state *state, const char *what, const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (*end || end == arg || !(v > 0) || v > 1e6)
+		argp_error(state, "invalid %s: %s (seconds, > 0)", what, arg);
+	return v;
+}
+
+static error_t parse_option(int key, char *arg, struct argp_state *state)
+{
+	struct top_options *o = state->input;
+	char *end;
+	long v;
+
+	if (frame_naming_option(key, &o->naming))
+		return 0;
+	switch (key) {
+	case 'r':
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || v < 1 || v > 10000)
+			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
+		o->rate_hz = v;
+		break;
+	case 'i':
+		o->interval_s = parse_seconds(state, "interval", arg);
+		break;
+	case 'd':
+		o->duration_s = parse_seconds(state, "duration", arg);
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	default:
+		return target_pick_option(key, arg, state, &o->pid, &o->match);
+	}
+	return 0;
+}
+
+static void die(const char *msg)
+{
+	top_term_close();
+	fprintf(stderr, "ebpfprof top: %s\n", msg);
+	exit(1);
+}
+
+static const char *thread_name(struct top_view *v, int tid, char *buf, size_t len)
+{
+	int inner = procfs_task_inner_tid(v->t->pid, tid);
+
+	for (int i = 0; i < v->nnames; i++)
+		if (v->names[i].native_id == inner)
+			return v->names[i].name;
+	if (tid == v->t->pid)
+		return "MainThread";	/* as record names it when threading is not imported */
+	procfs_comm(v->t->pid, tid, buf, len);
+	return buf[0] ? buf : "?";
+}
+
+static const struct {
+	int state;
+	const char *title;
+} shares[] = {
+	{ STATE_ON_CPU, "on-CPU" }, { STATE_GIL_WAIT, "GIL" }, { STATE_GC, "GC" },
+	{ STATE_GIL_WAIT_GC, "waitGC" }, { STATE_LOCK_WAIT, "lock" }, { STATE_IO, "I/O" },
+	{ STATE_SLEEP, "sleep" }, { STATE_PREEMPTED, "preempt" },
+};
+#define NSHARES (sizeof(shares) / sizeof(shares[0]))
+
+static const char *sort_title(enum top_sort s)
+{
+	switch (s) {
+	case TOP_SORT_TOTAL:	return "total (last interval)";
+	case TOP_SORT_OWN_ALL:	return "own (since start)";
+	case TOP_SORT_TOTAL_ALL: return "total (since start)";
+	case TOP_SORT_NAME:	return "name";
+	default:		return "own (last interval)";
+	}
+}
+
+/* A line, cut to the screen's width when on a terminal. */
+static void put_line(struct top_view *v, int cols, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* names come from the target: no control characters reach the terminal */
+	frame_printable(line, line, sizeof(line));
+	if (v->tty && cols > 0 && cols < (int)sizeof(line))
+		line[cols] = 0;
+	fputs(line, stdout);
+	fputs(v->tty ? "\033[K\n" : "\n", stdout);
+}
+
+static int by_tid(const void *a, const void *b)
+{
+	return ((const struct top_thread *)a)->tid - ((const struct top_thread *)b)->tid;
+}
+
+static int sample_state_of(int dump_state)
+{
+	return dump_state == DUMP_RUNNING ? STATE_ON_CPU : analysis_reason_state(dump_state);
+}
+
+/* Every thread threading knows, even one that has not run since we started.
+ * The model counts by the kernel's (host) tids; threading by the target's. */
+static void add_python_threads(struct top_view *v)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+	int tid, inner, j;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", v->t->pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		tid = atoi(de->d_name);
+		if (tid <= 0)
+			continue;
+		inner = procfs_task_inner_tid(v->t->pid, tid);
+		for (j = 0; j < v->nnames; j++)
+			if (v->names[j].native_id == inner)
+				top_model_thread(&v->model, v->t->pid, tid);
+	}
+	closedir(dir);
+}
+
+/*
+ * A thread the recording heard nothing from in the interval (no sample, no
+ * wait that ended) spent all of it off the CPU, most likely as it is now:
+ * blocked since before we started, or for longer than the interval. Its
+ * state is read from /proc, as dump does, and shown as the whole interval.
+ */
+static void fill_quiet_threads(struct top_view *v)
+{
+	struct top_model *m = &v->model;
+	uint64_t window = m->window_end_ns - m->window_start_ns, sum;
+	struct top_thread *t;
+	size_t i;
+	int j, state;
+
+	add_python_threads(v);
+	for (i = 0; i < m->nthreads; i++) {
+		t = &m->threads[i];
+		sum = 0;
+		for (j = 0; j < STATE_MAX; j++)
+			sum += t->ns[j];
+		if (sum || !window)
+			continue;
+		state = sample_state_of(dump_thread_state(v->t, t->tid));
+		if (state != STATE_ON_CPU)
+			t->ns[state] = window;
+	}
+	qsort(m->threads, m->nthreads, sizeof(*m->threads), by_tid);
+}
+
+static void render_threads(struct top_view *v, int cols, double window_ns)
+{
+	const struct top_model *m = &v->model;
+	char head[256], row[256], name[64], comm[64];
+	size_t i, j;
+	int n;
+
+	n = snprintf(head, sizeof(head), "%-7s %-18s", "TID", "THREAD (last interval)");
+	for (j = 0; j < NSHARES; j++)
+		n += snprintf(head + n, sizeof(head) - n, " %7s", shares[j].title);
+	put_line(v, cols, "%s", head);
+	for (i = 0; i < m->nthreads; i++) {
+		const struct top_thread *t = &m->threads[i];
+
+		snprintf(name, sizeof(name), "%s", thread_name(v, t->tid, comm, sizeof(comm)));
+		n = snprintf(row, sizeof(row), "%-7d %-18.18s", t->tid, name);
+		for (j = 0; j < NSHARES; j++)
+			n += snprintf(row + n, sizeof(row) - n, " %6.0f%%",
+				      window_ns > 0 ? 100.0 * t->ns[shares[j].state] / window_ns : 0.0);
+		put_line(v, cols, "%s", row);
+	}
+}
+
+static void render_functions(struct top_view *v, int rows, int cols, double window_ns)
+{
+	const struct profile *p = &v->rec.profile;
+	struct top_fn *fns;
+	size_t n = top_model_sorted(&v->model, p, v->sort, &fns), i;
+	char where[512];
+
+	put_line(v, cols, "%7s %7s %9s %9s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
+		 "Function (file:line)");
+	for (i = 0; i < n && (int)i < rows; i++) {
+		const struct frame_info *fr = &p->frames[fns[i].frame];
+
+		if (fr->file && fr->line > 0)
+			snprintf(where, sizeof(where), "%s (%s:%d)", fr->name, fr->file, fr->line);
+		else if (fr->file)
+			snprintf(where, sizeof(where), "%s (%s)", fr->name, fr->file);
+		else
+			snprintf(where, sizeof(where), "%s", fr->name);
+		put_line(v, cols, "%6.1f%% %6.1f%% %8.2fs %8.2fs  %s",
+			 window_ns > 0 ? 100.0 * fns[i].own_ns / window_ns : 0.0,
+			 window_ns > 0 ? 100.0 * fns[i].total_ns / window_ns : 0.0,
+			 fns[i].own_all / 1e9, fns[i].total_all / 1e9, where);
+	}
+	free(fns);
+}
+
+static void render(struct top_view *v)
+{
+	const struct top_model *m = &v->model;
+	double window_ns = (double)(m->window_end_ns - m->window_start_ns);
+	double elapsed = m->window_end_ns / 1e9;
+	int rows = PLAIN_ROWS + 8, cols = 0, left;
+
+	if (v->tty) {
+		top_term_size(&rows, &cols);
+		fputs("\033[H", stdout);
+	}
+	put_line(v, cols, "ebpfprof top: pid %d (%s), CPython %d.%d, %u Hz, %.0f s, %lu samples, %llu lost",
+		 v->t->pid, v->cmd, v->t->major, v->t->minor, v->o->rate_hz, elapsed, v->rec.kept,
+		 (unsigned long long)v->lost);
+	put_line(v, cols, "GC: %.1f pauses/s, longest %.1f ms (last interval); %lu pauses, longest %.1f ms since the start",
+		 window_ns > 0 ? m->gc_window / (window_ns / 1e9) : 0.0, m->gc_longest_window / 1e6,
+		 m->gc_all, m->gc_longest_all / 1e6);
+	put_line(v, cols, "");
+	render_threads(v, cols, window_ns);
+	put_line(v, cols, "");
+	put_line(v, cols, "Sort: %s    keys: o own  t total  O/T since start  n name  q quit",
+		 sort_title(v->sort));
+	left = rows - 7 - (int)m->nthreads;
+	render_functions(v, v->tty ? (left > 1 ? left : 1) : PLAIN_ROWS, cols, window_ns);
+	if (v->tty)
+		fputs("\033[J", stdout);
+	else
+		put_line(v, cols, "");
+	fflush(stdout);
+}
+
+static void refresh(struct top_view *v)
+{
+	uint64_t counters[EP_CNT_MAX];
+	int n;
+
+	session_counters(v->session, counters);
+	v->lost = counters[EP_CNT_LOST];
+	n = py_thread_names(v->t->pid, &v->t->layout, v->t->interp_addr, v->names, MAX_NAMES);
+	v->nnames = n > 0 ? n : 0;
+	if (top_model_update(&v->model, &v->rec.profile, &v->rec.analysis,
+			     monotonic_ns() - v->rec.t0_ns))
+		die("out of memory");
+	top_model_release(&v->model, &v->rec.profile, &v->rec.analysis);
+	fill_quiet_threads(v);
+	render(v);
+}
+
+/* 1 if the key asks to quit; a sort key re-renders at once. */
+static int on_key(struct top_view *v, int key)
+{
+	switch (key) {
+	case 'q': case 'Q':
+		return 1;
+	case 'o': case '1':
+		v->sort = TOP_SORT_OWN;
+		break;
+	case 't': case '2':
+		v->sort = TOP_SORT_TOTAL;
+		break;
+	case 'O': case '3':
+		v->sort = TOP_SORT_OWN_ALL;
+		break;
+	case 'T': case '4':
+		v->sort = TOP_SORT_TOTAL_ALL;
+		break;
+	case 'n': case '5':
+		v->sort = TOP_SORT_NAME;
+		break;
+	default:
+		return 0;
+	}
+	render(v);
+	return 0;
+}
+
+static int target_gone(pid_t pid)
+{
+	return kill(pid, 0) && errno == ESRCH;
+}
+
+static void run_loop(struct top_view *v)
+{
+	uint64_t interval = (uint64_t)(v->o->interval_s * 1e9), now = monotonic_ns();
+	uint64_t next = now + interval, deadline = 0;
+	int key;
+
+	if (v->o->duration_s > 0)
+		deadline = now + (uint64_t)(v->o->duration_s * 1e9);
+	refresh(v);
+	while (!stop_signal) {
+		if (session_poll(v->session, EP_DRAIN_MS) < 0 && errno != EINTR)
+			break;
+		while ((key = top_term_key()) >= 0)
+			if (on_key(v, key))
+				return;
+		now = monotonic_ns();
+		if (now >= next) {
+			refresh(v);
+			next = now + interval;
+		}
+		if ((deadline && now >= deadline) || target_gone(v->t->pid))
+			return;
+	}
+}
+
+static void start(struct top_view *v, char *err)
+{
+	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
+	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event };
+	int in_pidns;
+
+	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||
+	    target_open(v->o->pid, v->t, err, ERRLEN))
+		die(err);
+	if (recorder_init(&v->rec, &ropts))
+		die("out of memory");
+	in_pidns = profiler_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
+	sopts.ctx = &v->rec;
+	v->session = session_open(&sopts, err, ERRLEN);
+	if (!v->session)
+		die(err);
+	if (session_attach_gc(v->session, v->t) != GC_PROBE_NONE)
+		analysis_set_exact_gc(&v->rec.analysis, v->t->pid);
+	v->rec.t0_ns = monotonic_ns();
+	if (recorder_add_process(&v->rec, v->t))
+		die("out of memory");
+	if (session_add_process(v->session, v->t->pid, &v->t->cfg))
+		die("cannot configure the BPF maps for the target");
+	if (!in_pidns)
+		seed_blocked_threads(v->session, &v->rec, v->t, v->rec.t0_ns);
+}
 
 int cmd_top(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "ebpfprof top: not available yet in this build\n");
-	return 2;
+	struct top_options o = { .rate_hz = 100, .interval_s = 1 };
+	struct argp argp = { option_list, parse_option, "--pid PID | --match PATTERN", doc, NULL, NULL, NULL };
+	struct top_view v = { .o = &o };
+	char err[ERRLEN];
+
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	frame_naming_set(&o.naming);
+	if (o.match && (o.pid = target_match(o.match, err, sizeof(err))) < 0)
+		die(err);
+	v.t = calloc(1, sizeof(*v.t));
+	v.names = calloc(MAX_NAMES, sizeof(*v.names));
+	if (!v.t || !v.names)
+		die("out of memory");
+	top_model_init(&v.model);
+	install_stop_signals();
+	start(&v, err);
+	target_cmdline(o.pid, v.cmd, sizeof(v.cmd));
+	v.tty = top_term_open();
+	run_loop(&v);
+	top_term_close();
+	session_remove_process(v.session, o.pid);
+	session_close(v.session);
+	recorder_free(&v.rec);
+	top_model_free(&v.model);
+	free(v.names);
+	free(v.t);
+	return 0;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "procfs.h"
 
@@ -26,6 +27,25 @@ void procfs_comm(pid_t pid, pid_t tid, char *out, size_t len)
 	fclose(f);
 }
 
+pid_t procfs_task_inner_tid(pid_t pid, pid_t tid)
+{
+	FILE *f = open_task_file(pid, tid, "status");
+	char line[256], *p, *end;
+	long v, inner = tid;
+
+	if (!f)
+		return tid;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (p = line + 6; (v = strtol(p, &end, 10)) > 0 && end != p; p = end)
+			inner = v;
+		break;
+	}
+	fclose(f);
+	return inner;
+}
+
 char procfs_task_state(pid_t pid, pid_t tid)
 {
 	FILE *f = open_task_file(pid, tid, "stat");
@@ -43,15 +63,42 @@ char procfs_task_state(pid_t pid, pid_t tid)
 
 long procfs_task_syscall(pid_t pid, pid_t tid, uint64_t *arg0)
 {
+	uint64_t args[6];
+	long nr = procfs_task_syscall_args(pid, tid, args);
+
+	*arg0 = args[0];
+	return nr;
+}
+
+long procfs_task_syscall_args(pid_t pid, pid_t tid, uint64_t args[6])
+{
 	FILE *f = open_task_file(pid, tid, "syscall");
-	unsigned long a0 = 0;
+	unsigned long a[6] = { 0 };
 	long nr = -1;
+	int i;
+
+	if (f && fscanf(f, "%ld 0x%lx 0x%lx 0x%lx 0x%lx 0x%lx 0x%lx",
+			&nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]) < 2)
+		nr = -1;
+	if (f)
+		fclose(f);
+	for (i = 0; i < 6; i++)
+		args[i] = a[i];
+	return nr;
+}
+
+/* The scheduler's clock is the monotonic one (sched_clock) on x86-64. */
+uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid)
+{
+	FILE *f = open_task_file(pid, tid, "sched");
+	char line[256];
+	double ms = 0;
 
 	if (!f)
-		return -1;
-	if (fscanf(f, "%ld 0x%lx", &nr, &a0) != 2)
-		nr = -1;
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "se.exec_start : %lf", &ms) == 1)
+			break;
 	fclose(f);
-	*arg0 = a0;
-	return nr;
+	return ms > 0 ? (uint64_t)(ms * 1e6) : 0;
 }

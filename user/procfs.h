@@ -9,9 +9,17 @@
 /* The kernel's name (comm) of task tid of process pid (tid 0: the process);
  * empty if unreadable. */
 void procfs_comm(pid_t pid, pid_t tid, char *out, size_t len);
+/* The task's id in the innermost PID namespace it lives in (the last NSpid
+ * of its status), the id its own process knows it by; tid if unknown. */
+pid_t procfs_task_inner_tid(pid_t pid, pid_t tid);
 /* The one-letter state of a task (R running, S sleeping, D uninterruptible), or 0. */
 char procfs_task_state(pid_t pid, pid_t tid);
 /* The syscall a blocked task is in, and its first argument; -1 if none. */
 long procfs_task_syscall(pid_t pid, pid_t tid, uint64_t *arg0);
+/* Same, with all six arguments. */
+long procfs_task_syscall_args(pid_t pid, pid_t tid, uint64_t args[6]);
+/* When the task last ran (se.exec_start of /proc/.../sched, on the
+ * CLOCK_MONOTONIC axis in ns), or 0 if unknown. */
+uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid);
 
 #endif

@@ -459,7 +459,7 @@ static int add_thread(struct ctx *c, uint64_t key, uint64_t thread, void *arg)
 	struct names *nm = arg;
 	struct py_thread_name *t;
 	struct dict_view attrs;
-	uint64_t name, type, flags;
+	uint64_t name, type, flags, native, tid;
 
 	if (nm->n >= nm->max)
 		return 1;
@@ -469,6 +469,11 @@ static int add_thread(struct ctx *c, uint64_t key, uint64_t thread, void *arg)
 	    obj_type_flags(c, name, &type, &flags) || !(flags & TPF_UNICODE_SUBCLASS) ||
 	    symbolizer_read_str(c->pid, c->L, name, t->name, sizeof(t->name)))
 		return 0;
+	/* before 3.11 the thread state lacks the tid: Thread._native_id has it */
+	t->native_id = 0;
+	if (view_lookup(c, &attrs, "_native_id", &native) == 1 && !read_ident(c, native, &tid) &&
+	    tid > 0 && tid <= INT32_MAX)
+		t->native_id = (int)tid;
 	nm->n++;
 	return 0;
 }

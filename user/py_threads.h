@@ -12,6 +12,7 @@
 struct py_thread_name {
 	uint64_t ident;		/* threading.get_ident() = pthread_self() */
 	char name[128];		/* UTF-8, cut at a character boundary */
+	int native_id;		/* Thread._native_id (the kernel's tid), 0 if unknown */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ebpfprof.h"
+#include "frame_names.h"
 #include "linetable.h"
 #include "pystr.h"
 #include "remote.h"
@@ -306,4 +307,5 @@ void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
 	if (e && e->table && instr != ~0u)
 		line = entry_line(s, e, instr);
 	out->line = line >= 0 ? line : out->firstlineno;
+	frame_naming_apply(out);	/* --full-filenames, --nolineno */
 }

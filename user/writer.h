@@ -24,6 +24,7 @@ struct writer_options {
 	const struct analysis *analysis;
 	const struct recording_info *info;	/* NULL when unknown */
 	uint64_t gc_min_ns;	/* chrome: shortest GC pause drawn as a slice */
+	int threads;		/* collapsed: each thread as a root frame (-t) */
 };
 
 struct output_writer {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Brendan Gregg's folded stacks, as flamegraph.pl, inferno and speedscope
- * read them: one line per distinct stack, "process;thread;frame;... COUNT",
- * root first, COUNT in samples at the session's rate.
+ * read them: one line per distinct stack, "frame;frame;... COUNT", root
+ * first, COUNT in samples at the session's rate. As py-spy writes them: the
+ * threads' stacks are merged unless -t asks for a "Thread TID "name"" root,
+ * and a profile of several processes starts each stack with its process.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +15,7 @@
 
 /* A sample to count, with its thread's place in the output order. */
 struct stack_ref {
-	size_t thread_rank;
+	size_t thread_rank;	/* equal for stacks merged under one root */
 	const struct thread_profile *t;
 	const struct sample *s;
 };
@@ -71,11 +73,18 @@ static uint64_t sample_count(const struct profile *p, const struct sample *s)
 }
 
 /* The samples to count into *out, sorted so that equal stacks are adjacent. */
-static int collect(const struct profile *p, struct stack_ref **out, size_t *n)
+/* Which root frames each line starts with. */
+struct roots {
+	int process;		/* the profile has several processes */
+	int thread;		/* -t */
+};
+
+static int collect(const struct profile *p, const struct roots *r,
+		   struct stack_ref **out, size_t *n)
 {
 	const struct thread_profile **order;
 	struct stack_ref *refs;
-	size_t i, j, total = 0;
+	size_t i, j, total = 0, rank = 0;
 
 	for (i = 0; i < p->nthreads; i++)
 		total += p->threads[i].nsamples;
@@ -92,10 +101,14 @@ static int collect(const struct profile *p, struct stack_ref **out, size_t *n)
 	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
 	*n = 0;
 	for (i = 0; i < p->nthreads; i++) {
+		if (i && !r->thread && order[i]->pid != order[i - 1]->pid)
+			rank++;
+		if (r->thread)
+			rank = i;
 		for (j = 0; j < order[i]->nsamples; j++) {
 			if (!counted(&order[i]->samples[j]))
 				continue;
-			refs[*n].thread_rank = i;
+			refs[*n].thread_rank = rank;
 			refs[*n].t = order[i];
 			refs[*n].s = &order[i]->samples[j];
 			(*n)++;
@@ -127,17 +140,29 @@ static int put_clean(FILE *f, const char *s)
 	return 0;
 }
 
-static int put_thread(FILE *f, const struct thread_profile *t)
+/* "python3 (pid 100);Thread 101 "name";" as the roots ask. */
+static int put_roots(FILE *f, const struct roots *r, const struct thread_profile *t)
 {
-	if (t->process && put_clean(f, t->process))
-		return -1;
-	if (fprintf(f, "%s(pid %d);Thread %d", t->process ? " " : "", t->pid,
-		    t->tid) < 0)
-		return -1;
-	if (!t->name)
+	if (r->process) {
+		if (t->process && (put_clean(f, t->process) || fputc(' ', f) == EOF))
+			return -1;
+		if (fprintf(f, "(pid %d);", t->pid) < 0)
+			return -1;
+	}
+	if (!r->thread)
 		return 0;
-	if (fputs(" \"", f) < 0 || put_clean(f, t->name) || fputc('"', f) == EOF)
+	if (fprintf(f, "Thread %d", t->tid) < 0)
 		return -1;
+	if (t->name && (fputs(" \"", f) < 0 || put_clean(f, t->name) || fputc('"', f) == EOF))
+		return -1;
+	return fputc(';', f) == EOF ? -1 : 0;
+}
+
+static int several_processes(const struct profile *p)
+{
+	for (size_t i = 1; i < p->nthreads; i++)
+		if (p->threads[i].pid != p->threads[0].pid)
+			return 1;
 	return 0;
 }
 
@@ -154,15 +179,15 @@ static int put_frame(FILE *f, const struct frame_info *fr)
 	return fputc(')', f) == EOF ? -1 : 0;
 }
 
-static int put_line(FILE *f, const struct profile *p, const struct stack_ref *r,
-		    uint64_t count)
+static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
+		    const struct stack_ref *r, uint64_t count)
 {
 	uint32_t i;
 
-	if (put_thread(f, r->t))
+	if (put_roots(f, roots, r->t))
 		return -1;
 	for (i = 0; i < r->s->nframes; i++) {
-		if (fputc(';', f) == EOF)
+		if (i && fputc(';', f) == EOF)
 			return -1;
 		if (r->s->frames[i] < p->nframes) {
 			if (put_frame(f, &p->frames[r->s->frames[i]]))
@@ -177,19 +202,19 @@ static int put_line(FILE *f, const struct profile *p, const struct stack_ref *r,
 static int collapsed_write(const struct profile *p, const struct writer_options *o,
 			   FILE *f)
 {
+	struct roots roots = { .process = several_processes(p), .thread = o && o->threads };
 	struct stack_ref *refs;
 	uint64_t count;
 	size_t n, i, j;
 	int err = 0;
 
-	(void)o;
-	if (collect(p, &refs, &n))
+	if (collect(p, &roots, &refs, &n))
 		return -1;
 	for (i = 0; !err && i < n; i = j) {
 		count = 0;
 		for (j = i; j < n && same_stack(&refs[i], &refs[j]); j++)
 			count += sample_count(p, refs[j].s);
-		err = put_line(f, p, &refs[i], count);
+		err = put_line(f, p, &roots, &refs[i], count);
 	}
 	free(refs);
 	if (err && !errno)

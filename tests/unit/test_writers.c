@@ -456,22 +456,30 @@ static void keep(const char *path, const char *name)
 	free(data);
 }
 
-/* Writes the fixture in the named format as STEM.SUFFIX; returns its path. */
-static char *write_stem(struct fixture *fx, const char *format, const char *stem)
+/* Writes the fixture in the named format as STEM.SUFFIX with options o;
+ * returns its path. */
+static char *write_stem_opts(struct fixture *fx, const char *format, const char *stem,
+			     const struct writer_options *o)
 {
 	const struct output_writer *w = writer_by_name(format);
-	struct writer_options o = { .gaps_as_idle = 1 };
 	char *path, name[64];
 	struct stat st;
 
 	assert_non_null(w);
 	snprintf(name, sizeof(name), "%s%s", stem, w->suffix);
 	assert_true(asprintf(&path, "%s/%s", fx->dir, name) > 0);
-	assert_int_equal(writer_write_file(w, &fx->p, &o, path), 0);
+	assert_int_equal(writer_write_file(w, &fx->p, o, path), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
 	keep(path, name);
 	return path;
+}
+
+static char *write_stem(struct fixture *fx, const char *format, const char *stem)
+{
+	struct writer_options o = { .gaps_as_idle = 1 };
+
+	return write_stem_opts(fx, format, stem, &o);
 }
 
 static char *write_format(struct fixture *fx, const char *format)
@@ -732,19 +740,22 @@ static void test_speedscope_processes(void **state)
 
 /* ------------------------------------------------------------ collapsed */
 
+/* -t: each stack under its thread, as py-spy --threads writes them. */
 static void test_collapsed(void **state)
 {
 	struct fixture *fx = *state;
-	char *path = write_format(fx, "collapsed"), *text, *line, *save, *sp;
+	struct writer_options o = { .gaps_as_idle = 1, .threads = 1 };
+	char *path = write_stem_opts(fx, "collapsed", "threads", &o), *text, *line, *save, *sp;
 	unsigned long total = 0;
 	int lines = 0;
 
 	text = read_all(path, NULL);
 	assert_true(strlen(text) > 0 && text[strlen(text) - 1] == '\n');
 	assert_non_null(strstr(text,
-		"python3 (pid 100);Thread 100 \"MainThread\";main (app.py:1);work (app.py:5) 1\n"));
+		"Thread 100 \"MainThread\";main (app.py:1);work (app.py:5) 1\n"));
 	assert_non_null(strstr(text,
-		"python3 (pid 100);Thread 100 \"MainThread\";main (app.py:1);read (io.py) 2\n"));
+		"Thread 100 \"MainThread\";main (app.py:1);read (io.py) 2\n"));
+	assert_null(strstr(text, "(pid 100)"));	/* one process: no process root */
 	assert_non_null(strstr(text,
 		";funci\xc3\xb3n_\xc3\xb1 (m\xc3\xb3" "dulo.py:3);"
 		"a,b c (x,y.py:11);[GC gen 2] 2\n"));
@@ -760,13 +771,53 @@ static void test_collapsed(void **state)
 		total += strtoul(sp + 1, NULL, 10);
 		for (c = line; c < sp; c++)
 			semis += *c == ';';
-		/* process;thread;at least one frame */
-		assert_true(semis >= 2);
+		/* thread;at least one frame */
+		assert_true(semis >= 1);
 		assert_null(strstr(line, ";;"));
 	}
 	/* 6 samples with stacks (the idle one is left out): 1+1+1+2+1+2. */
 	assert_int_equal(lines, 6);
 	assert_int_equal(total, 8);
+	free(text);
+	free(path);
+}
+
+/* Without -t the threads' equal stacks are merged, as py-spy writes them;
+ * several processes each get a root. */
+static void test_collapsed_roots(void **state)
+{
+	struct fixture *fx = *state;
+	struct profile *p = &fx->p;
+	uint32_t a, b;
+	struct writer_options merged = { 0 }, threads = { .threads = 1 };
+	char *path, *text;
+
+	profile_free(p);
+	profile_init(p);
+	p->duration_ns = 100 * MS;
+	p->rate_hz = 100;
+	a = profile_frame(p, "a", "m.py", 1, FRAME_PYTHON);
+	b = profile_frame(p, "b", "m.py", 2, FRAME_PYTHON);
+	add(p, 100, 100, 0, 10 * MS, STATE_ON_CPU, 2, a, b);
+	add(p, 100, 101, 0, 20 * MS, STATE_ON_CPU, 2, a, b);
+	profile_thread(p, 100, 101)->name = strdup("w");
+	path = write_stem_opts(fx, "collapsed", "merged", &merged);
+	text = read_all(path, NULL);
+	assert_string_equal(text, "a (m.py:1);b (m.py:2) 3\n");
+	free(text);
+	free(path);
+	path = write_stem_opts(fx, "collapsed", "per-thread", &threads);
+	text = read_all(path, NULL);
+	assert_string_equal(text, "Thread 100;a (m.py:1);b (m.py:2) 1\n"
+				  "Thread 101 \"w\";a (m.py:1);b (m.py:2) 2\n");
+	free(text);
+	free(path);
+	add(p, 200, 200, 0, 10 * MS, STATE_ON_CPU, 1, a);
+	profile_thread(p, 200, 200)->process = strdup("child");
+	path = write_stem_opts(fx, "collapsed", "processes", &merged);
+	text = read_all(path, NULL);
+	assert_string_equal(text, "(pid 100);a (m.py:1);b (m.py:2) 3\n"
+				  "child (pid 200);a (m.py:1) 1\n");
 	free(text);
 	free(path);
 }
@@ -1152,7 +1203,7 @@ static void test_write_file_failures(void **state)
 	assert_int_equal(count_entries(fx->dir), 1);
 	text = read_all(path, NULL);
 	assert_null(strstr(text, "half"));
-	assert_non_null(strstr(text, "MainThread"));
+	assert_non_null(strstr(text, "main (app.py:1)"));
 	free(text);
 }
 
@@ -1208,6 +1259,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_speedscope, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_speedscope_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collapsed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_collapsed_roots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chrome, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_failures, setup, teardown),

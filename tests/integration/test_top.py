@@ -1,0 +1,135 @@
+"""Issue 10: `ebpfprof top` in a real terminal (tmux): the hot function
+reaches the top within 3 s, keys change the sort, q quits and gives the
+terminal back as it was. Plain text when stdout is not a terminal."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import EBPFPROF, cannot_run, require_interpreter, run_ebpfprof
+
+ROW = re.compile(r"^\s*[0-9.]+%\s+[0-9.]+%\s+[0-9.]+s\s+[0-9.]+s\s+(\S+)")
+
+
+class Tmux:
+    """A tmux server of our own (its own socket), one 200x50 window."""
+
+    def __init__(self, command):
+        if not shutil.which("tmux"):
+            cannot_run("tmux is not installed (scripts/deps.sh)")
+        self.sock = f"ebpfprof-test-{os.getpid()}"
+        self.tmux("new-session", "-d", "-s", "top", "-x", "200", "-y", "50", command)
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True,
+                              check=True, timeout=10).stdout
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "top")
+
+    def flag(self, name):
+        return self.tmux("display-message", "-p", "-t", "top", "#{%s}" % name).strip()
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "top", *keys)
+
+    def wait_for(self, test, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if test(screen):
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"{what} within {timeout} s; screen:\n{self.screen()}")
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True)
+
+
+def functions(screen):
+    """The function column of the table, top row first."""
+    rows = screen.split("Function (file:line)", 1)[-1].splitlines()
+    return [m.group(1) for m in map(ROW.match, rows) if m]
+
+
+@pytest.fixture
+def tmux_top(workloads):
+    made = []
+
+    def start(*args):
+        w = workloads(require_interpreter("debian-3.11"), "two_hot.py", seconds=120)
+        cmd = " ".join(shlex.quote(str(a)) for a in [EBPFPROF, "top", "--pid", w.pid, *args])
+        # after top: its exit status, then the terminal's settings as top left them
+        t = Tmux(f"{cmd}; echo TOP-EXIT=$?; stty -a; sleep 600")
+        made.append(t)
+        return t
+
+    yield start
+    for t in made:
+        t.close()
+
+
+def test_top_hot_function_first_keys_sort_q_restores(tmux_top):
+    t = tmux_top()
+    # loading the BPF programs takes its time on a busy machine: count from the first view
+    t.wait_for(lambda s: "ebpfprof top: pid" in s, 60, "top did not start")
+    shown = time.monotonic()
+    screen = t.wait_for(lambda s: functions(s)[:1] == ["body"], 3, "the hot function body() is not at the top")
+    assert time.monotonic() - shown <= 3
+    assert t.flag("alternate_on") == "1" and "Sort: own (last interval)" in screen
+    # threads with their state shares above the table
+    assert re.search(r'^\d+\s+MainThread\s+\d+%', screen, re.M), screen
+
+    t.keys("t")  # total time: the callers of body() come first
+    screen = t.wait_for(lambda s: "Sort: total (last interval)" in s, 3, "t did not sort by total")
+    assert functions(screen)[0] in ("<module>", "main"), screen
+    t.keys("n")  # by name
+    screen = t.wait_for(lambda s: "Sort: name" in s, 3, "n did not sort by name")
+    names = functions(screen)
+    assert names == sorted(names) and names[0] == "<module>", names
+
+    t.keys("q")
+    screen = t.wait_for(lambda s: "TOP-EXIT=" in s and "icanon" in s, 10, "q did not quit")
+    assert "TOP-EXIT=0" in screen
+    # the terminal is back: main screen, cursor shown, line editing and echo on
+    assert t.flag("alternate_on") == "0"
+    assert t.flag("cursor_flag") == "1"
+    stty = screen.split("TOP-EXIT=0", 1)[1]
+    assert re.search(r"(?<!-)icanon\b", stty) and re.search(r"(?<!-)echo\b", stty), stty
+    assert "ebpfprof top: pid" not in screen, "the view was left on the main screen"
+
+
+def test_top_plain_text_when_not_a_terminal(workloads):
+    w = workloads(require_interpreter("debian-3.11"), "two_hot.py", seconds=60)
+    res = run_ebpfprof("top", "--pid", w.pid, "-d", 3.5, "--interval", 1, check=True)
+    assert "\x1b" not in res.stdout
+    views = res.stdout.split("ebpfprof top: pid")[1:]
+    assert len(views) >= 3, res.stdout
+    assert functions(views[-1])[0] == "body", views[-1]
+
+
+@pytest.mark.parametrize("args,text", [
+    ([], "give one of --pid PID or --match PATTERN"),
+    (["--pid", "1", "--interval", "0"], "invalid interval"),
+    (["--pid", "1", "--rate", "0"], "invalid rate"),
+])
+def test_top_bad_input(args, text):
+    res = run_ebpfprof("top", *args)
+    assert res.returncode == 2 and text in res.stderr, res
+
+
+def test_top_shows_gc_pauses_and_states(workloads):
+    w = workloads(require_interpreter("debian-3.11"), "gc_churn.py", seconds=60)
+    res = run_ebpfprof("top", "--pid", w.pid, "-d", 3.5, check=True)
+    last = res.stdout.split("ebpfprof top: pid")[-1]
+    rate, longest, total = re.search(
+        r"GC: ([0-9.]+) pauses/s, longest ([0-9.]+) ms \(last interval\); (\d+) pauses", last).groups()
+    assert float(rate) > 0 and float(longest) > 0 and int(total) > 0, last  # loaded machines slow it
+    main = re.search(r"^\d+\s+MainThread\s+(.*)$", last, re.M)
+    shares = [int(x) for x in re.findall(r"(\d+)%", main.group(1))]
+    gc_share = shares[2]  # on-CPU, GIL, GC, ...
+    assert gc_share > 0, last

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What every thread of a CPython process is doing right now, read without
+ * stopping it: its state from /proc (the syscall it is blocked in, classified
+ * as the kernel side does), how long it has been off the CPU, its Python
+ * stack (the userspace frame walk of py_stack.c, so a thread blocked for
+ * hours shows its stack), who holds the GIL, and what an I/O wait waits on.
+ */
+#ifndef EP_THREAD_DUMP_H
+#define EP_THREAD_DUMP_H
+#include <stdint.h>
+#include <sys/types.h>
+#include "fd_describe.h"
+#include "py_target.h"
+#include "symbolizer.h"
+
+#define DUMP_RUNNING	-1	/* state: running or runnable */
+#define DUMP_STOPPED	-2	/* state: stopped (SIGSTOP, traced) */
+#define DUMP_GONE	-3	/* state: exited while we looked */
+
+struct dump_thread {
+	int tid;
+	char name[128];		/* Python thread name, else the kernel's comm */
+	uint64_t tstate;	/* 0: no Python thread state */
+	int state;		/* DUMP_* or enum ep_offcpu_reason */
+	double state_s;		/* seconds in that state, <0 if unknown */
+	long syscall;		/* blocked in, or -1 */
+	uint64_t args[6];
+	int holds_gil;
+	int has_fd;		/* I/O wait on a known descriptor */
+	struct fd_info fd;
+	uint64_t futex;		/* lock and GIL waits: the futex address */
+	struct sym_frame *frames;	/* innermost first */
+	int nframes;
+	int truncated;
+};
+
+struct dump_snapshot {
+	pid_t pid;
+	int gil_locked;		/* -1 unknown */
+	int gil_holder_tid;	/* 0: none or not a thread we know */
+	int gc_collecting;	/* -1 unknown */
+	struct dump_thread *threads;
+	size_t nthreads;
+	struct symbolizer *sym;	/* owns the frames' strings */
+};
+
+/* Takes the snapshot of a prepared target. 0, or -1 with err filled. */
+int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen);
+void dump_free(struct dump_snapshot *s);
+/* "running", "gil_wait", "gc_wait", "lock_wait", "io", "sleep", "preempted"... */
+const char *dump_state_name(int state);
+/* The state of one thread now (DUMP_* or enum ep_offcpu_reason), as
+ * dump_take classifies it, without the GC refinement. */
+int dump_thread_state(const struct py_target *t, int tid);
+/* The thread with that tid, or NULL. */
+const struct dump_thread *dump_thread_by_tid(const struct dump_snapshot *s, int tid);
+
+#endif

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdlib.h>
+#include <string.h>
+#include "top_model.h"
+
+void top_model_init(struct top_model *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void top_model_free(struct top_model *m)
+{
+	free(m->fns);
+	free(m->stamp);
+	free(m->threads);
+	free(m->sample_cursor);
+	memset(m, 0, sizeof(*m));
+}
+
+static int grow(void **arr, size_t *n, size_t want, size_t size)
+{
+	void *p;
+
+	if (want <= *n)
+		return 0;
+	p = realloc(*arr, want * size);
+	if (!p)
+		return -1;
+	memset((char *)p + *n * size, 0, (want - *n) * size);
+	*arr = p;
+	*n = want;
+	return 0;
+}
+
+static int grow_fns(struct top_model *m, size_t nframes)
+{
+	size_t n = m->nfns, i;
+
+	if (grow((void **)&m->fns, &m->nfns, nframes, sizeof(*m->fns)))
+		return -1;
+	if (grow((void **)&m->stamp, &n, nframes, sizeof(*m->stamp)))
+		return -1;
+	for (i = 0; i < m->nfns; i++)
+		m->fns[i].frame = i;
+	return 0;
+}
+
+struct top_thread *top_model_thread(struct top_model *m, int pid, int tid)
+{
+	struct top_thread *t;
+	size_t i;
+
+	for (i = 0; i < m->nthreads; i++)
+		if (m->threads[i].pid == pid && m->threads[i].tid == tid)
+			return &m->threads[i];
+	t = realloc(m->threads, (m->nthreads + 1) * sizeof(*t));
+	if (!t)
+		return NULL;
+	m->threads = t;
+	t = &m->threads[m->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->tid = tid;
+	return t;
+}
+
+/* Own time to the innermost frame, total time once to each function on the
+ * stack (a recursive function is not counted twice). */
+static void take_sample(struct top_model *m, const struct sample *s)
+{
+	uint32_t i, id;
+
+	m->serial++;
+	for (i = 0; i < s->nframes; i++) {
+		id = s->frames[i];
+		if (id >= m->nfns || m->stamp[id] == m->serial)
+			continue;
+		m->stamp[id] = m->serial;
+		m->fns[id].total_ns += s->weight_ns;
+		m->fns[id].total_all += s->weight_ns;
+	}
+	id = s->nframes ? s->frames[s->nframes - 1] : UINT32_MAX;
+	if (id < m->nfns) {
+		m->fns[id].own_ns += s->weight_ns;
+		m->fns[id].own_all += s->weight_ns;
+	}
+}
+
+static int take_samples(struct top_model *m, const struct profile *p)
+{
+	struct top_thread *tt;
+	size_t i, j;
+
+	if (grow((void **)&m->sample_cursor, &m->ncursors, p->nthreads, sizeof(size_t)))
+		return -1;
+	for (i = 0; i < p->nthreads; i++) {
+		const struct thread_profile *t = &p->threads[i];
+
+		tt = top_model_thread(m, t->pid, t->tid);
+		if (!tt)
+			return -1;
+		for (j = m->sample_cursor[i]; j < t->nsamples; j++) {
+			const struct sample *s = &t->samples[j];
+
+			if (s->state == STATE_IDLE)
+				continue;
+			take_sample(m, s);
+			if (s->state < STATE_MAX) {
+				tt->ns[s->state] += s->weight_ns;
+				tt->all[s->state] += s->weight_ns;
+			}
+		}
+		m->sample_cursor[i] = t->nsamples;
+	}
+	return 0;
+}
+
+static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/* Off-CPU intervals as they close: the part inside this interval counts
+ * for it, all of it since the start. */
+static int take_waits(struct top_model *m, const struct analysis *a)
+{
+	const struct interval *iv;
+	struct top_thread *tt;
+
+	for (; m->wait_cursor < a->waits.n; m->wait_cursor++) {
+		iv = &a->waits.v[m->wait_cursor];
+		if (iv->state < 0 || iv->state >= STATE_MAX || iv->end_ns < iv->start_ns)
+			continue;
+		tt = top_model_thread(m, iv->pid, iv->tid);
+		if (!tt)
+			return -1;
+		tt->ns[iv->state] += overlap(iv->start_ns, iv->end_ns, m->window_start_ns,
+					     m->window_end_ns);
+		tt->all[iv->state] += iv->end_ns - iv->start_ns;
+	}
+	return 0;
+}
+
+static void take_gcs(struct top_model *m, const struct analysis *a)
+{
+	const struct interval *iv;
+	uint64_t d;
+
+	for (; m->gc_cursor < a->gcs.n; m->gc_cursor++) {
+		iv = &a->gcs.v[m->gc_cursor];
+		d = iv->end_ns > iv->start_ns ? iv->end_ns - iv->start_ns : 0;
+		m->gc_window++;
+		m->gc_all++;
+		if (d > m->gc_longest_window)
+			m->gc_longest_window = d;
+		if (d > m->gc_longest_all)
+			m->gc_longest_all = d;
+	}
+}
+
+int top_model_update(struct top_model *m, const struct profile *p, const struct analysis *a,
+		     uint64_t end_ns)
+{
+	size_t i;
+
+	m->window_start_ns = m->window_end_ns;
+	m->window_end_ns = end_ns;
+	for (i = 0; i < m->nfns; i++)
+		m->fns[i].own_ns = m->fns[i].total_ns = 0;
+	for (i = 0; i < m->nthreads; i++)
+		memset(m->threads[i].ns, 0, sizeof(m->threads[i].ns));
+	m->gc_window = 0;
+	m->gc_longest_window = 0;
+	if (grow_fns(m, p->nframes) || take_samples(m, p) || take_waits(m, a))
+		return -1;
+	take_gcs(m, a);
+	return 0;
+}
+
+static void release_intervals(struct interval_list *l, size_t *cursor)
+{
+	for (size_t i = 0; i < *cursor && i < l->n; i++)
+		free(l->v[i].frames);
+	/* intervals added after the update (none: the caller is single-threaded) stay */
+	memmove(l->v, l->v + *cursor, (l->n - *cursor) * sizeof(*l->v));
+	l->n -= *cursor;
+	*cursor = 0;
+}
+
+void top_model_release(struct top_model *m, struct profile *p, struct analysis *a)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nthreads && i < m->ncursors; i++) {
+		struct thread_profile *t = &p->threads[i];
+
+		for (j = 0; j < m->sample_cursor[i] && j < t->nsamples; j++)
+			free(t->samples[j].frames);
+		memmove(t->samples, t->samples + m->sample_cursor[i],
+			(t->nsamples - m->sample_cursor[i]) * sizeof(*t->samples));
+		t->nsamples -= m->sample_cursor[i];
+		m->sample_cursor[i] = 0;
+	}
+	release_intervals(&a->waits, &m->wait_cursor);
+	release_intervals(&a->gcs, &m->gc_cursor);
+}
+
+static const struct profile *sort_profile;
+static enum top_sort sort_key;
+
+static uint64_t key_of(const struct top_fn *f)
+{
+	switch (sort_key) {
+	case TOP_SORT_TOTAL:	return f->total_ns;
+	case TOP_SORT_OWN_ALL:	return f->own_all;
+	case TOP_SORT_TOTAL_ALL: return f->total_all;
+	default:		return f->own_ns;
+	}
+}
+
+static int fn_cmp(const void *x, const void *y)
+{
+	const struct top_fn *a = x, *b = y;
+	uint64_t ka, kb;
+	int c;
+
+	if (sort_key == TOP_SORT_NAME) {
+		c = strcmp(sort_profile->frames[a->frame].name, sort_profile->frames[b->frame].name);
+		if (c)
+			return c;
+	} else {
+		ka = key_of(a);
+		kb = key_of(b);
+		if (ka != kb)
+			return ka > kb ? -1 : 1;
+	}
+	/* ties by total: callers (less time of their own) above their callees;
+	 * other ties: the busier since the start first; then a stable order */
+	if ((sort_key == TOP_SORT_TOTAL || sort_key == TOP_SORT_TOTAL_ALL) &&
+	    a->own_all != b->own_all)
+		return a->own_all < b->own_all ? -1 : 1;
+	if (a->own_all != b->own_all)
+		return a->own_all > b->own_all ? -1 : 1;
+	if (a->total_all != b->total_all)
+		return a->total_all > b->total_all ? -1 : 1;
+	return a->frame < b->frame ? -1 : a->frame > b->frame;
+}
+
+size_t top_model_sorted(const struct top_model *m, const struct profile *p,
+			enum top_sort sort, struct top_fn **out)
+{
+	struct top_fn *v = malloc((m->nfns ? m->nfns : 1) * sizeof(*v));
+	size_t i, n = 0;
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (i = 0; i < m->nfns && i < p->nframes; i++)
+		if (m->fns[i].total_all)
+			v[n++] = m->fns[i];
+	sort_profile = p;
+	sort_key = sort;
+	qsort(v, n, sizeof(*v), fn_cmp);
+	return n;
+}
