@@ -21,6 +21,8 @@
 #include "commands.h"
 #include "follow.h"
 #include "launch.h"
+#include "match.h"
+#include "multi.h"
 #include "preflight.h"
 #include "py_target.h"
 #include "recorder.h"
@@ -34,6 +36,9 @@
 
 struct options {
 	pid_t pid;
+	pid_t *pids;		/* --pid A,B,...: several targets */
+	size_t npids;
+	const char *match;	/* --match REGEX */
 	double duration;	/* seconds; 0: until Ctrl-C or the target exits */
 	unsigned rate_hz;
 	const char *output;
@@ -50,6 +55,8 @@ struct options {
 };
 
 static volatile sig_atomic_t stop_signal;
+/* with several targets: a signal to pass on to the recordings */
+static volatile sig_atomic_t forward_signal;
 
 static void on_stop_signal(int sig)
 {
@@ -64,11 +71,14 @@ static const char doc[] =
 	"  sudo ebpfprof --pid 4242                 record until Ctrl-C or the target exits\n"
 	"  sudo ebpfprof -d 30 -o app.speedscope.json --pid 4242\n"
 	"  sudo ebpfprof -- python3 app.py ARGS     launch a command and record it\n"
+	"  sudo ebpfprof --match 'dask.worker' -d 60 -o profiles/\n"
+	"                                           every matching process, one profile each\n"
 	"\nOpen the .speedscope.json file at https://www.speedscope.app or with the "
 	"speedscope CLI. Needs CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (root).";
 
 static const struct argp_option option_list[] = {
-	{ "pid", 'p', "PID", 0, "Profile the running process PID", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0, "Profile the running process PID (several: one profile each in the --output directory)", 0 },
+	{ "match", 'm', "REGEX", 0, "Profile every CPython process whose command line matches REGEX, running now or started later (one profile each in the --output directory)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the target exits)", 0 },
 	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default 100)", 0 },
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
@@ -101,9 +111,19 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		if (parse_uint(arg, INT_MAX, &v))
-			argp_error(state, "invalid pid: %s", arg);
-		o->pid = v;
+		if (o->pids || o->pid)
+			argp_error(state, "give --pid once, with a comma-separated list");
+		if (parse_pid_list(arg, &o->pids, &o->npids))
+			argp_error(state, "invalid pid list: %s (PID or PID,PID,... each once)", arg);
+		if (o->npids == 1) {
+			o->pid = o->pids[0];
+			free(o->pids);
+			o->pids = NULL;
+			o->npids = 0;
+		}
+		break;
+	case 'm':
+		o->match = arg;
 		break;
 	case 'd':
 		o->duration = strtod(arg, &end);
@@ -158,10 +178,10 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!o->pid && !o->command)
-			argp_error(state, "nothing to profile: give --pid PID or -- COMMAND");
-		if (o->pid && o->command)
-			argp_error(state, "give either --pid or a command, not both");
+		if (!o->pid && !o->pids && !o->match && !o->command)
+			argp_error(state, "nothing to profile: give --pid PID, --match REGEX or -- COMMAND");
+		if (!!(o->pid || o->pids) + !!o->match + !!o->command > 1)
+			argp_error(state, "give one of --pid, --match or a command");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -358,10 +378,87 @@ static void check_environment(struct options *o, char *output, size_t outlen)
 		die(err);
 }
 
+static void on_forward_signal(int sig)
+{
+	forward_signal = sig;
+}
+
+/* A directory for one file per process: made if missing, writable. */
+static void prepare_dir(const char *dir)
+{
+	char probe[PATH_MAX], err[ERRLEN];
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(err, sizeof(err), "cannot create directory %s: %s", dir, strerror(errno));
+		die(err);
+	}
+	snprintf(probe, sizeof(probe), "%s/ebpfprof-check", dir);
+	if (preflight_output(probe, err, sizeof(err)))
+		die(err);
+}
+
+/* --pid A,B or --match: one child recording per process (multi.c) with the
+ * options given here. */
+static int record_several(struct options *o)
+{
+	static char rate[16], threshold[32];
+	const char *base[24] = { "ebpfprof" };
+	size_t n = 1;
+	struct proc_matcher matcher;
+	struct multi_opts mo = { .base_argv = base, .outdir = o->output ? o->output : ".",
+				 .suffix = o->writer->suffix, .gc_log_dir = o->gc_log,
+				 .duration = o->duration, .pids = o->pids, .npids = o->npids,
+				 .pattern = o->match };
+	char err[ERRLEN];
+	struct sigaction sa = { .sa_handler = on_forward_signal };
+	int rc;
+
+	snprintf(rate, sizeof(rate), "%u", o->rate_hz);
+	snprintf(threshold, sizeof(threshold), "%g", o->wait_threshold_ms);
+	base[n++] = "-r";
+	base[n++] = rate;
+	base[n++] = "-f";
+	base[n++] = o->writer->name;
+	base[n++] = "-W";
+	base[n++] = threshold;
+	if (o->idle)
+		base[n++] = "--idle";
+	if (o->gil_only)
+		base[n++] = "--gil";
+	if (o->by_function)
+		base[n++] = "--function";
+	if (o->subprocesses)
+		base[n++] = "--subprocesses";
+	if (o->verbose)
+		base[n++] = "--verbose";
+	base[n] = NULL;
+	for (size_t i = 0; i < o->npids; i++)
+		if (preflight_pid(o->pids[i], err, sizeof(err)))
+			die(err);
+	if (preflight_btf(err, sizeof(err)) || preflight_privileges(err, sizeof(err)))
+		die(err);
+	prepare_dir(mo.outdir);
+	if (mo.gc_log_dir)
+		prepare_dir(mo.gc_log_dir);
+	if (o->match) {
+		if (matcher_init(&matcher, o->match, err, sizeof(err)))
+			die(err);
+		mo.match = &matcher;
+	}
+	install_signals();
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	rc = multi_run(&mo, &stop_signal, &forward_signal);
+	if (o->match)
+		matcher_free(&matcher);
+	free(o->pids);
+	return rc;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct options o = { .rate_hz = 100, .writer = &speedscope_writer, .wait_threshold_ms = 10 };
-	struct argp argp = { option_list, parse_option, "--pid PID | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
+	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
 	struct recorder_opts ropts;
 	struct session_opts sopts = { 0 };
 	struct writer_options wopts = { .gaps_as_idle = 1 };
@@ -370,6 +467,8 @@ int cmd_record(int argc, char **argv)
 
 	o.dashdash = find_dashdash(argc, argv);
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
+	if (o.pids || o.match)
+		return record_several(&o);
 	check_environment(&o, output, sizeof(output));
 	install_signals();
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
