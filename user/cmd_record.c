@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -312,6 +314,16 @@ static const char *stop_reason(const struct run *run)
 	return "duration reached";
 }
 
+/* Without it the kernel refuses uprobes (perf_event_open of the uprobe PMU),
+ * even with CAP_PERFMON: GC pauses are then only seen by the samples. */
+static int has_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> CAP_SYS_ADMIN) & 1;
+}
+
 static void print_summary(struct run *run, const char *path)
 {
 	uint64_t counters[EP_CNT_MAX];
@@ -326,6 +338,9 @@ static void print_summary(struct run *run, const char *path)
 	if (run->o->subprocesses)
 		fprintf(stderr, "ebpfprof: followed %zu child process%s\n", run->rec.nprocs - 1,
 			run->rec.nprocs == 2 ? "" : "es");
+	if (run->gc_probe == GC_PROBE_NONE && (run->target.has_usdt || run->target.has_symtab) &&
+	    !has_sys_admin())
+		fprintf(stderr, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
 	report_thread_table(stderr, &run->rec.analysis, p);
 	report_longest_gc(stderr, &run->rec.analysis, p, 5);
 	if (run->o->gc_log)
