@@ -124,9 +124,16 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			o->npids = 0;
 		}
 		break;
-	case 'm':
+	case 'm': {
+		struct proc_matcher m;
+		char err[ERRLEN];
+
+		if (matcher_init(&m, arg, err, sizeof(err)))
+			argp_error(state, "%s", err);
+		matcher_free(&m);
 		o->match = arg;
 		break;
+	}
 	case 'd':
 		o->duration = strtod(arg, &end);
 		if (*end || end == arg || !(o->duration > 0))
