@@ -29,6 +29,7 @@
 #include "py_target.h"
 #include "recorder.h"
 #include "report.h"
+#include "rotate.h"
 #include "session.h"
 #include "writer.h"
 
@@ -51,6 +52,8 @@ struct options {
 	double wait_threshold_ms;
 	int by_function;
 	int subprocesses;
+	double rotate;		/* seconds per period; 0: one profile */
+	unsigned keep;		/* periods kept; 0: all */
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
@@ -59,6 +62,10 @@ struct options {
 static volatile sig_atomic_t stop_signal;
 /* with several targets: a signal to pass on to the recordings */
 static volatile sig_atomic_t forward_signal;
+/* --rotate: SIGUSR1 asks for the current period to be written now */
+static volatile sig_atomic_t cut_requested;
+
+enum { OPT_ROTATE = 0x100, OPT_KEEP };
 
 static void on_stop_signal(int sig)
 {
@@ -90,6 +97,8 @@ static const struct argp_option option_list[] = {
 	{ "gc-log", 'G', "FILE", 0, "Write every GC pause and every long wait to FILE as JSON lines", 0 },
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
+	{ "rotate", OPT_ROTATE, "SECONDS", 0, "Continuous mode: write one profile (and GC log) per period of SECONDS, named with its start time; SIGUSR1 writes the current period at once", 0 },
+	{ "keep", OPT_KEEP, "N", 0, "With --rotate: keep the newest N periods' files, delete older ones", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
@@ -172,6 +181,16 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (*end || end == arg || o->wait_threshold_ms < 0)
 			argp_error(state, "invalid wait threshold: %s (milliseconds)", arg);
 		break;
+	case OPT_ROTATE:
+		o->rotate = strtod(arg, &end);
+		if (*end || end == arg || !(o->rotate >= 0.1) || o->rotate > 1e7)
+			argp_error(state, "invalid rotation period: %s (seconds, at least 0.1)", arg);
+		break;
+	case OPT_KEEP:
+		if (parse_uint(arg, 1000000, &v))
+			argp_error(state, "invalid --keep: %s (a number of periods, at least 1)", arg);
+		o->keep = v;
+		break;
 	case 'v':
 		o->verbose = 1;
 		break;
@@ -191,6 +210,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "nothing to profile: give --pid PID, --match REGEX or -- COMMAND");
 		if (!!(o->pid || o->pids) + !!o->match + !!o->command > 1)
 			argp_error(state, "give one of --pid, --match or a command");
+		if (o->keep && !o->rotate)
+			argp_error(state, "--keep needs --rotate");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -209,8 +230,9 @@ static void default_output(struct options *o, pid_t pid, char *buf, size_t len)
 	time_t now = time(NULL);
 	char stamp[32];
 
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
-	snprintf(buf, len, "ebpfprof-%d-%s%s", pid, stamp, o->writer->suffix);
+	strftime(stamp, sizeof(stamp), "-%Y%m%d-%H%M%S", localtime(&now));
+	/* --rotate: each period's name gets its own start time */
+	snprintf(buf, len, "ebpfprof-%d%s%s", pid, o->rotate ? "" : stamp, o->writer->suffix);
 }
 
 struct run {
@@ -226,6 +248,9 @@ struct run {
 	enum gc_probe_kind gc_probe;
 	struct follower follower;
 	int in_pidns;		/* the profiler runs inside a PID namespace */
+	const char *output;	/* the profile's path (--rotate: the base of the names) */
+	struct rotation rotation;
+	struct timespec period_start;	/* wall clock, for the names */
 };
 
 /* Waits (launch mode) until the command has started a CPython interpreter. */
@@ -272,9 +297,64 @@ static int should_stop(struct run *run, uint64_t deadline)
 	return 0;
 }
 
+static void write_outputs(struct run *run, const char *profile_path, const char *gc_log_path)
+{
+	static const struct writer_options wopts = { .gaps_as_idle = 1 };
+	char err[ERRLEN];
+
+	if (writer_write_file(run->o->writer, &run->rec.profile, &wopts, profile_path)) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", profile_path, strerror(errno));
+		die(err);
+	}
+	if (gc_log_path && report_gc_log(gc_log_path, &run->rec.analysis, &run->rec.profile,
+					 (uint64_t)(run->o->wait_threshold_ms * 1e6))) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", gc_log_path, strerror(errno));
+		die(err);
+	}
+}
+
+/* --rotate: the files of the period that started at run->period_start. */
+static void period_paths(struct run *run, char *prof, char *log, size_t len)
+{
+	unsigned ms = run->period_start.tv_nsec / 1000000;
+
+	period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec, ms);
+	if (run->o->gc_log)
+		period_name(log, len, run->o->gc_log, ".jsonl", run->period_start.tv_sec, ms);
+}
+
+/* Writes the period's files, deletes the oldest beyond --keep. */
+static void write_period(struct run *run, char *prof, char *log, size_t len)
+{
+	const char *paths[3] = { prof, run->o->gc_log ? log : NULL, NULL };
+
+	period_paths(run, prof, log, len);
+	write_outputs(run, prof, paths[1]);
+	if (rotation_written(&run->rotation, paths))
+		die("out of memory");
+}
+
+/* --rotate or SIGUSR1: the period so far becomes a complete profile; the
+ * recording goes on without detaching anything. */
+static void cut_period(struct run *run, uint64_t now)
+{
+	char prof[PATH_MAX], log[PATH_MAX];
+	struct timespec next_start;
+	double secs;
+
+	clock_gettime(CLOCK_REALTIME, &next_start);
+	recorder_cut_period(&run->rec, now);
+	secs = run->rec.profile.duration_ns / 1e9;
+	write_period(run, prof, log, sizeof(prof));
+	fprintf(stderr, "ebpfprof: period %u: %.2f s, %lu samples, wrote %s\n",
+		run->rotation.periods, secs, run->rec.kept, prof);
+	recorder_next_period(&run->rec, now);
+	run->period_start = next_start;
+}
+
 static void record(struct run *run)
 {
-	uint64_t deadline = 0, next_names = 0;
+	uint64_t deadline = 0, next_names = 0, next_cut = 0, now;
 
 	uint64_t end;
 
@@ -293,7 +373,19 @@ static void record(struct run *run)
 		session_follow(run->session, run->pid);
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
+	clock_gettime(CLOCK_REALTIME, &run->period_start);
+	if (run->o->rotate)
+		next_cut = run->rec.t0_ns + (uint64_t)(run->o->rotate * 1e9);
 	while (!should_stop(run, deadline)) {
+		now = monotonic_ns();
+		/* not at the very end: the last period is written as the recording ends */
+		if (next_cut && (now >= next_cut || cut_requested) && (!deadline || now + 1000000 < deadline)) {
+			cut_requested = 0;
+			while (session_poll(run->session, 0) > 0)
+				;
+			cut_period(run, now);
+			next_cut = now + (uint64_t)(run->o->rotate * 1e9);
+		}
 		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
 			break;
 		follower_step(&run->follower);
@@ -331,7 +423,7 @@ static int has_sys_admin(void)
 	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> CAP_SYS_ADMIN) & 1;
 }
 
-static void print_summary(struct run *run, const char *path)
+static void print_summary(struct run *run, const char *path, const char *gc_log)
 {
 	uint64_t counters[EP_CNT_MAX];
 	struct profile *p = &run->rec.profile;
@@ -350,9 +442,9 @@ static void print_summary(struct run *run, const char *path)
 		fprintf(stderr, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
 	report_thread_table(stderr, &run->rec.analysis, p);
 	report_longest_gc(stderr, &run->rec.analysis, p, 5);
-	if (run->o->gc_log)
+	if (gc_log)
 		fprintf(stderr, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
-			run->o->wait_threshold_ms, run->o->gc_log);
+			run->o->wait_threshold_ms, gc_log);
 	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
 }
 
@@ -370,6 +462,11 @@ static int own_pidns(uint64_t *dev, uint64_t *ino)
 	*dev = st.st_dev;
 	*ino = st.st_ino;
 	return 1;
+}
+
+static void on_cut_signal(int sig)
+{
+	cut_requested = 1;
 }
 
 static void install_signals(void)
@@ -423,7 +520,7 @@ static void prepare_dir(const char *dir)
  * options given here. */
 static int record_several(struct options *o)
 {
-	static char rate[16], threshold[32];
+	static char rate[16], threshold[32], rotate[32], keep[16];
 	const char *base[24] = { "ebpfprof" };
 	size_t n = 1;
 	struct proc_matcher matcher;
@@ -453,6 +550,16 @@ static int record_several(struct options *o)
 		base[n++] = "--subprocesses";
 	if (o->verbose)
 		base[n++] = "--verbose";
+	if (o->rotate) {
+		snprintf(rotate, sizeof(rotate), "%g", o->rotate);
+		base[n++] = "--rotate";
+		base[n++] = rotate;
+	}
+	if (o->keep) {
+		snprintf(keep, sizeof(keep), "%u", o->keep);
+		base[n++] = "--keep";
+		base[n++] = keep;
+	}
 	base[n] = NULL;
 	for (size_t i = 0; i < o->npids; i++)
 		if (preflight_pid(o->pids[i], err, sizeof(err)))
@@ -483,8 +590,7 @@ int cmd_record(int argc, char **argv)
 	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
 	struct recorder_opts ropts;
 	struct session_opts sopts = { 0 };
-	struct writer_options wopts = { .gaps_as_idle = 1 };
-	char output[PATH_MAX], err[ERRLEN];
+	char output[PATH_MAX], log[PATH_MAX], err[ERRLEN];
 	struct run run = { .o = &o, .pidfd = -1 };
 
 	o.dashdash = find_dashdash(argc, argv);
@@ -493,6 +599,14 @@ int cmd_record(int argc, char **argv)
 		return record_several(&o);
 	check_environment(&o, output, sizeof(output));
 	install_signals();
+	if (o.rotate) {
+		struct sigaction sa = { .sa_handler = on_cut_signal };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, NULL);
+	} else {
+		signal(SIGUSR1, SIG_IGN);	/* a period of its own only with --rotate */
+	}
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
 					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))
@@ -521,18 +635,22 @@ int cmd_record(int argc, char **argv)
 	run.pidfd = watch_process(run.pid);
 	find_interpreter(&run);
 	run.rec.profile.command = o.command ? o.command[0] : run.target.shown_path;
+	run.rotation.keep = o.keep;
+	/* period names derive from a copy: write_period reuses "output" */
+	run.output = strdup(output);
+	if (!run.output)
+		die("out of memory");
 	run.follower = (struct follower){ .session = run.session, .rec = &run.rec, .verbose = o.verbose };
 	record(&run);
-	if (writer_write_file(o.writer, &run.rec.profile, &wopts, output)) {
-		snprintf(err, sizeof(err), "cannot write %s: %s", output, strerror(errno));
-		die(err);
+	if (o.rotate) {
+		write_period(&run, output, log, sizeof(output));
+	} else {
+		write_outputs(&run, output, o.gc_log);
+		snprintf(log, sizeof(log), "%s", o.gc_log ? o.gc_log : "");
 	}
-	if (o.gc_log && report_gc_log(o.gc_log, &run.rec.analysis, &run.rec.profile,
-				      (uint64_t)(o.wait_threshold_ms * 1e6))) {
-		snprintf(err, sizeof(err), "cannot write %s: %s", o.gc_log, strerror(errno));
-		die(err);
-	}
-	print_summary(&run, output);
+	print_summary(&run, output, o.gc_log ? log : NULL);
+	rotation_free(&run.rotation);
+	free((char *)run.output);
 	session_close(run.session);
 	follower_free(&run.follower);
 	recorder_free(&run.rec);

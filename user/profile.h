@@ -73,6 +73,8 @@ void profile_free(struct profile *p);
 uint32_t profile_frame(struct profile *p, const char *name, const char *file,
 		       int line, int kind);
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid);
+/* Forgets every thread and its samples; the frames stay (--rotate). */
+void profile_drop_threads(struct profile *p);
 /* Appends a sample; frames (root first) are copied. */
 int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s);

@@ -429,8 +429,9 @@ static void name_thread(struct recorder *r, struct thread_profile *tp)
 	tp->process = strdup(p && p->comm[0] ? p->comm : "python");
 }
 
-/* Threads still off the CPU when the recording ends: their interval ends now. */
-static void close_pending(struct recorder *r, uint64_t end_ns)
+/* Threads still off the CPU when the recording ends: their interval ends now.
+ * keep: at the end of a period, the interval also goes on in the next one. */
+static void close_pending(struct recorder *r, uint64_t end_ns, int keep)
 {
 	size_t i, j;
 
@@ -441,17 +442,19 @@ static void close_pending(struct recorder *r, uint64_t end_ns)
 						     .start_ts = t->off_ts, .end_ts = end_ns,
 						     .reason = t->off_reason };
 
-			if (t->off_pending)
-				on_offcpu_end(r, &end);
+			if (!t->off_pending)
+				continue;
+			on_offcpu_end(r, &end);
+			t->off_pending = keep;
 		}
 	}
 }
 
-void recorder_finish(struct recorder *r, uint64_t end_ns)
+static void finish(struct recorder *r, uint64_t end_ns, int keep_pending)
 {
 	size_t i;
 
-	close_pending(r, end_ns);
+	close_pending(r, end_ns, keep_pending);
 	analysis_split_gc_waits(&r->analysis);
 	if (r->opts.idle) {
 		profile_sort(&r->profile);
@@ -464,4 +467,24 @@ void recorder_finish(struct recorder *r, uint64_t end_ns)
 	r->profile.duration_ns = since_start(r, end_ns);
 	r->profile.start_monotonic_ns = r->t0_ns;
 	profile_sort(&r->profile);
+}
+
+void recorder_finish(struct recorder *r, uint64_t end_ns)
+{
+	finish(r, end_ns, 0);
+}
+
+void recorder_cut_period(struct recorder *r, uint64_t end_ns)
+{
+	finish(r, end_ns, 1);
+}
+
+void recorder_next_period(struct recorder *r, uint64_t start_ns)
+{
+	/* frames stay: the stacks of threads now off the CPU use their ids,
+	 * and a program's frames are few and come back in every period */
+	profile_drop_threads(&r->profile);
+	analysis_free(&r->analysis);
+	r->t0_ns = start_ns;
+	r->samples = r->kept = 0;
 }

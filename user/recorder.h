@@ -63,6 +63,14 @@ void recorder_refresh_names(struct recorder *r);
  * sets the duration and sorts: the profile is then ready for the writers. */
 void recorder_finish(struct recorder *r, uint64_t end_ns);
 
+/* --rotate: ends the current period at end_ns like recorder_finish, except
+ * that a thread still off the CPU stays so: its interval goes on into the
+ * next period. Write the profile, then call recorder_next_period. */
+void recorder_cut_period(struct recorder *r, uint64_t end_ns);
+/* Drops the period's samples and intervals, keeps processes, threads and
+ * frames, and starts the next period at start_ns (the last one's end). */
+void recorder_next_period(struct recorder *r, uint64_t start_ns);
+
 uint64_t monotonic_ns(void);
 
 #endif
