@@ -384,7 +384,9 @@ static void record(struct run *run)
 			while (session_poll(run->session, 0) > 0)
 				;
 			cut_period(run, now);
-			next_cut = now + (uint64_t)(run->o->rotate * 1e9);
+			/* on the grid from the start: lateness does not add up */
+			while (next_cut <= now)
+				next_cut += (uint64_t)(run->o->rotate * 1e9);
 		}
 		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
 			break;
