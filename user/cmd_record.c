@@ -313,6 +313,13 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	}
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
 /* --rotate: the files of the period that started at run->period_start. */
 static void period_paths(struct run *run, char *prof, char *log, size_t len)
 {
@@ -320,7 +327,8 @@ static void period_paths(struct run *run, char *prof, char *log, size_t len)
 
 	period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec, ms);
 	if (run->o->gc_log)
-		period_name(log, len, run->o->gc_log, ".jsonl", run->period_start.tv_sec, ms);
+		period_name(log, len, run->o->gc_log, ends_with(run->o->gc_log, ".gc.jsonl") ? ".gc.jsonl" : ".jsonl",
+			    run->period_start.tv_sec, ms);
 }
 
 /* Writes the period's files, deletes the oldest beyond --keep. */
