@@ -386,6 +386,10 @@ static void record(struct run *run)
 		next_cut = run->rec.t0_ns + (uint64_t)(run->o->rotate * 1e9);
 	while (!should_stop(run, deadline)) {
 		now = monotonic_ns();
+		/* the same request twice (to every ebpfprof process, and passed
+		 * on by the one that started this one): one period */
+		if (cut_requested && now < run->rec.t0_ns + 250000000ull)
+			cut_requested = 0;
 		/* not at the very end: the last period is written as the recording ends */
 		if (next_cut && (now >= next_cut || cut_requested) && (!deadline || now + 1000000 < deadline)) {
 			cut_requested = 0;
