@@ -5,6 +5,8 @@
 
 int cmd_diff(int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	fprintf(stderr, "ebpfprof diff: not available yet in this build\n");
 	return 2;
 }

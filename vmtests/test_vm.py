@@ -6,7 +6,7 @@ booting it under QEMU through vmtests/run.sh --kernel K (see that script).
 Needs root (QEMU's 9p share of the host's root, setup.sh's apt-get); without
 it the tests are skipped with the reason printed, except under CI (CI=true),
 where they fail instead, as tests/integration/conftest.py's cannot_run does.
-Anything else that is missing (QEMU, a kernel, run-in-vm.sh, ./ebpfprof) is
+Anything else that is missing (QEMU, a kernel, ./ebpfprof) is
 reported by run.sh as a failure, never as a skip."""
 import os
 import subprocess

@@ -31,7 +31,9 @@ def test_names_files_and_lines(interp_name, workloads, out):
         by_name.setdefault(f["name"], set()).add((f.get("file", "").rsplit("/", 1)[-1], f.get("line")))
     for name, line in expected:
         assert ("two_hot.py", line) in by_name[name], (name, by_name[name])
-    assert by_name["body"] <= {("two_hot.py", 11), ("two_hot.py", 12), ("two_hot.py", 13), ("two_hot.py", 14)}
+    # 10 is the def line: CPython itself reports it for a frame sampled before
+    # its first instruction ran (3.8-3.10: f_lasti == -1)
+    assert by_name["body"] <= {("two_hot.py", n) for n in (10, 11, 12, 13, 14)}
     if interp.chroot:
         # names as the process itself sees them, not the host's path to them
         assert any(f.get("file", "").startswith("/ebpfprof-workloads/") for f in prof.frames)
