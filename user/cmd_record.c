@@ -480,6 +480,7 @@ static int own_pidns(uint64_t *dev, uint64_t *ino)
 
 static void on_cut_signal(int sig)
 {
+	(void)sig;
 	cut_requested = 1;
 }
 

@@ -19,6 +19,7 @@ static void cmdline_joins_arguments(void **state)
 {
 	char buf[64];
 
+	(void)state;
 	memcpy(buf, "python3\0-m\0distributed.cli.dask_worker\0", 39);
 	assert_int_equal(cmdline_to_line(buf, 39), 38);
 	assert_string_equal(buf, "python3 -m distributed.cli.dask_worker");
@@ -28,6 +29,7 @@ static void cmdline_hostile_bytes(void **state)
 {
 	char buf[16] = "a\nb\x1b[\0\0\0";
 
+	(void)state;
 	/* control bytes cannot forge a second line in a message */
 	assert_int_equal(cmdline_to_line(buf, 8), 5);
 	assert_string_equal(buf, "a?b?[");
@@ -45,6 +47,7 @@ static void own_cmdline_matches(void **state)
 	struct proc_matcher m;
 	char line[MATCH_CMDLINE_MAX], err[256];
 
+	(void)state;
 	assert_int_equal(procfs_cmdline(getpid(), line, sizeof(line)), 0);
 	assert_non_null(strstr(line, "test_match"));
 	assert_int_equal(matcher_init(&m, "test_ma+tch$|^nothing", err, sizeof(err)), 0);
@@ -59,6 +62,7 @@ static void bad_regex_is_named(void **state)
 	struct proc_matcher m;
 	char err[256];
 
+	(void)state;
 	assert_int_equal(matcher_init(&m, "worker(", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "invalid --match regular expression 'worker('"));
 }
@@ -70,6 +74,7 @@ static void pid_lists(void **state)
 	pid_t *v;
 	size_t n;
 
+	(void)state;
 	assert_int_equal(parse_pid_list("42", &v, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0], 42);

@@ -19,6 +19,7 @@ static void names_carry_the_start_time(void **state)
 	struct tm tm = { .tm_year = 126, .tm_mon = 10, .tm_mday = 23, .tm_hour = 19, .tm_min = 30,
 			 .tm_sec = 5, .tm_isdst = -1 };
 
+	(void)state;
 	t = mktime(&tm);
 	period_name(out, sizeof(out), "dir/app.speedscope.json", ".speedscope.json", t, 42);
 	assert_string_equal(out, "dir/app-20261123-193005.042.speedscope.json");
@@ -37,6 +38,7 @@ static void keep_deletes_the_oldest_periods(void **state)
 	char dir[] = "/tmp/ebpfprof-rotate-XXXXXX", a[6][300];
 	struct rotation r = { .keep = 2 };
 
+	(void)state;
 	assert_non_null(mkdtemp(dir));
 	for (int i = 0; i < 6; i++) {
 		FILE *f;
@@ -68,6 +70,7 @@ static void keep_zero_keeps_all(void **state)
 	struct rotation r = { 0 };
 	const char *paths[] = { "/nonexistent/x", NULL };
 
+	(void)state;
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(rotation_written(&r, paths), 0);
 	assert_int_equal(r.nwritten, 0);
