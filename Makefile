@@ -5,6 +5,11 @@
 #   make test       unit tests (cmocka) then integration tests (pytest, root)
 #   make bench      overhead benchmarks (root)
 #   make soak       10-minute memory test of a long recording (root)
+#   make fuzz       each fuzz target for 10 minutes under ASan/UBSan
+#   make check-asan the unit tests under ASan/UBSan
+#   make install    binary and man page under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
+#   make install-caps  file capabilities on the installed binary, for one group
+#   make container  the container image (Containerfile) with podman
 
 VERSION    ?= 0.1.0
 OUTPUT     := build
@@ -38,7 +43,8 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
-.PHONY: all deps demo test unit unit-bins integration bench soak vmtest clean check-asan fuzz fuzz-short fuzz-bins
+.PHONY: all deps demo test unit unit-bins integration bench soak vmtest clean check-asan fuzz fuzz-short fuzz-bins \
+        install uninstall install-caps container
 # a recipe that fails leaves no half-written target behind for the next make
 .DELETE_ON_ERROR:
 all: ebpfprof
@@ -165,6 +171,40 @@ soak: ebpfprof
 
 vmtest: ebpfprof
 	vmtests/run.sh
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+INSTALL    ?= install
+# install-caps: the group whose members may run the capable binary, and the
+# capabilities it gets (sampling, the BPF maps and programs, reading the
+# target's memory; see ebpfprof(1), PRIVILEGES, for CAP_SYS_ADMIN and GC timing)
+CAPS_GROUP ?= ebpfprof
+CAPS       ?= cap_bpf,cap_perfmon,cap_sys_ptrace
+IMAGE      ?= localhost/ebpfprof:$(VERSION)
+
+install: ebpfprof
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0755 ebpfprof $(DESTDIR)$(BINDIR)/ebpfprof
+	$(INSTALL) -m 0644 doc/ebpfprof.1 $(DESTDIR)$(MANDIR)/man1/ebpfprof.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/ebpfprof $(DESTDIR)$(MANDIR)/man1/ebpfprof.1
+
+# Anyone in CAPS_GROUP can then profile any process of the machine: the
+# capabilities are those of root for reading memory and tracing. Root only.
+install-caps: install
+	getent group $(CAPS_GROUP) >/dev/null || groupadd --system $(CAPS_GROUP)
+	chgrp $(CAPS_GROUP) $(DESTDIR)$(BINDIR)/ebpfprof
+	chmod 0750 $(DESTDIR)$(BINDIR)/ebpfprof
+	setcap $(CAPS)=ep $(DESTDIR)$(BINDIR)/ebpfprof
+	@echo "install-caps: $(DESTDIR)$(BINDIR)/ebpfprof runs with $(CAPS) for members of group $(CAPS_GROUP)"
+
+# the image of the Containerfile; without a registry the base image is made
+# locally from a debootstrapped bookworm (scripts/container-base.sh)
+container:
+	scripts/container-base.sh
+	podman build $(PODMAN_BUILD_FLAGS) --build-arg VERSION=$(VERSION) -t $(IMAGE) -f Containerfile .
 
 clean:
 	rm -rf $(OUTPUT) ebpfprof

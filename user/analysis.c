@@ -22,12 +22,20 @@ static void list_free(struct interval_list *l)
 
 void analysis_free(struct analysis *a)
 {
+	analysis_next_period(a);
+	free(a->exact_gc_pids);
+	memset(a, 0, sizeof(*a));
+}
+
+void analysis_next_period(struct analysis *a)
+{
 	list_free(&a->gcs);
 	list_free(&a->waits);
 	free(a->totals);
 	free(a->totals_index);
-	free(a->exact_gc_pids);
-	memset(a, 0, sizeof(*a));
+	a->totals = NULL;
+	a->totals_index = NULL;
+	a->ntotals = a->totals_cap = a->index_cap = 0;
 }
 
 /* Makes room for one more of v's elements of size `size`; 0 or -1. */

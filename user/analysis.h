@@ -54,6 +54,9 @@ struct analysis {
 
 void analysis_init(struct analysis *a);
 void analysis_free(struct analysis *a);
+/* --rotate: forgets the period's collections, waits and totals; keeps what
+ * is known of the processes (which have probed collections). */
+void analysis_next_period(struct analysis *a);
 int analysis_add(struct interval_list *l, const struct interval *iv);
 int analysis_set_exact_gc(struct analysis *a, int pid);
 int analysis_gc_is_exact(const struct analysis *a, int pid);

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,12 +25,15 @@
 #include "follow.h"
 #include "frame_names.h"
 #include "launch.h"
+#include "match.h"
+#include "multi.h"
 #include "preflight.h"
 #include "printable.h"
 #include "progress.h"
 #include "py_target.h"
 #include "recorder.h"
 #include "report.h"
+#include "rotate.h"
 #include "session.h"
 #include "stop_signal.h"
 #include "target_pick.h"
@@ -42,6 +47,9 @@
 
 struct options {
 	pid_t pid;
+	pid_t *pids;		/* --pid A,B,...: several targets */
+	size_t npids;
+	const char *match;	/* --match REGEX */
 	double duration;	/* seconds; 0: until Ctrl-C or the target exits */
 	unsigned rate_hz;
 	const char *output;
@@ -56,10 +64,19 @@ struct options {
 	int as_root;		/* launch mode under sudo: keep root for the command */
 	int threads;		/* -t: collapsed stacks under their thread */
 	struct frame_naming naming;
+	double rotate;		/* seconds per period; 0: one profile */
+	unsigned keep;		/* periods kept; 0: all */
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
 };
+
+/* with several targets: a signal to pass on to the recordings */
+static volatile sig_atomic_t forward_signal;
+/* --rotate: SIGUSR1 asks for the current period to be written now */
+static volatile sig_atomic_t cut_requested;
+
+enum { OPT_ROTATE = 0x101, OPT_KEEP };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -69,11 +86,14 @@ static const char doc[] =
 	"  sudo ebpfprof --pid 4242                 record until Ctrl-C or the target exits\n"
 	"  sudo ebpfprof -d 30 -o app.speedscope.json --pid 4242\n"
 	"  sudo ebpfprof -- python3 app.py ARGS     launch a command and record it\n"
+	"  sudo ebpfprof --match 'dask.worker' -d 60 -o profiles/\n"
+	"                                           every matching process, one profile each\n"
 	"\nOpen the .speedscope.json file at https://www.speedscope.app or with the "
 	"speedscope CLI. Needs CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (root).";
 
 static const struct argp_option option_list[] = {
-	{ "pid", 'p', "PID", 0, "Profile the running process PID", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0, "Profile the running process PID (several: one profile each in the --output directory)", 0 },
+	{ "match", 'm', "REGEX", 0, "Profile every CPython process whose command line matches REGEX, running now or started later (one profile each in the --output directory)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the target exits)", 0 },
 	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default 100)", 0 },
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
@@ -84,6 +104,8 @@ static const struct argp_option option_list[] = {
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "gc-min-ms", 'M', "MS", 0, "Chrome trace: draw GC pauses of at least MS as slices (default 0: every pause)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
+	{ "rotate", OPT_ROTATE, "SECONDS", 0, "Continuous mode: write one profile (and GC log) per period of SECONDS, named with its start time; SIGUSR1 writes the current period at once", 0 },
+	{ "keep", OPT_KEEP, "N", 0, "With --rotate: keep the newest N periods' files, delete older ones", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
 	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
@@ -135,10 +157,27 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		return 0;
 	switch (key) {
 	case 'p':
-		if (parse_uint(arg, INT_MAX, &v))
-			argp_error(state, "invalid pid: %s", arg);
-		o->pid = v;
+		if (o->pids || o->pid)
+			argp_error(state, "give --pid once, with a comma-separated list");
+		if (parse_pid_list(arg, &o->pids, &o->npids))
+			argp_error(state, "invalid pid list: %s (PID or PID,PID,... each once)", arg);
+		if (o->npids == 1) {
+			o->pid = o->pids[0];
+			free(o->pids);
+			o->pids = NULL;
+			o->npids = 0;
+		}
 		break;
+	case 'm': {
+		struct proc_matcher m;
+		char err[ERRLEN];
+
+		if (matcher_init(&m, arg, err, sizeof(err)))
+			argp_error(state, "%s", err);
+		matcher_free(&m);
+		o->match = arg;
+		break;
+	}
 	case 'd':
 		if (parse_real(arg, 0, 1, DURATION_MAX_S, &o->duration))
 			argp_error(state, "invalid duration: %s (seconds, > 0, at most a year)", arg);
@@ -192,6 +231,15 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'n':
 		fprintf(stderr, "ebpfprof: --native is not supported yet: ebpfprof records Python frames only (native C/C++ frames are planned)\n");
 		exit(2);
+	case OPT_ROTATE:
+		if (parse_real(arg, 0.1, 0, 1e7, &o->rotate))
+			argp_error(state, "invalid rotation period: %s (seconds, at least 0.1)", arg);
+		break;
+	case OPT_KEEP:
+		if (parse_uint(arg, 1000000, &v))
+			argp_error(state, "invalid --keep: %s (a number of periods, at least 1)", arg);
+		o->keep = v;
+		break;
 	case 'v':
 		o->verbose = 1;
 		break;
@@ -207,10 +255,12 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!o->pid && !o->command)
-			argp_error(state, "nothing to profile: give --pid PID or -- COMMAND");
-		if (o->pid && o->command)
-			argp_error(state, "give either --pid or a command, not both");
+		if (!o->pid && !o->pids && !o->match && !o->command)
+			argp_error(state, "nothing to profile: give --pid PID, --match REGEX or -- COMMAND");
+		if (!!(o->pid || o->pids) + !!o->match + !!o->command > 1)
+			argp_error(state, "give one of --pid, --match or a command");
+		if (o->keep && !o->rotate)
+			argp_error(state, "--keep needs --rotate");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -232,8 +282,9 @@ static void default_output(struct options *o, pid_t pid, char *buf, size_t len)
 	time_t now = time(NULL);
 	char stamp[32];
 
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
-	snprintf(buf, len, "ebpfprof-%d-%s%s", pid, stamp, o->writer->suffix);
+	strftime(stamp, sizeof(stamp), "-%Y%m%d-%H%M%S", localtime(&now));
+	/* --rotate: each period's name gets its own start time */
+	snprintf(buf, len, "ebpfprof-%d%s%s", pid, o->rotate ? "" : stamp, o->writer->suffix);
 }
 
 struct run {
@@ -249,6 +300,9 @@ struct run {
 	enum gc_probe_kind gc_probe;
 	struct follower follower;
 	int in_pidns;		/* the profiler runs inside a PID namespace */
+	const char *output;	/* the profile's path (--rotate: the base of the names) */
+	struct rotation rotation;
+	struct timespec period_start;	/* wall clock, for the names */
 };
 
 /* Waits (launch mode) until the command has started a CPython interpreter. */
@@ -306,9 +360,82 @@ static void show_progress(struct run *run, struct progress *progress)
 			(unsigned long long)counters[EP_CNT_LOST], run->rec.analysis.gcs.n);
 }
 
+static void fill_writer_options(struct run *run, struct writer_options *w,
+				struct recording_info *info);
+static void end_command(struct run *run);
+
+/* A failed write (disk full) ends the launched command too: it never
+ * outlives ebpfprof. */
+static void write_outputs(struct run *run, const char *profile_path, const char *gc_log_path)
+{
+	struct writer_options wopts = { .gaps_as_idle = 1, .threads = run->o->threads };
+	struct recording_info info;
+	char err[ERRLEN];
+
+	fill_writer_options(run, &wopts, &info);
+	if (writer_write_file(run->o->writer, &run->rec.profile, &wopts, profile_path)) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", profile_path, strerror(errno));
+		end_command(run);
+		die(err);
+	}
+	if (gc_log_path && report_gc_log(gc_log_path, &run->rec.analysis, &run->rec.profile,
+					 (uint64_t)(run->o->wait_threshold_ms * 1e6))) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", gc_log_path, strerror(errno));
+		end_command(run);
+		die(err);
+	}
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* --rotate: the files of the period that started at run->period_start. */
+static void period_paths(struct run *run, char *prof, char *log, size_t len)
+{
+	unsigned ms = run->period_start.tv_nsec / 1000000;
+
+	period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec, ms);
+	if (run->o->gc_log)
+		period_name(log, len, run->o->gc_log, ends_with(run->o->gc_log, ".gc.jsonl") ? ".gc.jsonl" : ".jsonl",
+			    run->period_start.tv_sec, ms);
+}
+
+/* Writes the period's files, deletes the oldest beyond --keep. */
+static void write_period(struct run *run, char *prof, char *log, size_t len)
+{
+	const char *paths[3] = { prof, run->o->gc_log ? log : NULL, NULL };
+
+	period_paths(run, prof, log, len);
+	write_outputs(run, prof, paths[1]);
+	if (rotation_written(&run->rotation, paths))
+		die("out of memory");
+}
+
+/* --rotate or SIGUSR1: the period so far becomes a complete profile; the
+ * recording goes on without detaching anything. */
+static void cut_period(struct run *run, uint64_t now)
+{
+	char prof[PATH_MAX], log[PATH_MAX];
+	struct timespec next_start;
+	double secs;
+
+	clock_gettime(CLOCK_REALTIME, &next_start);
+	recorder_cut_period(&run->rec, now);
+	secs = run->rec.profile.duration_ns / 1e9;
+	write_period(run, prof, log, sizeof(prof));
+	fprintf(stderr, "ebpfprof: period %u: %.2f s, %lu samples, wrote %s\n",
+		run->rotation.periods, secs, run->rec.kept, prof);
+	recorder_next_period(&run->rec, now);
+	run->period_start = next_start;
+}
+
 static void record(struct run *run)
 {
-	uint64_t deadline = 0, next_names = 0, end;
+	uint64_t deadline = 0, next_names = 0, next_cut = 0, now, end;
 	struct progress progress;
 
 	run->gc_probe = session_attach_gc(run->session, &run->target);
@@ -327,7 +454,25 @@ static void record(struct run *run)
 	if (run->o->duration > 0)
 		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
 	progress_init(&progress, stderr);
+	clock_gettime(CLOCK_REALTIME, &run->period_start);
+	if (run->o->rotate)
+		next_cut = run->rec.t0_ns + (uint64_t)(run->o->rotate * 1e9);
 	while (!should_stop(run, deadline)) {
+		now = monotonic_ns();
+		/* the same request twice (to every ebpfprof process, and passed
+		 * on by the one that started this one): one period */
+		if (cut_requested && now < run->rec.t0_ns + 250000000ull)
+			cut_requested = 0;
+		/* not at the very end: the last period is written as the recording ends */
+		if (next_cut && (now >= next_cut || cut_requested) && (!deadline || now + 1000000 < deadline)) {
+			cut_requested = 0;
+			while (session_poll(run->session, 0) > 0)
+				;
+			cut_period(run, now);
+			/* on the grid from the start: lateness does not add up */
+			while (next_cut <= now)
+				next_cut += (uint64_t)(run->o->rotate * 1e9);
+		}
 		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
 			break;
 		show_progress(run, &progress);
@@ -367,7 +512,17 @@ static const char *stop_reason(const struct run *run)
 	return "duration reached";
 }
 
-static void print_summary(struct run *run, const char *path)
+/* Without it the kernel refuses uprobes (perf_event_open of the uprobe PMU),
+ * even with CAP_PERFMON: GC pauses are then only seen by the samples. */
+static int has_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> CAP_SYS_ADMIN) & 1;
+}
+
+static void print_summary(struct run *run, const char *path, const char *gc_log)
 {
 	uint64_t counters[EP_CNT_MAX];
 	struct profile *p = &run->rec.profile;
@@ -383,11 +538,14 @@ static void print_summary(struct run *run, const char *path)
 			run->rec.nprocs == 2 ? "" : "es");
 	session_print_summary(run->session, stderr);
 	recorder_print_losses(&run->rec, stderr);
+	if (run->gc_probe == GC_PROBE_NONE && (run->target.has_usdt || run->target.has_symtab) &&
+	    !has_sys_admin())
+		fprintf(stderr, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
 	report_thread_table(stderr, &run->rec.analysis, p);
 	report_longest_gc(stderr, &run->rec.analysis, p, 5);
-	if (run->o->gc_log)
+	if (gc_log)
 		fprintf(stderr, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
-			run->o->wait_threshold_ms, run->o->gc_log);
+			run->o->wait_threshold_ms, gc_log);
 	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
 }
 
@@ -413,6 +571,12 @@ static void fill_writer_options(struct run *run, struct writer_options *w,
 	w->gc_min_ns = (uint64_t)(run->o->gc_min_ms * 1e6);
 }
 
+static void on_cut_signal(int sig)
+{
+	(void)sig;
+	cut_requested = 1;
+}
+
 static void check_environment(struct options *o, char *output, size_t outlen)
 {
 	char err[ERRLEN];
@@ -431,23 +595,117 @@ static void check_environment(struct options *o, char *output, size_t outlen)
 		die(err);
 }
 
+static void on_forward_signal(int sig)
+{
+	forward_signal = sig;
+}
+
+/* A directory for one file per process: made if missing, writable. */
+static void prepare_dir(const char *dir)
+{
+	char probe[PATH_MAX], err[ERRLEN];
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(err, sizeof(err), "cannot create directory %s: %s", dir, strerror(errno));
+		die(err);
+	}
+	snprintf(probe, sizeof(probe), "%s/ebpfprof-check", dir);
+	if (preflight_output(probe, err, sizeof(err)))
+		die(err);
+}
+
+/* --pid A,B or --match: one child recording per process (multi.c) with the
+ * options given here. */
+static int record_several(struct options *o)
+{
+	static char rate[16], threshold[32], rotate[32], keep[16];
+	const char *base[24] = { "ebpfprof" };
+	size_t n = 1;
+	struct proc_matcher matcher;
+	struct multi_opts mo = { .base_argv = base, .outdir = o->output ? o->output : ".",
+				 .suffix = o->writer->suffix, .gc_log_dir = o->gc_log,
+				 .duration = o->duration, .pids = o->pids, .npids = o->npids,
+				 .pattern = o->match };
+	char err[ERRLEN];
+	struct sigaction sa = { .sa_handler = on_forward_signal };
+	int rc;
+
+	snprintf(rate, sizeof(rate), "%u", o->rate_hz);
+	snprintf(threshold, sizeof(threshold), "%g", o->wait_threshold_ms);
+	base[n++] = "-r";
+	base[n++] = rate;
+	base[n++] = "-f";
+	base[n++] = o->writer->name;
+	base[n++] = "-W";
+	base[n++] = threshold;
+	if (o->idle)
+		base[n++] = "--idle";
+	if (o->gil_only)
+		base[n++] = "--gil";
+	if (o->by_function)
+		base[n++] = "--function";
+	if (o->subprocesses)
+		base[n++] = "--subprocesses";
+	if (o->verbose)
+		base[n++] = "--verbose";
+	if (o->rotate) {
+		snprintf(rotate, sizeof(rotate), "%g", o->rotate);
+		base[n++] = "--rotate";
+		base[n++] = rotate;
+	}
+	if (o->keep) {
+		snprintf(keep, sizeof(keep), "%u", o->keep);
+		base[n++] = "--keep";
+		base[n++] = keep;
+	}
+	base[n] = NULL;
+	for (size_t i = 0; i < o->npids; i++)
+		if (preflight_pid(o->pids[i], err, sizeof(err)))
+			die(err);
+	if (preflight_btf(err, sizeof(err)) || preflight_privileges(err, sizeof(err)))
+		die(err);
+	prepare_dir(mo.outdir);
+	if (mo.gc_log_dir)
+		prepare_dir(mo.gc_log_dir);
+	if (o->match) {
+		if (matcher_init(&matcher, o->match, err, sizeof(err)))
+			die(err);
+		mo.match = &matcher;
+	}
+	install_stop_signals();
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	rc = multi_run(&mo, &stop_signal, &forward_signal);
+	if (o->match)
+		matcher_free(&matcher);
+	free(o->pids);
+	return rc;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct options o = { .rate_hz = 100, .writer = &speedscope_writer, .wait_threshold_ms = 10 };
-	struct argp argp = { option_list, parse_option, "--pid PID | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
+	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
 	struct recorder_opts ropts;
 	struct session_opts sopts = { 0 };
-	struct writer_options wopts = { .gaps_as_idle = 1 };
-	struct recording_info info;
-	char output[PATH_MAX], err[ERRLEN];
+	char output[PATH_MAX], log[PATH_MAX], err[ERRLEN];
 	struct run run = { .o = &o, .pidfd = -1 };
 
 	o.dashdash = find_dashdash(argc, argv);
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
+	if (o.pids || o.match)
+		return record_several(&o);
 	check_environment(&o, output, sizeof(output));
 	frame_naming_set(&o.naming);
-	wopts.threads = o.threads;
 	install_stop_signals();
+	if (o.rotate) {
+		struct sigaction sa = { .sa_handler = on_cut_signal };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, NULL);
+	} else {
+		signal(SIGUSR1, SIG_IGN);	/* a period of its own only with --rotate */
+	}
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
 					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))
@@ -482,21 +740,22 @@ int cmd_record(int argc, char **argv)
 	run.pidfd = watch_process(run.pid);
 	find_interpreter(&run);
 	run.rec.profile.command = o.command ? o.command[0] : run.target.shown_path;
+	run.rotation.keep = o.keep;
+	/* period names derive from a copy: write_period reuses "output" */
+	run.output = strdup(output);
+	if (!run.output)
+		die("out of memory");
 	run.follower = (struct follower){ .session = run.session, .rec = &run.rec, .verbose = o.verbose };
 	record(&run);
-	fill_writer_options(&run, &wopts, &info);
-	if (writer_write_file(o.writer, &run.rec.profile, &wopts, output)) {
-		snprintf(err, sizeof(err), "cannot write %s: %s", output, strerror(errno));
-		end_command(&run);
-		die(err);
+	if (o.rotate) {
+		write_period(&run, output, log, sizeof(output));
+	} else {
+		write_outputs(&run, output, o.gc_log);
+		snprintf(log, sizeof(log), "%s", o.gc_log ? o.gc_log : "");
 	}
-	if (o.gc_log && report_gc_log(o.gc_log, &run.rec.analysis, &run.rec.profile,
-				      (uint64_t)(o.wait_threshold_ms * 1e6))) {
-		snprintf(err, sizeof(err), "cannot write %s: %s", o.gc_log, strerror(errno));
-		end_command(&run);
-		die(err);
-	}
-	print_summary(&run, output);
+	print_summary(&run, output, o.gc_log ? log : NULL);
+	rotation_free(&run.rotation);
+	free((char *)run.output);
 	session_close(run.session);
 	follower_free(&run.follower);
 	recorder_free(&run.rec);

@@ -218,6 +218,13 @@ uint32_t profile_frame(struct profile *p, const char *name, const char *file,
  * Creating a thread may move the array: earlier pointers from here are then
  * stale, so callers look a thread up again rather than keep its pointer.
  */
+void profile_drop_threads(struct profile *p)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		thread_free(&p->threads[i]);
+	p->nthreads = 0;
+}
+
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 {
 	struct thread_profile *t;

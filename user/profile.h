@@ -77,6 +77,8 @@ uint32_t profile_frame(struct profile *p, const char *name, const char *file,
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid);
 /* The thread's profile if it has one, else NULL (never adds one). */
 const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid);
+/* Forgets every thread and its samples; the frames stay (--rotate). */
+void profile_drop_threads(struct profile *p);
 /* Appends a sample; frames (root first) are copied. */
 int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s);

@@ -489,7 +489,7 @@ static int by_start(const void *x, const void *y)
 	return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
 }
 
-void recorder_finish(struct recorder *r, uint64_t end_ns)
+static void finish(struct recorder *r, uint64_t end_ns)
 {
 	size_t i;
 
@@ -514,4 +514,27 @@ void recorder_print_losses(const struct recorder *r, FILE *f)
 	if (r->unknown_stacks || r->failed)
 		fprintf(f, "ebpfprof: warning: %lu off-CPU records named a stack whose record was lost (shown without frames), %lu records not kept (out of memory)\n",
 			r->unknown_stacks, r->failed);
+}
+
+void recorder_finish(struct recorder *r, uint64_t end_ns)
+{
+	finish(r, end_ns);
+}
+
+/* A thread off the CPU at the cut needs nothing here: the kernel holds its
+ * switch-out and sends the interval when it ends, so the interval counts in
+ * the period in which it ends (from that period's start). */
+void recorder_cut_period(struct recorder *r, uint64_t end_ns)
+{
+	finish(r, end_ns);
+}
+
+void recorder_next_period(struct recorder *r, uint64_t start_ns)
+{
+	/* frames stay: the stacks of threads now off the CPU use their ids,
+	 * and a program's frames are few and come back in every period */
+	profile_drop_threads(&r->profile);
+	analysis_next_period(&r->analysis);
+	r->t0_ns = start_ns;
+	r->kept = 0;
 }

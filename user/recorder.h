@@ -76,4 +76,13 @@ void recorder_finish(struct recorder *r, uint64_t end_ns);
 /* What userspace could not keep, for the summary (nothing when all is well). */
 void recorder_print_losses(const struct recorder *r, FILE *f);
 
+/* --rotate: ends the current period at end_ns like recorder_finish, except
+ * that a thread still off the CPU stays so: its interval goes on into the
+ * next period. Write the profile, then call recorder_next_period. */
+void recorder_cut_period(struct recorder *r, uint64_t end_ns);
+/* Drops the period's samples and intervals, keeps processes, threads and
+ * frames, and starts the next period at start_ns (the last one's end). */
+void recorder_next_period(struct recorder *r, uint64_t start_ns);
+
+
 #endif

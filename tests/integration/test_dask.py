@@ -1,0 +1,267 @@
+"""The Dask package (python/ebpfprof_dask) on real clusters: a dask-scheduler
+with two dask-worker processes, and a LocalCluster with worker processes. The
+scheduler's GC pauses in the index and its GC log are checked against the
+collections the scheduler itself saw through gc.callbacks."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EBPFPROF, ROOT, Profile, cannot_run
+
+PYTHON = "/usr/bin/python3"
+sys.path.insert(0, str(ROOT / "python"))
+
+
+def need_distributed():
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        cannot_run("python3-distributed is not installed (scripts/deps.sh)")
+    if sys.executable != PYTHON and not os.path.realpath(sys.executable).startswith("/usr/bin/python3"):
+        cannot_run(f"the Dask tests run under Debian's {PYTHON}, not {sys.executable}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """dask-scheduler and two dask-worker processes (each with its nanny)."""
+    need_distributed()
+    from distributed import Client
+
+    port = free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs = [subprocess.Popen(["dask-scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", ":0"], stdout=subprocess.DEVNULL,
+                              stderr=open(logs / "scheduler.log", "w"), cwd=tmp_path)]
+    try:
+        for i in range(2):
+            procs.append(subprocess.Popen(["dask-worker", addr, "--nthreads", "1", "--dashboard-address", ":0",
+                                           "--local-directory", str(tmp_path / f"w{i}")],
+                                          stdout=subprocess.DEVNULL, stderr=open(logs / f"worker{i}.log", "w"),
+                                          cwd=tmp_path))
+        client = Client(addr, timeout=60)
+        client.wait_for_workers(2, timeout=120)
+        yield client, addr, procs[0].pid
+        client.close()
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def install_gc_watch(client):
+    """Records, in the scheduler, every collection as gc.callbacks sees it."""
+    def install(dask_scheduler=None):
+        import gc
+        import time
+
+        seen = []
+
+        def on_gc(phase, info):
+            seen.append((phase, time.monotonic(), info["generation"]))
+        gc.callbacks.append(on_gc)
+        dask_scheduler._ebpfprof_test_gc = seen
+        return True
+
+    client.run_on_scheduler(install)
+
+
+def scheduler_collections(client):
+    def take(dask_scheduler=None):
+        import gc
+        seen = dask_scheduler._ebpfprof_test_gc
+        gc.callbacks[:] = [c for c in gc.callbacks if getattr(c, "__name__", "") != "on_gc"]
+        out, start = [], None
+        for phase, t, gen in seen:
+            if phase == "start":
+                start = (t, gen)
+            elif start:
+                out.append({"start": start[0], "duration": t - start[0], "generation": gen})
+                start = None
+        return out
+
+    return client.run_on_scheduler(take)
+
+
+def churn_scheduler(client, rounds):
+    """Collections in the scheduler: cyclic garbage and gc.collect(), spread
+    over time without blocking its event loop."""
+    async def churn(rounds, dask_scheduler=None):
+        import asyncio
+        import gc
+
+        for i in range(rounds):
+            junk = []
+            for _ in range(10000):
+                a = []
+                a.append(a)
+                junk.append(a)
+            del junk
+            gc.collect(i % 3)
+            await asyncio.sleep(0.05)
+        return rounds
+
+    return client.run_on_scheduler(churn, rounds)
+
+
+def crunch_tasks(client, n):
+    def crunch_for_ebpfprof(i):
+        acc = 0
+        for k in range(200000):
+            acc ^= (k * 31) % 11
+        return acc + i
+
+    return client.gather(client.map(crunch_for_ebpfprof, range(n)))
+
+
+def wait_for_recorders(client, scheduler_pid, timeout=60):
+    """Until an ebpfprof runs as a child of the scheduler and of each worker,
+    and has had a second to attach."""
+    pids = {scheduler_pid, *client.run(os.getpid).values()}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        parents = set()
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = stat.read_text()
+            except OSError:
+                continue
+            if "(ebpfprof)" in text:
+                parents.add(int(text.rsplit(")", 1)[1].split()[1]))
+        if pids <= parents:
+            time.sleep(1.5)
+            return
+        time.sleep(0.1)
+    raise AssertionError("the recordings did not start")
+
+
+def crunch_weight(profile):
+    """The task's frame (a nested function: "crunch_tasks.<locals>.crunch_for_ebpfprof" on 3.11)."""
+    return sum(w for names, w in profile.stacks() if any(n.endswith("crunch_for_ebpfprof") for n in names))
+
+
+def matched(log_gcs, truth, t0, duration):
+    """Every collection of the truth inside the recording, found in the log."""
+    inside = [c for c in truth if t0 + 0.05 < c["start"] < t0 + duration - 0.05]
+    starts = sorted(t0 + g["start_s"] for g in log_gcs)
+    missing = [c for c in inside if not any(abs(s - c["start"]) < 0.005 for s in starts)]
+    return inside, missing
+
+
+def test_cli_on_dask_scheduler_and_two_workers(cluster, tmp_path):
+    client, addr, scheduler_pid = cluster
+    install_gc_watch(client)
+    out = tmp_path / "profiles"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), EBPFPROF_DASK_COMMAND=str(EBPFPROF))
+    cli = subprocess.Popen([PYTHON, "-m", "ebpfprof_dask", "--scheduler", addr, "-d", "16", "-o", str(out),
+                            "--gc-log", "--idle"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    # the work happens while the CLI records
+    wait_for_recorders(client, scheduler_pid)
+    assert len(crunch_tasks(client, 20)) == 20
+    assert churn_scheduler(client, 30) == 30
+    work_end = time.monotonic()
+    stdout, stderr = cli.communicate(timeout=120)
+    assert cli.returncode == 0, stderr
+    index = json.loads((out / "index.json").read_text())
+    procs = index["processes"]
+    assert [p["role"] for p in procs] == ["scheduler", "worker", "worker"], procs
+    assert procs[0]["pid"] == scheduler_pid
+    assert all("error" not in p for p in procs), procs
+    assert "scheduler" in stdout.splitlines()[1]
+    for p in procs:
+        prof = Profile(out / p["profile"])
+        assert prof.threads(), p
+        assert p["recorded_s"] > 10
+    workers_crunch = sum(crunch_weight(Profile(out / p["profile"], check=False)) for p in procs[1:])
+    assert workers_crunch > 0, "the tasks' function is in the workers' profiles"
+
+    # the scheduler's GC figures against its own gc.callbacks
+    truth = scheduler_collections(client)
+    head = json.loads((out / procs[0]["gc_log"]).read_text().splitlines()[0])
+    gcs = [json.loads(l) for l in (out / procs[0]["gc_log"]).read_text().splitlines()[1:]]
+    gcs = [g for g in gcs if g["type"] == "gc"]
+    assert work_end < head["monotonic_start_s"] + head["duration_s"], "the work outlasted the recording"
+    inside, missing = matched(gcs, truth, head["monotonic_start_s"], head["duration_s"])
+    assert len(inside) >= 30 and not missing, (len(inside), missing[:3])
+    assert abs(procs[0]["gc_count"] - len(inside)) <= 2, (procs[0]["gc_count"], len(inside))
+    truth_total = sum(c["duration"] for c in inside)
+    # gc.callbacks time a little more (the callbacks run inside the collection's bounds)
+    assert procs[0]["gc_total_s"] == pytest.approx(truth_total, rel=0.25, abs=0.005), \
+        (procs[0]["gc_total_s"], truth_total)
+    gens = {str(g): sum(1 for c in inside if c["generation"] == g) for g in (0, 1, 2)}
+    for g, n in gens.items():
+        got = procs[0]["gc_by_generation"].get(g, {"count": 0})["count"]
+        assert abs(got - n) <= 2, (g, got, n)
+
+
+def test_errors_per_worker_are_reported(cluster, tmp_path):
+    client, addr, scheduler_pid = cluster
+    sys.path.insert(0, str(ROOT / "python"))
+    import ebpfprof_dask
+
+    workers = sorted(client.ncores())
+    victim = client.run(os.getpid, workers=[workers[1]])[workers[1]]
+    # a command that fails for one worker only
+    wrapper = tmp_path / "ebpfprof-wrapper"
+    wrapper.write_text(f"#!/bin/sh\nif [ \"$PPID\" = {victim} ]; then echo 'ebpfprof: simulated failure' >&2;"
+                       f" exit 1; fi\nexec {EBPFPROF} \"$@\"\n")
+    wrapper.chmod(0o755)
+    out = tmp_path / "p"
+    with ebpfprof_dask.profile(client, out, command=[str(wrapper)]) as session:
+        crunch_tasks(client, 6)
+    procs = session.results
+    assert [p.get("error") for p in procs] == [None, None, "ebpfprof: simulated failure"], procs
+    assert procs[2]["pid"] == victim
+    assert "error: ebpfprof: simulated failure" in (out / "index.txt").read_text()
+    assert len(list(out.glob("*.speedscope.json"))) == 2
+
+    # --workers N, and a command that cannot run anywhere: reported, exit 1
+    res = subprocess.run([PYTHON, "-m", "ebpfprof_dask", "--scheduler", addr, "-d", "1", "-o",
+                          str(tmp_path / "q"), "--workers", "1", "--command", "/nonexistent/ebpfprof"],
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python")), capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 1
+    index = json.loads((tmp_path / "q" / "index.json").read_text())
+    assert [p["role"] for p in index["processes"]] == ["scheduler", "worker"]
+    assert all("cannot run /nonexistent/ebpfprof" in p["error"] for p in index["processes"])
+
+
+def test_context_manager_on_local_cluster_with_processes(tmp_path):
+    need_distributed()
+    from distributed import Client, LocalCluster
+    import ebpfprof_dask
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
+            Client(lc) as client:
+        client.wait_for_workers(2, timeout=120)
+        worker_pids = set(client.run(os.getpid).values())
+        with ebpfprof_dask.profile(client, tmp_path / "lc", gc_log=True, command=[str(EBPFPROF)]) as session:
+            time.sleep(1)
+            crunch_tasks(client, 12)
+    procs = session.results
+    assert [p["role"] for p in procs] == ["scheduler", "worker", "worker"], procs
+    assert all("error" not in p for p in procs), procs
+    assert procs[0]["pid"] == os.getpid()      # the LocalCluster's scheduler runs here
+    assert {p["pid"] for p in procs[1:]} == worker_pids
+    crunch = [crunch_weight(Profile(tmp_path / "lc" / p["profile"])) for p in procs[1:]]
+    assert sum(crunch) > 0, crunch
+    assert (tmp_path / "lc" / procs[0]["gc_log"]).exists()

@@ -1,0 +1,91 @@
+"""Continuous mode: --rotate writes one complete profile and GC log per period
+without detaching, named with the period's start time; --keep deletes the
+oldest; SIGUSR1 writes the current period at once; memory stays flat."""
+import re
+import signal
+import subprocess
+import time
+
+from conftest import EBPFPROF, Profile, read_gc_log, require_interpreter
+
+STAMP = r"\d{8}-\d{6}\.\d{3}"
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
+def test_rotate_2s_for_60s_writes_30_profiles_with_flat_rss(workloads, tmp_path):
+    interp = require_interpreter("debian-3.11")
+    w = workloads(interp, "thread_mix.py", seconds=90)
+    rec = subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "--rotate", "2", "-d", "60", "--idle",
+                            "--gc-log", str(tmp_path / "gc.jsonl"), "-o", str(tmp_path / "app.speedscope.json")],
+                           stderr=subprocess.PIPE, text=True)
+    rss = {}
+    start = time.monotonic()
+    while rec.poll() is None:
+        t = time.monotonic() - start
+        kb = rss_kb(rec.pid) if t < 59 else None
+        if kb:
+            rss[round(t)] = kb
+        time.sleep(1)
+    err = rec.stderr.read()
+    assert rec.returncode == 0, err
+    profiles = sorted(tmp_path.glob("app-*.speedscope.json"))
+    logs = sorted(tmp_path.glob("gc-*.jsonl"))
+    assert len(profiles) == 30, [p.name for p in profiles]
+    assert len(logs) == 30
+    assert all(re.fullmatch(f"app-{STAMP}.speedscope.json", p.name) for p in profiles)
+    assert [p.name[4:23] for p in profiles] == [l.name[3:22] for l in logs]
+    total = 0.0
+    for i, (path, log) in enumerate(zip(profiles, logs)):
+        p = Profile(path)
+        head, _, waits = read_gc_log(log)
+        total += head["duration_s"]
+        assert 1.5 < head["duration_s"] < 2.6, (path.name, head)
+        # the reader is blocked in recv the whole run: every period has its
+        # wait, continued across the cuts, and nearly the whole period of it
+        reader = p.profile("reader")
+        io = sum(w for s, w in zip(reader["samples"], reader["weights"])
+                 if s and p.frames[s[-1]]["name"] == "[I/O wait]")
+        assert io / 1e9 > 0.8 * head["duration_s"], (path.name, io, head)
+        assert p.weight_with("spinner") > 0, path.name
+    assert 57 < total < 61
+    # flat: what the profiler holds after 20 s is what it holds at the end
+    later = [kb for t, kb in rss.items() if t >= 20]
+    assert rss and later, rss
+    base = rss[min(t for t in rss if t >= 20)]
+    print(f"ebpfprof RSS (kB) by second: {rss}")
+    assert max(later) - base < max(2048, base // 10), rss
+
+
+def test_keep_and_sigusr1(workloads, tmp_path):
+    interp = require_interpreter("debian-3.11")
+    w = workloads(interp, "two_hot.py", seconds=60)
+    rec = subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "--rotate", "3600", "--keep", "2", "-d", "6",
+                            "--gc-log", str(tmp_path / "gc.jsonl"), "-o", str(tmp_path / "p.speedscope.json")],
+                           stderr=subprocess.PIPE, text=True)
+    for _ in range(3):
+        time.sleep(1.5)
+        rec.send_signal(signal.SIGUSR1)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    # three periods on request and the last: only the newest two are kept
+    assert len(re.findall(r"ebpfprof: period \d: ", err)) == 3, err
+    profiles = sorted(tmp_path.glob("p-*.speedscope.json"))
+    assert len(profiles) == 2 and len(list(tmp_path.glob("gc-*.jsonl"))) == 2
+    for path in profiles:
+        assert Profile(path).weight_with("crunch_a") > 0
+
+
+def test_rotate_option_errors():
+    for args, needle in ((["--rotate", "0", "--pid", "1"], "invalid rotation period: 0"),
+                         (["--rotate", "x", "--pid", "1"], "invalid rotation period: x"),
+                         (["--keep", "3", "--pid", "1"], "--keep needs --rotate"),
+                         (["--rotate", "5", "--keep", "0", "--pid", "1"], "invalid --keep: 0")):
+        res = subprocess.run([str(EBPFPROF), *args], capture_output=True, text=True, timeout=30)
+        assert res.returncode == 2 and needle in res.stderr.splitlines()[0], res.stderr

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * --rotate SECONDS / --keep N: the names of each period's files (the
+ * output's name with the period's start time before its suffix) and the
+ * deletion of the oldest ones this run wrote beyond N.
+ */
+#ifndef EP_ROTATE_H
+#define EP_ROTATE_H
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct rotation {
+	unsigned keep;		/* 0: keep every period */
+	char **written;		/* the oldest first: a profile, then its log */
+	size_t nwritten, cap;
+	unsigned files_per_period;
+	unsigned periods;	/* written so far */
+};
+
+/* base "dir/app.speedscope.json", suffix ".speedscope.json", start time t
+ * (and its milliseconds) -> "dir/app-20261123-193000.123.speedscope.json";
+ * a base without the suffix gets the time at its end. */
+void period_name(char *out, size_t len, const char *base, const char *suffix,
+		 time_t t, unsigned ms);
+/* Notes a period's files (NULL ends the list) and deletes the oldest periods
+ * beyond r->keep. 0, or -1 when a name could not be kept. */
+int rotation_written(struct rotation *r, const char *const *paths);
+void rotation_free(struct rotation *r);
+
+#endif
