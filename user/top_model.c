@@ -191,13 +191,12 @@ static void release_intervals(struct interval_list *l, size_t *cursor)
 
 void top_model_release(struct top_model *m, struct profile *p, struct analysis *a)
 {
-	size_t i, j;
+	size_t i;
 
 	for (i = 0; i < p->nthreads && i < m->ncursors; i++) {
 		struct thread_profile *t = &p->threads[i];
 
-		for (j = 0; j < m->sample_cursor[i] && j < t->nsamples; j++)
-			free(t->samples[j].frames);
+		/* a sample's frames belong to the profile's stack store */
 		memmove(t->samples, t->samples + m->sample_cursor[i],
 			(t->nsamples - m->sample_cursor[i]) * sizeof(*t->samples));
 		t->nsamples -= m->sample_cursor[i];
