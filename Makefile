@@ -12,11 +12,19 @@ BPFTOOL    ?= bpftool
 CC         ?= cc
 ARCH       := $(shell uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 MULTIARCH  := $(shell $(CC) -dumpmachine)
+# Warnings: -Wall -Wextra everywhere. A parameter a fixed signature imposes but
+# the function does not need (a writer callback, cmocka's state, a placeholder
+# subcommand) is marked with (void)name; -Wunused-parameter stays on so that a
+# parameter forgotten by mistake still shows. snprintf truncation is not warned
+# about: messages and paths are cut to their buffers on purpose.
+# WERROR=1 turns warnings into errors; CI (CI=true) sets it, users need not.
+WERROR     ?= $(if $(filter true,$(CI)),1,0)
+WERROR_FLAG := $(if $(filter 1,$(WERROR)),-Werror)
 CFLAGS     ?= -O2 -g
-CFLAGS     += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -std=gnu11 -DEP_VERSION='"$(VERSION)"'
+CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 INCLUDES   := -I$(OUTPUT) -Iinclude -Iuser
 LDLIBS     := -lbpf -lelf -lz -ljansson -lm
-BPF_CFLAGS := -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \
+BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -30,6 +38,8 @@ LIB        := $(OUTPUT)/libebpfprof.a
 PYTHON     ?= /usr/bin/python3
 
 .PHONY: all deps demo test unit unit-bins integration bench vmtest clean
+# a recipe that fails leaves no half-written target behind for the next make
+.DELETE_ON_ERROR:
 all: ebpfprof
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:

@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: installs what is missing (Debian
 # packages, the speedscope checker, the version chroots), builds, runs the
 # cmocka unit tests, then the pytest integration tests against real Python
-# processes with the real BPF programs. Exits non-zero if anything failed;
-# pytest's closing line comes last.
+# processes with the real BPF programs, and the VM tests (vmtests/).
+# Under CI=true the Makefile builds with -Werror. Exits non-zero if anything
+# failed; pytest's closing line comes last.
 set -u
 cd "$(dirname "$0")/.."
 status=0

@@ -5,6 +5,8 @@
 
 int cmd_dump(int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	fprintf(stderr, "ebpfprof dump: not available yet in this build\n");
 	return 2;
 }

@@ -5,6 +5,8 @@
 
 int cmd_top(int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	fprintf(stderr, "ebpfprof top: not available yet in this build\n");
 	return 2;
 }

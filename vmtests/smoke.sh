@@ -1,6 +1,6 @@
 #!/bin/sh
 # vmtests/smoke.sh - the checks vmtests/run.sh runs inside each test kernel
-# (as root, in the repository, under run-in-vm.sh). Can also be run as is on
+# (as root, in the repository, booted by vmtests/boot.sh). Can also be run as is on
 # any host (root) as a quick end-to-end check of ./ebpfprof.
 #
 #   btf      /sys/kernel/btf/vmlinux exists (CO-RE needs the kernel's BTF)
