@@ -135,7 +135,7 @@ static void line_label(char *out, size_t len, const struct diff_line *l)
 	}
 }
 
-static void print_change(FILE *f, const struct diff *d, const struct diff_line *l, int rank)
+static void print_change(FILE *f, const struct diff_line *l, int rank)
 {
 	char label[512], rel[32];
 	int count = l->kind == LINE_GC_COUNT;
@@ -145,7 +145,7 @@ static void print_change(FILE *f, const struct diff *d, const struct diff_line *
 	fmt_rel(rel, sizeof(rel), l);
 	fprintf(f, "  %2d. %-48s %8.3f %s -> %8.3f %s  %6s  (%+.3f %s per s)\n", rank, label,
 		l->amount[0], count ? "" : "s", l->amount[1], count ? "" : "s", rel,
-		count ? l->delta : l->delta, count ? "collections" : "s");
+		l->delta, count ? "collections" : "s");
 }
 
 /* By score, in whole percent (99.9% gone ranks with 100% gone), then the
@@ -189,7 +189,7 @@ static void print_changes(FILE *f, const struct diff *d)
 	if (!nall)
 		fprintf(f, "  none: every difference is within the noise\n");
 	for (i = 0; i < nall; i++)
-		print_change(f, d, all[i], (int)i + 1);
+		print_change(f, all[i], (int)i + 1);
 }
 
 static void print_states(FILE *f, const struct diff *d)

@@ -99,6 +99,8 @@ static void test_gc_gone_is_a_change_and_same_is_noise(void **state)
 	struct diff d;
 	const struct diff_line *gc, *cpu;
 
+	(void)state;
+
 	make_run(&a, 10, 2.0, 4.0, "work", 4.0, 0);
 	make_run(&b, 10, 0.0, 4.1, "work", 4.1, 0);
 	run_diff(&d, &a, 1, &b, 1);
@@ -120,6 +122,8 @@ static void test_per_second_compares_runs_of_different_lengths(void **state)
 	struct recording a, b;
 	struct diff d;
 
+	(void)state;
+
 	/* twice as long, twice the time: the same per second */
 	make_run(&a, 5, 1.0, 2.0, "work", 2.0, 0);
 	make_run(&b, 10, 2.0, 4.0, "work", 4.0, 0);
@@ -137,6 +141,8 @@ static void test_twice_slower_function(void **state)
 	struct recording a, b;
 	struct diff d;
 	const struct diff_line *self, *total;
+
+	(void)state;
 
 	make_run(&a, 10, 0, 2.0, "slow", 1.0, 0);
 	make_run(&b, 10, 0, 3.0, "slow", 2.0, 1);
@@ -158,6 +164,8 @@ static void test_small_changes_need_to_matter(void **state)
 	struct recording a, b;
 	struct diff d;
 
+	(void)state;
+
 	/* 5 ms per second more: sure, but under the 10 ms/s floor */
 	make_run(&a, 100, 0.5, 1.0, "work", 1.0, 0);
 	make_run(&b, 100, 1.0, 1.0, "work", 1.0, 0);
@@ -173,6 +181,8 @@ static void test_several_runs_use_their_spread(void **state)
 	(void)state;
 	struct recording a[3], b[3], c[3];
 	struct diff d;
+
+	(void)state;
 
 	/* +20% with runs spread by +-30%: within noise */
 	make_run(&a[0], 10, 1.0, 3, "w", 3, 0);
