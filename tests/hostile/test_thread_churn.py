@@ -32,8 +32,14 @@ def test_waits_after_thread_churn_are_all_logged(workloads, tmp_path):
     t0 = head["monotonic_start_s"]
     naps = [x for x in waits if x["tid"] == w.pid and x["reason"] == "sleep"
             and truth["begin"] - 1e-3 <= t0 + x["start_s"] <= truth["end"]
-            and x["duration_s"] >= 0.019]
-    assert len(naps) == truth["naps"], (len(naps), err)
+            and x["duration_s"] >= 0.010]
+    # every 20 ms nap is a wait over the 10 ms threshold, logged whole; on a
+    # loaded machine a preemption on the way into the sleep can take a few
+    # ms of one off it (shown as [preempted]), hence the 10 ms bound and one
+    # nap of slack; before the fix 0 to 1 of 40 were logged
+    slept = sum(x["duration_s"] for x in naps)
+    assert len(naps) >= truth["naps"] - 1, (len(naps), err)
+    assert slept >= 0.9 * truth["naps"] * 0.020, (slept, err)
     assert all(any(f["name"] == "nap" for f in x["stack"]) for x in naps)
     # nothing was lost or refused by a full map, and the summary says so
     assert "intervals timed exactly in the kernel" in err
