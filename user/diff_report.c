@@ -140,7 +140,6 @@ static void print_change(FILE *f, const struct diff_line *l, int rank)
 	char label[512], rel[32];
 	int count = l->kind == LINE_GC_COUNT;
 
-	(void)d;
 	line_label(label, sizeof(label), l);
 	fmt_rel(rel, sizeof(rel), l);
 	fprintf(f, "  %2d. %-48s %8.3f %s -> %8.3f %s  %6s  (%+.3f %s per s)\n", rank, label,
