@@ -21,7 +21,7 @@
 # the host except OUT_DIR.
 #
 # Environment: VMTEST_SMP (guest CPUs, default 1), VMTEST_MEM (default 1G),
-# VMTEST_TIMEOUT (seconds, default 180), SMOKE_EBPFPROF (passed to smoke.sh).
+# VMTEST_TIMEOUT (seconds, default 600), SMOKE_EBPFPROF (passed to smoke.sh).
 #
 # Exit status: smoke.sh's; 124 when the guest ran out of time; 125 when it
 # ended without a status (kernel panic, init failure: the console's tail is
@@ -37,7 +37,7 @@ OUT=$(cd "$2" 2>/dev/null && pwd) || die "no directory $2"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 SMP=${VMTEST_SMP:-1}
 MEM=${VMTEST_MEM:-1G}
-TIMEOUT=${VMTEST_TIMEOUT:-180}
+TIMEOUT=${VMTEST_TIMEOUT:-600}
 
 vmlinuz=$(ls "$KDIR"/boot/vmlinuz-* 2>/dev/null | head -n1)
 [ -r "$vmlinuz" ] || die "no boot/vmlinuz-* in $KDIR (run vmtests/setup.sh)"
@@ -101,6 +101,7 @@ rm -f "$OUT/started" "$OUT/status" "$OUT/timing"
 # thread=single: QEMU 7.2's multi-threaded TCG crashed guests while the kernel
 # patched its own code (BPF attach/detach) on one vCPU as another ran it.
 # panic=-1 with -no-reboot: a panic or an oops ends QEMU at once.
+# (a comma in a path is doubled: QEMU's option syntax)
 share=security_model=none,multidevs=remap
 t0=$(date +%s.%N)
 timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot \
@@ -109,7 +110,7 @@ timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config -display 
 	-append "console=ttyS0 quiet panic=-1 oops=panic" \
 	-serial "file:$OUT/console.log" -monitor none \
 	-virtfs "local,path=/,mount_tag=hostroot,readonly=on,$share" \
-	-virtfs "local,path=$OUT,mount_tag=out,$share" \
+	-virtfs "local,path=${OUT//,/,,},mount_tag=out,$share" \
 	< /dev/null > "$WORK/qemu.err" 2>&1 &
 QEMU_PID=$!
 tail -n +1 -s 0.2 -F --pid=$QEMU_PID "$OUT/output.log" 2>/dev/null &

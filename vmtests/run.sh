@@ -24,8 +24,10 @@
 #
 # Environment: VMTEST_SMP (guest CPUs, default 1: BPF attach under TCG is
 # fastest that way), VMTEST_MEM (default 1G), EBPFPROF_VMTEST_TIMEOUT (seconds
-# per kernel, default 180), SMOKE_EBPFPROF (test another ebpfprof binary than
-# ./ebpfprof, e.g. a candidate fix built elsewhere; passed into the guest).
+# per kernel, default 600: a guard against a hung guest, not a speed limit;
+# on a busy machine one kernel took over 3 minutes), SMOKE_EBPFPROF (test
+# another ebpfprof binary than ./ebpfprof, e.g. a candidate fix built
+# elsewhere; passed into the guest).
 set -uo pipefail
 prog=vmtests/run.sh
 ALL_KERNELS="6.1 6.12"
@@ -51,7 +53,7 @@ KERNELS=${KERNELS:-$ALL_KERNELS}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 KCACHE=${EBPFPROF_KERNELS:-/var/cache/ebpfprof/kernels}
 LOGROOT=${EBPFPROF_VMTEST_LOGS:-$REPO/build/vmtest}
-export VMTEST_TIMEOUT=${EBPFPROF_VMTEST_TIMEOUT:-180}
+export VMTEST_TIMEOUT=${EBPFPROF_VMTEST_TIMEOUT:-600}
 export VMTEST_SMP=${VMTEST_SMP:-1} VMTEST_MEM=${VMTEST_MEM:-1G}
 
 # Problems that fail every kernel alike: one FAIL line per kernel, then the total.
