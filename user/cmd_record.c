@@ -258,7 +258,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (!o->pid && !o->pids && !o->match && !o->command)
 			argp_error(state, "nothing to profile: give --pid PID, --match REGEX or -- COMMAND");
 		if (!!(o->pid || o->pids) + !!o->match + !!o->command > 1)
-			argp_error(state, "give one of --pid, --match or a command");
+			argp_error(state, "give either --pid, --match or a command, not both");
 		if (o->keep && !o->rotate)
 			argp_error(state, "--keep needs --rotate");
 		break;
@@ -435,7 +435,7 @@ static void cut_period(struct run *run, uint64_t now)
 
 static void record(struct run *run)
 {
-	uint64_t deadline = 0, next_names = 0, next_cut = 0, now, end;
+	uint64_t deadline = 0, next_names = 0, next_cut = 0, last_cut = 0, now, end;
 	struct progress progress;
 
 	run->gc_probe = session_attach_gc(run->session, &run->target);
@@ -461,7 +461,7 @@ static void record(struct run *run)
 		now = monotonic_ns();
 		/* the same request twice (to every ebpfprof process, and passed
 		 * on by the one that started this one): one period */
-		if (cut_requested && now < run->rec.t0_ns + 250000000ull)
+		if (cut_requested && last_cut && now < last_cut + 250000000ull)
 			cut_requested = 0;
 		/* not at the very end: the last period is written as the recording ends */
 		if (next_cut && (now >= next_cut || cut_requested) && (!deadline || now + 1000000 < deadline)) {
@@ -469,6 +469,7 @@ static void record(struct run *run)
 			while (session_poll(run->session, 0) > 0)
 				;
 			cut_period(run, now);
+			last_cut = now;
 			/* on the grid from the start: lateness does not add up */
 			while (next_cut <= now)
 				next_cut += (uint64_t)(run->o->rotate * 1e9);

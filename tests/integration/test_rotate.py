@@ -6,7 +6,11 @@ import signal
 import subprocess
 import time
 
-from conftest import EBPFPROF, Profile, read_gc_log, require_interpreter
+import json
+
+import jsonschema
+
+from conftest import EBPFPROF, SCHEMA, Profile, cannot_run, read_gc_log, require_interpreter
 
 STAMP = r"\d{8}-\d{6}\.\d{3}"
 
@@ -42,8 +46,17 @@ def test_rotate_2s_for_60s_writes_30_profiles_with_flat_rss(workloads, tmp_path)
     assert all(re.fullmatch(f"app-{STAMP}.speedscope.json", p.name) for p in profiles)
     assert [p.name[4:23] for p in profiles] == [l.name[3:22] for l in logs]
     total = 0.0
+    if not SCHEMA.exists():
+        cannot_run("speedscope schema not installed (scripts/deps-speedscope.sh)")
+    schema = json.loads(SCHEMA.read_text())
     for i, (path, log) in enumerate(zip(profiles, logs)):
-        p = Profile(path)
+        # every period follows speedscope's schema; three of them (first,
+        # middle, last) are also imported in speedscope's app at the end
+        if i in (0, 15, 29):
+            p = Profile(path)
+        else:
+            p = Profile(path, check=False)
+            jsonschema.validate(p.doc, schema)
         head, _, waits = read_gc_log(log)
         total += head["duration_s"]
         assert 1.5 < head["duration_s"] < 2.6, (path.name, head)
