@@ -424,6 +424,7 @@ static void cut_period(struct run *run, uint64_t now)
 	double secs;
 
 	clock_gettime(CLOCK_REALTIME, &next_start);
+	session_cut_period(run->session, run->pid);
 	recorder_cut_period(&run->rec, now);
 	secs = run->rec.profile.duration_ns / 1e9;
 	write_period(run, prof, log, sizeof(prof));

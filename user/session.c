@@ -234,8 +234,9 @@ int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_
 }
 
 /* Thread tid of pid is off the CPU now: deliver its interval up to now as the
- * kernel would at its switch-in (record with its stack, and totals). */
-static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t now)
+ * kernel would at its switch-in (record with its stack, and totals). keep:
+ * the interval goes on from now (--rotate's cut), else it is closed. */
+static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t now, int keep)
 {
 	struct ep_offcpu_task st;
 	struct ep_offcpu_record rec = { .kind = EP_EV_OFFCPU };
@@ -274,13 +275,17 @@ static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t 
 	}
 	if (s->on_event)
 		s->on_event(s->ctx, &rec, sizeof(rec));
-	/* closed here: the kernel must not count it again when the thread runs */
-	st.off_ts = 0;
+	/* closed here: the kernel must not count it again when the thread runs,
+	 * or, at a cut, only what comes after it */
+	st.off_ts = keep ? now : 0;
+	if (keep && st.reason == EP_OFF_GIL && !(st.flags & EP_IV_OWN_GC) &&
+	    !gc_clock_now(s, pid, now, &clock_now))
+		st.gc_clock_out = clock_now;
 	bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &st, BPF_EXIST);
 	close(fd);
 }
 
-static void close_open_intervals(struct session *s, pid_t pid)
+static void close_open_intervals(struct session *s, pid_t pid, int keep)
 {
 	uint64_t now = monotonic_ns();
 	char path[64];
@@ -293,7 +298,7 @@ static void close_open_intervals(struct session *s, pid_t pid)
 		return;
 	while ((de = readdir(dir)))
 		if (de->d_name[0] != '.')
-			close_open_interval(s, pid, atoi(de->d_name), now);
+			close_open_interval(s, pid, atoi(de->d_name), now, keep);
 	closedir(dir);
 }
 
@@ -323,9 +328,15 @@ void session_remove_process(struct session *s, pid_t pid)
 {
 	__u32 key = pid;
 
-	close_open_intervals(s, pid);
+	close_open_intervals(s, pid, 0);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key);
+	drain_totals(s);
+}
+
+void session_cut_period(struct session *s, pid_t pid)
+{
+	close_open_intervals(s, pid, 1);
 	drain_totals(s);
 }
 
