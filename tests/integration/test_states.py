@@ -66,7 +66,10 @@ def test_thread_states_are_classified(workloads, out, tmp_path):
     prof = Profile(path)
     for spinner in ("spinner-1", "spinner-2"):
         s = thread_totals(prof, spinner)
-        assert 0.30 <= s["[GIL wait]"] <= 0.70, (spinner, s)
+        # two spinners and a main thread share one GIL: a large share of GIL
+        # wait, less on a loaded machine where other jobs preempt them too
+        # (measured 0.25-0.38 with the old and the new off-CPU path alike)
+        assert 0.20 <= s["[GIL wait]"] <= 0.70, (spinner, s)
     locker = thread_totals(prof, "locker")
     assert locker["[lock wait]"] >= 0.9 and locker["[GIL wait]"] == 0, locker
     assert thread_totals(prof, "reader")["[I/O wait]"] >= 0.9
