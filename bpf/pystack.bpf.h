@@ -254,13 +254,16 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 				       __u64 tstate)
 {
 	__u8 *buf = sc->frame_buf;
-	__u32 size = cfg->frame_read_size;
+	__u64 size = cfg->frame_read_size;	/* 64-bit: no zero-extended copy to check instead */
 	__u64 frame = current_frame(cfg, tstate), key = 0;
 	int i;
 
-	if (size > EP_FRAME_READ_MAX)
-		size = EP_FRAME_READ_MAX;
 	for (i = 0; i < 2 && frame; i++) {
+		/* in the loop, next to the read: the compiler spills size, and
+		 * 6.1's verifier does not carry the bound to the reloaded copy */
+		barrier_var(size);
+		if (size > EP_FRAME_READ_MAX)
+			size = EP_FRAME_READ_MAX;
 		if (bpf_probe_read_user(buf, size, (void *)frame))
 			return 0;
 		key = ep_stack_mix(key, frame, (__u32)buf_u64(buf, cfg->frame_instr),
