@@ -56,15 +56,38 @@ def test_man_page_lints_clean():
         assert section in rendered.stdout
 
 
+def help_options(*subcommand):
+    """The long and short options a --help lists, before its examples."""
+    res = subprocess.run([str(EBPFPROF), *subcommand, "--help"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    listing = res.stdout.split("Examples:")[0]
+    longs = set(re.findall(r"--([a-z][a-z-]+)", listing))
+    shorts = set(re.findall(r"^ +-([A-Za-z?]), --", listing, re.MULTILINE))
+    return longs, shorts
+
+
+def man_escaped(option):
+    return option.replace("-", "\\-")
+
+
 @pytest.mark.nobpf
 def test_man_page_documents_every_option_and_subcommand():
     if not EBPFPROF.exists():
         cannot_run("ebpfprof is not built (run make)")
-    helptext = subprocess.run([str(EBPFPROF), "--help"], capture_output=True, text=True).stdout
-    options = set(re.findall(r"--([a-z][a-z-]+)", helptext.split("Examples:")[0]))
-    assert {"pid", "match", "duration", "output", "gc-log"} <= options
     page = MAN.read_text()
-    for opt in sorted(options):
-        assert "\\-\\-" + opt.replace("-", "\\-") in page, f"--{opt} is not in the man page"
+    longs, shorts = help_options()
+    assert {"pid", "match", "duration", "output", "gc-log"} <= longs
+    assert {"p", "m", "d", "o", "G"} <= shorts
+    for sub in ("", "diff", "dump", "top"):
+        if sub:
+            longs, shorts = help_options(sub)
+            assert longs and shorts, f"ebpfprof {sub} --help lists no options"
+        where = f"ebpfprof {sub}".strip()
+        for opt in sorted(longs):
+            assert "\\-\\-" + man_escaped(opt) in page, f"{where}: --{opt} is not in the man page"
+        for opt in sorted(shorts):
+            # on a .B/.BR line, the form an option's heading takes
+            heading = r"^\.BR? .*\\-" + re.escape(opt) + r"(?![A-Za-z\\])"
+            assert re.search(heading, page, re.MULTILINE), f"{where}: -{opt} is not in the man page"
     for sub in ("record", "diff", "dump", "top"):
         assert f".B {sub}\n" in page, f"subcommand {sub} is not in the man page"
