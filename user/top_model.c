@@ -184,7 +184,8 @@ static void release_intervals(struct interval_list *l, size_t *cursor)
 	for (size_t i = 0; i < *cursor && i < l->n; i++)
 		free(l->v[i].frames);
 	/* intervals added after the update (none: the caller is single-threaded) stay */
-	memmove(l->v, l->v + *cursor, (l->n - *cursor) * sizeof(*l->v));
+	if (l->n > *cursor)
+		memmove(l->v, l->v + *cursor, (l->n - *cursor) * sizeof(*l->v));
 	l->n -= *cursor;
 	*cursor = 0;
 }
@@ -197,8 +198,9 @@ void top_model_release(struct top_model *m, struct profile *p, struct analysis *
 		struct thread_profile *t = &p->threads[i];
 
 		/* a sample's frames belong to the profile's stack store */
-		memmove(t->samples, t->samples + m->sample_cursor[i],
-			(t->nsamples - m->sample_cursor[i]) * sizeof(*t->samples));
+		if (t->nsamples > m->sample_cursor[i])
+			memmove(t->samples, t->samples + m->sample_cursor[i],
+				(t->nsamples - m->sample_cursor[i]) * sizeof(*t->samples));
 		t->nsamples -= m->sample_cursor[i];
 		m->sample_cursor[i] = 0;
 	}
