@@ -221,12 +221,14 @@ int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_
 	gc_clock_now(s, st->pid, st->off_ts, &clock);
 	copy.gc_clock_out = clock;
 	if (fd < 0) {
+		if (errno == ESRCH)	/* it exited meanwhile: nothing to seed */
+			return 0;
 		s->seed_failed++;
 		return -1;
 	}
 	rc = bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &copy, BPF_NOEXIST);
-	if (rc && errno == EEXIST)
-		rc = 0;		/* it ran meanwhile: the kernel has its own record */
+	if (rc && (errno == EEXIST || errno == ESRCH))
+		rc = 0;		/* it ran meanwhile (the kernel has its own record) or exited */
 	else if (rc)
 		s->seed_failed++;
 	close(fd);

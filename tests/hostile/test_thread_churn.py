@@ -43,4 +43,5 @@ def test_waits_after_thread_churn_are_all_logged(workloads, tmp_path):
     assert all(any(f["name"] == "nap" for f in x["stack"]) for x in naps)
     # nothing was lost or refused by a full map, and the summary says so
     assert "intervals timed exactly in the kernel" in err
-    assert "map updates failed" not in err, err
+    # the losses line may be there for other reasons ("0 kernel map updates failed, ...")
+    assert not __import__("re").search(r"\b[1-9][0-9]* kernel map updates failed", err), err
