@@ -50,19 +50,25 @@ static void seed_one(struct session *s, struct recorder *r, const struct py_targ
 	free(ev);
 }
 
+struct seeding {
+	struct session *s;
+	struct recorder *r;
+	const struct py_target *t;
+	uint64_t ts_ns;
+};
+
+static int seed_task(pid_t tid, void *ctx)
+{
+	struct seeding *sd = ctx;
+
+	seed_one(sd->s, sd->r, sd->t, tid, sd->ts_ns);
+	return 0;
+}
+
 void seed_blocked_threads(struct session *s, struct recorder *r,
 			  const struct py_target *t, uint64_t ts_ns)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
+	struct seeding sd = { s, r, t, ts_ns };
 
-	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			seed_one(s, r, t, atoi(de->d_name), ts_ns);
-	closedir(dir);
+	procfs_each_task(t->pid, seed_task, &sd);
 }

@@ -186,27 +186,20 @@ static int sample_state_of(int dump_state)
 
 /* Every thread threading knows, even one that has not run since we started.
  * The model counts by the kernel's (host) tids; threading by the target's. */
+static int add_python_thread(pid_t tid, void *ctx)
+{
+	struct top_view *v = ctx;
+	int inner = procfs_task_inner_tid(v->t->pid, tid), j;
+
+	for (j = 0; j < v->nnames; j++)
+		if (v->names[j].native_id == inner)
+			top_model_thread(&v->model, v->t->pid, tid);
+	return 0;
+}
+
 static void add_python_threads(struct top_view *v)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
-	int tid, inner, j;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", v->t->pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		tid = atoi(de->d_name);
-		if (tid <= 0)
-			continue;
-		inner = procfs_task_inner_tid(v->t->pid, tid);
-		for (j = 0; j < v->nnames; j++)
-			if (v->names[j].native_id == inner)
-				top_model_thread(&v->model, v->t->pid, tid);
-	}
-	closedir(dir);
+	procfs_each_task(v->t->pid, add_python_thread, v);
 }
 
 /*

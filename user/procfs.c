@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +102,24 @@ uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid)
 			break;
 	fclose(f);
 	return ms > 0 ? (uint64_t)(ms * 1e6) : 0;
+}
+
+int procfs_each_task(pid_t pid, int (*fn)(pid_t tid, void *ctx), void *ctx)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+	int tid;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir))) {
+		tid = atoi(de->d_name);
+		if (tid > 0 && fn(tid, ctx))
+			break;
+	}
+	closedir(dir);
+	return 0;
 }

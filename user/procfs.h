@@ -21,5 +21,8 @@ long procfs_task_syscall_args(pid_t pid, pid_t tid, uint64_t args[6]);
 /* When the task last ran (se.exec_start of /proc/.../sched, on the
  * CLOCK_MONOTONIC axis in ns), or 0 if unknown. */
 uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid);
+/* Calls fn(tid, ctx) for each task of pid now, until fn returns nonzero.
+ * -1 if the task list cannot be read (the process is gone), else 0. */
+int procfs_each_task(pid_t pid, int (*fn)(pid_t tid, void *ctx), void *ctx);
 
 #endif

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "ebpfprof.skel.h"
 #include "py_target.h"
+#include "procfs.h"
 #include "session.h"
 
 #ifndef PIDFD_THREAD
@@ -287,21 +288,26 @@ static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t 
 	close(fd);
 }
 
+struct closing {
+	struct session *s;
+	pid_t pid;
+	uint64_t now;
+	int keep;
+};
+
+static int close_task_interval(pid_t tid, void *ctx)
+{
+	struct closing *c = ctx;
+
+	close_open_interval(c->s, c->pid, tid, c->now, c->keep);
+	return 0;
+}
+
 static void close_open_intervals(struct session *s, pid_t pid, int keep)
 {
-	uint64_t now = monotonic_ns();
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
+	struct closing c = { s, pid, monotonic_ns(), keep };
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			close_open_interval(s, pid, atoi(de->d_name), now, keep);
-	closedir(dir);
+	procfs_each_task(pid, close_task_interval, &c);
 }
 
 /* Moves the kernel's off-CPU totals to on_totals, entry by entry, each read

@@ -198,22 +198,18 @@ static int cmp_tid(const void *a, const void *b)
 	return ((const struct dump_thread *)a)->tid - ((const struct dump_thread *)b)->tid;
 }
 
+static int add_task(pid_t tid, void *ctx)
+{
+	struct dump_snapshot *s = ctx;
+
+	s->threads[s->nthreads++].tid = tid;
+	return s->nthreads >= DUMP_MAX_THREADS;
+}
+
 static int list_tasks(pid_t pid, struct dump_snapshot *s)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return -1;
 	s->threads = calloc(DUMP_MAX_THREADS, sizeof(*s->threads));
-	while (s->threads && (de = readdir(dir)) && s->nthreads < DUMP_MAX_THREADS)
-		if (de->d_name[0] != '.')
-			s->threads[s->nthreads++].tid = atoi(de->d_name);
-	closedir(dir);
-	if (!s->threads)
+	if (!s->threads || procfs_each_task(pid, add_task, s))
 		return -1;
 	qsort(s->threads, s->nthreads, sizeof(*s->threads), cmp_tid);
 	return 0;
