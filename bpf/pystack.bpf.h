@@ -130,6 +130,8 @@ struct frame_walk {
 	struct ep_scratch *sc;
 	__u64 frame;
 	__u64 now;		/* for the identity cache */
+	__u64 win_base;		/* target address of sc->window[0] */
+	__u64 win_len;		/* bytes of sc->window read from there, 0: none */
 };
 
 /* The identity of the code object at `code`: cached per CPU while fresh. */
@@ -150,20 +152,21 @@ static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
 	return slot->ident;
 }
 
+/*
+ * Fields of a frame read into a buffer. Plain loads, not memcpy: clang
+ * cannot assume a buffer offset is aligned and turns a memcpy into eight
+ * byte loads and shifts, ~30 instructions per field, which made up most of
+ * a frame's cost. x86-64 loads unaligned words, and the verifier allows
+ * them in map values there (no strict alignment).
+ */
 static __always_inline __u64 buf_u64(const __u8 *buf, __u32 off)
 {
-	__u64 v;
-
-	__builtin_memcpy(&v, buf + (off & (EP_FRAME_READ_MAX - 1)), sizeof(v));
-	return v;
+	return *(const __u64 *)(buf + (off & (EP_FRAME_READ_MAX - 1)));
 }
 
 static __always_inline __s32 buf_s32(const __u8 *buf, __u32 off)
 {
-	__s32 v;
-
-	__builtin_memcpy(&v, buf + (off & (EP_FRAME_READ_MAX - 1)), sizeof(v));
-	return v;
+	return *(const __s32 *)(buf + (off & (EP_FRAME_READ_MAX - 1)));
 }
 
 /* Byte offset of the frame's current instruction in its code, or -1 for a
@@ -181,12 +184,57 @@ static __always_inline __s64 frame_instr_offset(const struct ep_proc_cfg *cfg,
 	}
 }
 
+/*
+ * Where to read from so that one read holds the frame at `frame` and as much
+ * of the memory below it as is useful: on 3.11+ frames live on the thread's
+ * data stack, each caller just below its callee, so the read reaches down to
+ * EP_WINDOW_BYTES below the frame's end, but not below the frame's own page:
+ * the page before a data-stack chunk may be unmapped, and a failed read
+ * costs more than the one it saves. Before 3.11 frames are heap objects,
+ * read one at a time.
+ */
+static __always_inline __u64 window_base(const struct ep_proc_cfg *cfg, __u64 frame, __u64 end)
+{
+	__u64 page = frame & ~4095ull;
+
+	if (cfg->instr_kind != EP_INSTR_POINTER)
+		return frame;
+	if (end < EP_WINDOW_BYTES || end - EP_WINDOW_BYTES < page)
+		return page;
+	return end - EP_WINDOW_BYTES;
+}
+
+/* The bytes of the frame at w->frame: from the last read when it holds them,
+ * else from a new read (see window_base); NULL when it cannot be read. */
+static __always_inline const __u8 *frame_bytes(struct frame_walk *w)
+{
+	__u64 frame = w->frame, size = w->cfg->frame_read_size, len;
+	__u8 *window = w->sc->window;
+
+	if (size > EP_FRAME_READ_MAX)
+		size = EP_FRAME_READ_MAX;
+	if (frame < w->win_base || frame - w->win_base > w->win_len ||
+	    w->win_len - (frame - w->win_base) < size) {
+		w->win_base = window_base(w->cfg, frame, frame + size);
+		len = frame + size - w->win_base;
+		/* the compiler spills len; 6.1's verifier does not carry a bound
+		 * checked before the spill to the reloaded copy */
+		barrier_var(len);
+		if (len > EP_WINDOW_BYTES)
+			len = EP_WINDOW_BYTES;
+		w->win_len = 0;
+		if (bpf_probe_read_user(window, len, (void *)w->win_base))
+			return NULL;
+		w->win_len = len;
+	}
+	return window + ((frame - w->win_base) & (EP_WINDOW_BYTES - 1));
+}
+
 static long frame_walk_one(__u32 i, struct frame_walk *w)
 {
 	const struct ep_proc_cfg *cfg = w->cfg;
 	struct ep_stack_event *ev = &w->sc->ev;
-	__u8 *buf = w->sc->frame_buf;
-	__u32 size = cfg->frame_read_size;
+	const __u8 *buf;
 	__u32 depth = ev->depth;
 	__u64 code;
 	__s64 instr;
@@ -201,9 +249,8 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	 * carry the bound to the reloaded copy (6.12's does), so restate it */
 	barrier_var(depth);
 	depth &= EP_MAX_FRAMES - 1;
-	if (size > EP_FRAME_READ_MAX)
-		size = EP_FRAME_READ_MAX;
-	if (bpf_probe_read_user(buf, size, (void *)w->frame)) {
+	buf = frame_bytes(w);
+	if (!buf) {
 		ev->flags |= EP_F_READ_ERROR;
 		return 1;
 	}
