@@ -164,6 +164,29 @@ void report_longest_gc(FILE *f, const struct analysis *a, const struct profile *
 	free(order);
 }
 
+void report_summary(FILE *f, const struct recording_summary *s)
+{
+	const struct recording_info *info = s->info;
+	const struct profile *p = s->profile;
+
+	fprintf(f, "ebpfprof: recorded %.2f s (%s): %lu samples, %llu lost, %zu thread%s, CPython %d.%d, GC timed by %s\n",
+		p->duration_ns / 1e9, info->stop_reason, info->samples, info->lost, p->nthreads,
+		p->nthreads == 1 ? "" : "s", info->python_major, info->python_minor, info->gc_timing);
+	if (s->children >= 0)
+		fprintf(f, "ebpfprof: followed %ld child process%s\n", s->children,
+			s->children == 1 ? "" : "es");
+	if (s->print_losses)
+		s->print_losses(f, s->ctx);
+	if (s->gc_needs_sys_admin)
+		fprintf(f, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
+	report_thread_table(f, s->analysis, p);
+	report_longest_gc(f, s->analysis, p, 5);
+	if (s->gc_log)
+		fprintf(f, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
+			s->wait_threshold_ms, s->gc_log);
+	fprintf(f, "ebpfprof: wrote %s profile to %s\n", s->format, s->path);
+}
+
 static void json_stack(FILE *f, const struct profile *p, const struct interval *iv)
 {
 	int i;

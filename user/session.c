@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -38,6 +39,20 @@ struct session {
 };
 
 static int verbose_libbpf;
+
+/* The inode of the initial PID namespace (include/linux/proc_ns.h). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu
+
+int session_opts_pidns(struct session_opts *o)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
+		return 0;
+	o->pidns_dev = st.st_dev;
+	o->pidns_ino = st.st_ino;
+	return 1;
+}
 
 /* libbpf's warnings always (they explain failures), its info with -v. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
