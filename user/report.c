@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#define _GNU_SOURCE
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "json.h"
 #include "printable.h"
 #include "report.h"
@@ -52,16 +48,22 @@ static const char *shown_thread_name(const struct profile *p, int pid, int tid, 
 	return printable(thread_name(p, pid, tid), buf, SHOWN_MAX);
 }
 
+/* Bytes of the character at s: invalid UTF-8 goes by its maximal invalid
+ * subpart, as json.c replaces it, so a cut never splits a character. */
+static size_t utf8_char_len(const char *s)
+{
+	size_t bad, n = json_utf8_len((const unsigned char *)s, &bad);
+
+	return n ? n : bad;
+}
+
 /* Copies at most max bytes of UTF-8 s, never cutting a character. */
 static void utf8_cut(char *out, const char *s, size_t max)
 {
-	size_t n = strlen(s);
+	size_t n = 0, len;
 
-	if (n > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;	/* s[n] continues a character: cut before it starts */
-	}
+	while (s[n] && n + (len = utf8_char_len(s + n)) <= max)
+		n += len;
 	memcpy(out, s, n);
 	out[n] = 0;
 }
@@ -72,8 +74,8 @@ static void print_padded(FILE *f, const char *s, int width)
 	int chars = 0;
 	const char *c;
 
-	for (c = s; *c; c++)
-		chars += ((unsigned char)*c & 0xc0) != 0x80;
+	for (c = s; *c; c += utf8_char_len(c))
+		chars++;
 	fputs(s, f);
 	for (; chars < width; chars++)
 		fputc(' ', f);
