@@ -166,7 +166,6 @@ int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own
 		t->own_gc_ns += ns;
 	else
 		t->ns[state] += ns;
-	t->intervals += count;
 	a->intervals += count;
 	return 0;
 }

@@ -540,7 +540,8 @@ void session_print_summary(struct session *s, FILE *f)
 		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %llu collections ended unseen, %lu blocked threads not seeded, %lu totals not drained\n",
 			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
 			(unsigned long long)c[EP_CNT_GC_LOST], s->seed_failed, s->drain_failed);
+	/* threads the interpreter does not know (yet, or any more): not in the profile */
 	if (c[EP_CNT_NO_TSTATE])
-		fprintf(f, "ebpfprof: %llu samples of threads without a Python thread state (not shown)\n",
-			(unsigned long long)c[EP_CNT_NO_TSTATE]);
+		fprintf(f, "ebpfprof: %llu of the %llu samples taken were of threads without a Python thread state (not in the profile)\n",
+			(unsigned long long)c[EP_CNT_NO_TSTATE], (unsigned long long)c[EP_CNT_SAMPLES]);
 }
