@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "grow.h"
 #include "multi.h"
 #include "py_target.h"
 #include "recorder.h"
@@ -62,15 +63,8 @@ static struct target *find_target(struct multi *m, pid_t pid)
 
 static struct target *add_target(struct multi *m, pid_t pid)
 {
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 16;
-		struct target *v = realloc(m->t, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		m->t = v;
-		m->cap = cap;
-	}
+	if (GROW_ARRAY(m->t, m->cap, m->n + 1))
+		return NULL;
 	m->t[m->n] = (struct target){ .pid = pid, .state = T_PENDING,
 				       .deadline_ns = monotonic_ns() + READY_TIMEOUT_NS };
 	return &m->t[m->n++];

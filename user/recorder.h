@@ -42,7 +42,7 @@ struct recorder {
 	struct analysis analysis;
 	struct recorder_opts opts;
 	struct rec_process **procs;
-	size_t nprocs;
+	size_t nprocs, procs_cap;
 	struct stack_table stacks;	/* (pid, stack id) -> frames */
 	uint64_t t0_ns;			/* session start, CLOCK_MONOTONIC */
 	unsigned long kept;		/* on-CPU samples kept in the profile */

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "clock.h"
 #include "ebpfprof.skel.h"
+#include "grow.h"
 #include "py_target.h"
 #include "procfs.h"
 #include "session.h"
@@ -403,16 +404,9 @@ static const char *const collector_functions[] = {
 
 static int keep_gc_link(struct session *s, struct bpf_link *link)
 {
-	if (link && s->ngc_links == s->gc_links_cap) {
-		size_t cap = s->gc_links_cap ? s->gc_links_cap * 2 : 16;
-		struct bpf_link **v = realloc(s->gc_links, cap * sizeof(*v));
-
-		if (!v) {
-			bpf_link__destroy(link);
-			return -1;
-		}
-		s->gc_links = v;
-		s->gc_links_cap = cap;
+	if (link && GROW_ARRAY(s->gc_links, s->gc_links_cap, s->ngc_links + 1)) {
+		bpf_link__destroy(link);
+		return -1;
 	}
 	if (!link)
 		return -1;
