@@ -14,9 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -387,13 +385,6 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	}
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 /* --rotate: the files of the period that started at run->period_start. */
 static void period_paths(struct run *run, char *prof, char *log, size_t len)
 {
@@ -516,16 +507,6 @@ static const char *stop_reason(const struct run *run)
 	return "duration reached";
 }
 
-/* Without it the kernel refuses uprobes (perf_event_open of the uprobe PMU),
- * even with CAP_PERFMON: GC pauses are then only seen by the samples. */
-static int has_sys_admin(void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { 0 };
-
-	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> CAP_SYS_ADMIN) & 1;
-}
-
 /* The recording's facts, for the writers and the summary. */
 static void recording_info_of(struct run *run, struct recording_info *info)
 {
@@ -561,7 +542,7 @@ static void print_summary(struct run *run, const char *path, const char *gc_log)
 		.children = run->o->subprocesses ? (long)recorder_nprocs(&run->rec) - 1 : -1,
 		.gc_needs_sys_admin = run->gc_probe == GC_PROBE_NONE &&
 				      (run->target.has_usdt || run->target.has_symtab) &&
-				      !has_sys_admin(),
+				      !preflight_sys_admin(),
 		.gc_log = gc_log,
 		.wait_threshold_ms = run->o->wait_threshold_ms,
 		.format = run->o->writer->name,
