@@ -12,9 +12,11 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "ebpfprof.h"
-/* The shared maps are defined in this object: usdt.bpf.h brings weak maps
- * that the BPF linker cannot combine with extern maps from another object
- * (tried: defining them in maps.bpf.c, with or without usdt.bpf.h there). */
+/* The shared maps (maps.bpf.h) are defined in this object, the one that
+ * includes usdt.bpf.h and its weak maps: defined in another object
+ * (settings.bpf.c, say), they link, but bpftool gen skeleton then fails on
+ * this object's USDT programs ("map relo failed to find map for section
+ * '.maps'"). The other objects see them as extern. */
 #define EP_DEFINE_MAPS
 #include "maps.bpf.h"
 #include "pystack.bpf.h"

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "analysis.h"
 #include "ebpfprof.h"
+#include "grow.h"
 
 void analysis_init(struct analysis *a)
 {
@@ -38,27 +39,11 @@ void analysis_next_period(struct analysis *a)
 	a->ntotals = a->totals_cap = a->index_cap = 0;
 }
 
-/* Makes room for one more of v's elements of size `size`; 0 or -1. */
-static int reserve(void **v, size_t n, size_t *cap, size_t size)
-{
-	size_t grown_cap = *cap ? *cap * 2 : 16;
-	void *grown;
-
-	if (n < *cap)
-		return 0;
-	grown = realloc(*v, grown_cap * size);
-	if (!grown)
-		return -1;
-	*v = grown;
-	*cap = grown_cap;
-	return 0;
-}
-
 int analysis_add(struct interval_list *l, const struct interval *iv)
 {
 	struct interval *copy;
 
-	if (reserve((void **)&l->v, l->n, &l->cap, sizeof(*l->v)))
+	if (GROW_ARRAY(l->v, l->cap, l->n + 1))
 		return -1;
 	copy = &l->v[l->n];
 	*copy = *iv;
@@ -77,7 +62,7 @@ int analysis_set_exact_gc(struct analysis *a, int pid)
 {
 	if (analysis_gc_is_exact(a, pid))
 		return 0;
-	if (reserve((void **)&a->exact_gc_pids, a->nexact, &a->exact_cap, sizeof(int)))
+	if (GROW_ARRAY(a->exact_gc_pids, a->exact_cap, a->nexact + 1))
 		return -1;
 	a->exact_gc_pids[a->nexact++] = pid;
 	return 0;
@@ -146,7 +131,7 @@ static struct thread_totals *totals_of(struct analysis *a, int pid, int tid)
 	slot = thread_slot(a, pid, tid);
 	if (a->totals_index[slot])
 		return &a->totals[a->totals_index[slot] - 1];
-	if (reserve((void **)&a->totals, a->ntotals, &a->totals_cap, sizeof(*a->totals)))
+	if (GROW_ARRAY(a->totals, a->totals_cap, a->ntotals + 1))
 		return NULL;
 	memset(&a->totals[a->ntotals], 0, sizeof(*a->totals));
 	a->totals[a->ntotals].pid = pid;
@@ -166,7 +151,6 @@ int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own
 		t->own_gc_ns += ns;
 	else
 		t->ns[state] += ns;
-	t->intervals += count;
 	a->intervals += count;
 	return 0;
 }
@@ -179,7 +163,7 @@ static struct thread_states *states_of(struct thread_states **v, size_t *n, size
 	for (i = 0; i < *n; i++)
 		if ((*v)[i].pid == pid && (*v)[i].tid == tid)
 			return &(*v)[i];
-	if (reserve((void **)v, *n, cap, sizeof(**v)))
+	if (grow_array((void **)v, cap, *n + 1, sizeof(**v)))
 		return NULL;
 	memset(&(*v)[*n], 0, sizeof(**v));
 	(*v)[*n].pid = pid;
@@ -293,7 +277,7 @@ static int place(struct fit *f, size_t i)
 			s->weight_ns = take;
 			first = 0;
 		} else if (take) {
-			if (reserve((void **)&f->extra, f->nextra, &f->extra_cap, sizeof(*f->extra)))
+			if (GROW_ARRAY(f->extra, f->extra_cap, f->nextra + 1))
 				return -1;
 			f->extra[f->nextra++] = (struct piece){ i, at, take };
 		}
@@ -355,7 +339,7 @@ uint32_t analysis_idle_markers(struct profile *p, uint32_t *ids, uint32_t n, int
 int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 {
 	uint32_t *ids = NULL;
-	size_t i;
+	size_t i, ids_cap = 0;
 	int rc = 0;
 
 	for (i = 0; i < a->waits.n; i++) {
@@ -363,13 +347,12 @@ int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 		struct thread_profile *t = profile_thread(p, w->pid, w->tid);
 		struct sample s = { .start_ns = w->start_ns, .weight_ns = w->end_ns - w->start_ns,
 				    .state = w->state, .exact = 1 };
-		uint32_t *grown = realloc(ids, (w->nframes + 2) * sizeof(*ids));
 
-		if (!grown) {
+		/* the frames and up to two marker frames */
+		if (GROW_ARRAY(ids, ids_cap, w->nframes + 2)) {
 			rc = -1;
 			break;
 		}
-		ids = grown;
 		if (!t || !s.weight_ns)
 			continue;
 		if (w->nframes)

@@ -37,7 +37,6 @@ struct thread_totals {
 	int pid, tid;
 	uint64_t ns[STATE_MAX];		/* time not inside the thread's own collection */
 	uint64_t own_gc_ns;		/* off the CPU while itself collecting */
-	uint64_t intervals;
 };
 
 struct analysis {

@@ -152,13 +152,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 static int read_side(struct diff *d, struct diff_args *a, int side)
 {
 	char err[1024];

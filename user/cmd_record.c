@@ -14,9 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -356,8 +354,8 @@ static void show_progress(struct run *run, struct progress *progress)
 	if (!progress->f || now < progress->next_ns)
 		return;
 	session_counters(run->session, counters);
-	progress_update(progress, now, (now - run->rec.t0_ns) / 1e9, run->rec.kept,
-			(unsigned long long)counters[EP_CNT_LOST], run->rec.analysis.gcs.n);
+	progress_update(progress, now, (now - recorder_t0(&run->rec)) / 1e9, recorder_kept(&run->rec),
+			(unsigned long long)counters[EP_CNT_LOST], recorder_analysis(&run->rec)->gcs.n);
 }
 
 static void fill_writer_options(struct run *run, struct writer_options *w,
@@ -373,24 +371,18 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	char err[ERRLEN];
 
 	fill_writer_options(run, &wopts, &info);
-	if (writer_write_file(run->o->writer, &run->rec.profile, &wopts, profile_path)) {
+	if (writer_write_file(run->o->writer, recorder_profile(&run->rec), &wopts, profile_path)) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", profile_path, strerror(errno));
 		end_command(run);
 		die(err);
 	}
-	if (gc_log_path && report_gc_log(gc_log_path, &run->rec.analysis, &run->rec.profile,
+	if (gc_log_path && report_gc_log(gc_log_path, recorder_analysis(&run->rec),
+					 recorder_profile(&run->rec),
 					 (uint64_t)(run->o->wait_threshold_ms * 1e6))) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", gc_log_path, strerror(errno));
 		end_command(run);
 		die(err);
 	}
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
 }
 
 /* --rotate: the files of the period that started at run->period_start. */
@@ -426,38 +418,39 @@ static void cut_period(struct run *run, uint64_t now)
 	clock_gettime(CLOCK_REALTIME, &next_start);
 	session_cut_period(run->session, run->pid);
 	recorder_cut_period(&run->rec, now);
-	secs = run->rec.profile.duration_ns / 1e9;
+	secs = recorder_profile(&run->rec)->duration_ns / 1e9;
 	write_period(run, prof, log, sizeof(prof));
 	fprintf(stderr, "ebpfprof: period %u: %.2f s, %lu samples, wrote %s\n",
-		run->rotation.periods, secs, run->rec.kept, prof);
+		run->rotation.periods, secs, recorder_kept(&run->rec), prof);
 	recorder_next_period(&run->rec, now);
 	run->period_start = next_start;
 }
 
 static void record(struct run *run)
 {
-	uint64_t deadline = 0, next_names = 0, next_cut = 0, last_cut = 0, now, end;
+	uint64_t deadline = 0, next_names = 0, next_cut = 0, last_cut = 0, now, end, t0;
 	struct progress progress;
 
 	run->gc_probe = session_attach_gc(run->session, &run->target);
 	if (run->gc_probe != GC_PROBE_NONE)
 		recorder_set_exact_gc(&run->rec, run->pid);
-	run->rec.t0_ns = monotonic_ns();
+	t0 = monotonic_ns();
+	recorder_start(&run->rec, t0);
 	if (recorder_add_process(&run->rec, &run->target))
 		die("out of memory");
 	if (session_add_process(run->session, run->pid, &run->target.cfg))
 		die("cannot configure the BPF maps for the target");
 	/* host pids only: inside a PID namespace the kernel's keys are not ours */
 	if (!run->in_pidns)
-		seed_blocked_threads(run->session, &run->rec, &run->target, run->rec.t0_ns);
+		seed_blocked_threads(run->session, &run->rec, &run->target, t0);
 	if (run->o->subprocesses)
 		session_follow(run->session, run->pid);
 	if (run->o->duration > 0)
-		deadline = run->rec.t0_ns + (uint64_t)(run->o->duration * 1e9);
+		deadline = t0 + (uint64_t)(run->o->duration * 1e9);
 	progress_init(&progress, stderr);
 	clock_gettime(CLOCK_REALTIME, &run->period_start);
 	if (run->o->rotate)
-		next_cut = run->rec.t0_ns + (uint64_t)(run->o->rotate * 1e9);
+		next_cut = t0 + (uint64_t)(run->o->rotate * 1e9);
 	while (!should_stop(run, deadline)) {
 		now = monotonic_ns();
 		/* the same request twice (to every ebpfprof process, and passed
@@ -514,53 +507,14 @@ static const char *stop_reason(const struct run *run)
 	return "duration reached";
 }
 
-/* Without it the kernel refuses uprobes (perf_event_open of the uprobe PMU),
- * even with CAP_PERFMON: GC pauses are then only seen by the samples. */
-static int has_sys_admin(void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { 0 };
-
-	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> CAP_SYS_ADMIN) & 1;
-}
-
-static void print_summary(struct run *run, const char *path, const char *gc_log)
-{
-	uint64_t counters[EP_CNT_MAX];
-	struct profile *p = &run->rec.profile;
-
-	session_counters(run->session, counters);
-	fprintf(stderr, "ebpfprof: recorded %.2f s (%s): %lu samples, %llu lost, %zu thread%s, CPython %d.%d, GC timed by %s\n",
-		p->duration_ns / 1e9, stop_reason(run), run->rec.kept,
-		(unsigned long long)counters[EP_CNT_LOST], p->nthreads,
-		p->nthreads == 1 ? "" : "s", run->target.major, run->target.minor,
-		gc_probe_name(run->gc_probe));
-	if (run->o->subprocesses)
-		fprintf(stderr, "ebpfprof: followed %zu child process%s\n", run->rec.nprocs - 1,
-			run->rec.nprocs == 2 ? "" : "es");
-	session_print_summary(run->session, stderr);
-	recorder_print_losses(&run->rec, stderr);
-	if (run->gc_probe == GC_PROBE_NONE && (run->target.has_usdt || run->target.has_symtab) &&
-	    !has_sys_admin())
-		fprintf(stderr, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
-	report_thread_table(stderr, &run->rec.analysis, p);
-	report_longest_gc(stderr, &run->rec.analysis, p, 5);
-	if (gc_log)
-		fprintf(stderr, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
-			run->o->wait_threshold_ms, gc_log);
-	fprintf(stderr, "ebpfprof: wrote %s profile to %s\n", run->o->writer->name, path);
-}
-
-/* What the writers may keep besides the samples: the exact GC pauses and
- * waits, and the recording's facts (ebpfprof diff reads them back). */
-static void fill_writer_options(struct run *run, struct writer_options *w,
-				struct recording_info *info)
+/* The recording's facts, for the writers and the summary. */
+static void recording_info_of(struct run *run, struct recording_info *info)
 {
 	uint64_t counters[EP_CNT_MAX];
 
 	session_counters(run->session, counters);
 	*info = (struct recording_info){
-		.samples = run->rec.kept,
+		.samples = recorder_kept(&run->rec),
 		.lost = counters[EP_CNT_LOST],
 		.python_major = run->target.major,
 		.python_minor = run->target.minor,
@@ -568,7 +522,46 @@ static void fill_writer_options(struct run *run, struct writer_options *w,
 		.stop_reason = stop_reason(run),
 		.idle = run->o->idle,
 	};
-	w->analysis = &run->rec.analysis;
+}
+
+static void print_losses(FILE *f, void *ctx)
+{
+	struct run *run = ctx;
+
+	session_print_summary(run->session, f);
+	recorder_print_losses(&run->rec, f);
+}
+
+static void print_summary(struct run *run, const char *path, const char *gc_log)
+{
+	struct recording_info info;
+	struct recording_summary s = {
+		.info = &info,
+		.profile = recorder_profile(&run->rec),
+		.analysis = recorder_analysis(&run->rec),
+		.children = run->o->subprocesses ? (long)recorder_nprocs(&run->rec) - 1 : -1,
+		.gc_needs_sys_admin = run->gc_probe == GC_PROBE_NONE &&
+				      (run->target.has_usdt || run->target.has_symtab) &&
+				      !preflight_sys_admin(),
+		.gc_log = gc_log,
+		.wait_threshold_ms = run->o->wait_threshold_ms,
+		.format = run->o->writer->name,
+		.path = path,
+		.print_losses = print_losses,
+		.ctx = run,
+	};
+
+	recording_info_of(run, &info);
+	report_summary(stderr, &s);
+}
+
+/* What the writers may keep besides the samples: the exact GC pauses and
+ * waits, and the recording's facts (ebpfprof diff reads them back). */
+static void fill_writer_options(struct run *run, struct writer_options *w,
+				struct recording_info *info)
+{
+	recording_info_of(run, info);
+	w->analysis = recorder_analysis(&run->rec);
 	w->info = info;
 	w->gc_min_ns = (uint64_t)(run->o->gc_min_ms * 1e6);
 }
@@ -712,7 +705,7 @@ int cmd_record(int argc, char **argv)
 					.by_function = o.by_function, .idle = o.idle };
 	if (recorder_init(&run.rec, &ropts))
 		die("out of memory");
-	run.in_pidns = profiler_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
+	run.in_pidns = session_opts_pidns(&sopts);
 	if (run.in_pidns && o.subprocesses)
 		die("--subprocesses is not supported yet when ebpfprof runs inside a PID namespace; run it from the host");
 	sopts.follow_children = o.subprocesses;
@@ -741,7 +734,7 @@ int cmd_record(int argc, char **argv)
 	}
 	run.pidfd = watch_process(run.pid);
 	find_interpreter(&run);
-	run.rec.profile.command = o.command ? o.command[0] : run.target.shown_path;
+	recorder_set_command(&run.rec, o.command ? o.command[0] : run.target.shown_path);
 	run.rotation.keep = o.keep;
 	/* period names derive from a copy: write_period reuses "output" */
 	run.output = strdup(output);

@@ -256,7 +256,7 @@ static void render_threads(struct top_view *v, int cols, double window_ns)
 
 static void render_functions(struct top_view *v, int rows, int cols, double window_ns)
 {
-	const struct profile *p = &v->rec.profile;
+	const struct profile *p = recorder_profile(&v->rec);
 	struct top_fn *fns;
 	size_t n = top_model_sorted(&v->model, p, v->sort, &fns), i;
 	char where[512];
@@ -292,7 +292,7 @@ static void render(struct top_view *v)
 		fputs("\033[H", stdout);
 	}
 	put_line(v, cols, "ebpfprof top: pid %d (%s), CPython %d.%d, %u Hz, %.0f s, %lu samples, %llu lost",
-		 v->t->pid, v->cmd, v->t->major, v->t->minor, v->o->rate_hz, elapsed, v->rec.kept,
+		 v->t->pid, v->cmd, v->t->major, v->t->minor, v->o->rate_hz, elapsed, recorder_kept(&v->rec),
 		 (unsigned long long)v->lost);
 	put_line(v, cols, "GC: %.1f pauses/s, longest %.1f ms (last interval); %lu pauses, longest %.1f ms since the start",
 		 window_ns > 0 ? m->gc_window / (window_ns / 1e9) : 0.0, m->gc_longest_window / 1e6,
@@ -320,10 +320,10 @@ static void refresh(struct top_view *v)
 	v->lost = counters[EP_CNT_LOST];
 	n = py_thread_names(v->t->pid, &v->t->layout, v->t->interp_addr, v->names, MAX_NAMES);
 	v->nnames = n > 0 ? n : 0;
-	if (top_model_update(&v->model, &v->rec.profile, &v->rec.analysis,
-			     monotonic_ns() - v->rec.t0_ns))
+	if (top_model_update(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec),
+			     monotonic_ns() - recorder_t0(&v->rec)))
 		die("out of memory");
-	top_model_release(&v->model, &v->rec.profile, &v->rec.analysis);
+	top_model_release(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec));
 	fill_quiet_threads(v);
 	render(v);
 }
@@ -397,20 +397,20 @@ static void start(struct top_view *v, char *err)
 		die(err);
 	if (recorder_init(&v->rec, &ropts))
 		die("out of memory");
-	in_pidns = profiler_pidns(&sopts.pidns_dev, &sopts.pidns_ino);
+	in_pidns = session_opts_pidns(&sopts);
 	sopts.ctx = &v->rec;
 	v->session = session_open(&sopts, err, ERRLEN);
 	if (!v->session)
 		die(err);
 	if (session_attach_gc(v->session, v->t) != GC_PROBE_NONE)
-		analysis_set_exact_gc(&v->rec.analysis, v->t->pid);
-	v->rec.t0_ns = monotonic_ns();
+		recorder_set_exact_gc(&v->rec, v->t->pid);
+	recorder_start(&v->rec, monotonic_ns());
 	if (recorder_add_process(&v->rec, v->t))
 		die("out of memory");
 	if (session_add_process(v->session, v->t->pid, &v->t->cfg))
 		die("cannot configure the BPF maps for the target");
 	if (!in_pidns)
-		seed_blocked_threads(v->session, &v->rec, v->t, v->rec.t0_ns);
+		seed_blocked_threads(v->session, &v->rec, v->t, recorder_t0(&v->rec));
 }
 
 int cmd_top(int argc, char **argv)

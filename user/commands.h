@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 #ifndef EBPFPROF_COMMANDS_H
 #define EBPFPROF_COMMANDS_H
+#include <string.h>
 
 /*
  * The subcommands. main() picks one by the first bare word of the command
@@ -15,5 +16,13 @@ int cmd_top(int argc, char **argv);
 
 /* The index of a "--" argument in argv (a command to launch follows it), or 0. */
 int find_dashdash(int argc, char **argv);
+
+/* 1 if s ends with suffix (a file name with a format's ending). */
+static inline int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
 
 #endif

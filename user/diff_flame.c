@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "grow.h"
 #include "json.h"
 
 struct node {
@@ -25,19 +26,14 @@ struct node {
 
 static struct node *child(struct node *n, const char *name, size_t len)
 {
-	struct node *c, **k;
+	struct node *c;
 	size_t i;
 
 	for (i = 0; i < n->nkids; i++)
 		if (strlen(n->kids[i]->name) == len && !memcmp(n->kids[i]->name, name, len))
 			return n->kids[i];
-	if (n->nkids == n->cap) {
-		n->cap = n->cap ? n->cap * 2 : 4;
-		k = realloc(n->kids, n->cap * sizeof(*k));
-		if (!k)
-			return NULL;
-		n->kids = k;
-	}
+	if (GROW_ARRAY(n->kids, n->cap, n->nkids + 1))
+		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->name = strndup(name, len))) {
 		free(c);

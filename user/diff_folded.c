@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "grow.h"
 
 struct fold_index {
 	size_t *slots;		/* stack index + 1, 0 empty */
@@ -39,24 +40,17 @@ static size_t *slot_of(const struct fold_index *ix, const struct folded *fo, con
 static int grow(struct fold_index *ix, struct folded *fo)
 {
 	struct fold_index bigger = { .nslots = ix->nslots ? ix->nslots * 2 : 1024 };
-	size_t i, cap = fo->cap ? fo->cap * 2 : 512;
-	char **stacks = realloc(fo->stacks, cap * sizeof(*stacks));
-	double *a, *b;
+	/* the index stays at most half full: room for nslots / 2 stacks; the
+	 * three arrays share fo->cap, each grows from it to the same size */
+	size_t i, need = bigger.nslots / 2, cap_stacks = fo->cap, cap_a = fo->cap, cap_b = fo->cap;
 
-	if (stacks)
-		fo->stacks = stacks;
-	a = stacks ? realloc(fo->ns[0], cap * sizeof(double)) : NULL;
-	if (a)
-		fo->ns[0] = a;
-	b = a ? realloc(fo->ns[1], cap * sizeof(double)) : NULL;
-	if (b)
-		fo->ns[1] = b;
-	bigger.slots = calloc(bigger.nslots, sizeof(size_t));
-	if (!b || !bigger.slots) {
-		free(bigger.slots);
+	if (GROW_ARRAY(fo->stacks, cap_stacks, need) || GROW_ARRAY(fo->ns[0], cap_a, need) ||
+	    GROW_ARRAY(fo->ns[1], cap_b, need))
 		return -1;
-	}
-	fo->cap = cap;
+	bigger.slots = calloc(bigger.nslots, sizeof(size_t));
+	if (!bigger.slots)
+		return -1;
+	fo->cap = cap_b;
 	for (i = 0; i < fo->n; i++)
 		*slot_of(&bigger, fo, fo->stacks[i]) = i + 1;
 	free(ix->slots);

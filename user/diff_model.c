@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "grow.h"
 
 static const char *const state_titles[DIFF_NSTATES] = {
 	[STATE_ON_CPU] = "on-CPU",
@@ -68,16 +69,9 @@ static int eq(const char *a, const char *b)
 static struct diff_line *new_line(struct diff *d)
 {
 	struct diff_line *l;
-	size_t cap;
 
-	if (d->nlines == d->cap) {
-		cap = d->cap ? d->cap * 2 : 256;
-		l = realloc(d->lines, cap * sizeof(*l));
-		if (!l)
-			return NULL;
-		d->lines = l;
-		d->cap = cap;
-	}
+	if (GROW_ARRAY(d->lines, d->cap, d->nlines + 1))
+		return NULL;
 	l = &d->lines[d->nlines++];
 	memset(l, 0, sizeof(*l));
 	return l;

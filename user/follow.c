@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "follow.h"
+#include "grow.h"
 #include "printable.h"
 
 /* How long after an exec the new program may take to map libpython and
@@ -17,15 +18,8 @@ static void attach_gc(struct follower *f, const struct py_target *t)
 
 static void add_pending(struct follower *f, int pid)
 {
-	if (f->npending == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 8;
-		struct pending_exec *v = realloc(f->pending, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		f->pending = v;
-		f->cap = cap;
-	}
+	if (GROW_ARRAY(f->pending, f->cap, f->npending + 1))
+		return;
 	f->pending[f->npending++] = (struct pending_exec){ pid, monotonic_ns() + READY_TIMEOUT_NS };
 }
 

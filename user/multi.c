@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "grow.h"
 #include "multi.h"
 #include "py_target.h"
 #include "recorder.h"
@@ -40,7 +41,7 @@ struct multi {
 	struct target *t;
 	size_t n, cap;
 	uint64_t end_ns;	/* 0: no duration */
-	unsigned started, failed, not_python;
+	unsigned started, failed;	/* recordings tried; those that failed */
 };
 
 static unsigned long hash_str(const char *s)
@@ -62,15 +63,8 @@ static struct target *find_target(struct multi *m, pid_t pid)
 
 static struct target *add_target(struct multi *m, pid_t pid)
 {
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 16;
-		struct target *v = realloc(m->t, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		m->t = v;
-		m->cap = cap;
-	}
+	if (GROW_ARRAY(m->t, m->cap, m->n + 1))
+		return NULL;
 	m->t[m->n] = (struct target){ .pid = pid, .state = T_PENDING,
 				       .deadline_ns = monotonic_ns() + READY_TIMEOUT_NS };
 	return &m->t[m->n++];
@@ -122,6 +116,8 @@ static pid_t spawn_child(struct multi *m, pid_t pid)
 
 static void start(struct multi *m, struct target *t)
 {
+	/* tried, even if it fails to start: the summary counts started - failed */
+	m->started++;
 	t->child = spawn_child(m, t->pid);
 	if (t->child < 0) {
 		fprintf(stderr, "ebpfprof: cannot start the recording of process %d: %s\n",
@@ -131,7 +127,6 @@ static void start(struct multi *m, struct target *t)
 		return;
 	}
 	t->state = T_RUNNING;
-	m->started++;
 }
 
 /* T_PENDING: is it a CPython process yet? Started if so. */
@@ -152,8 +147,6 @@ static void try_start(struct multi *m, struct target *t)
 		return;
 	}
 	if (rc == PY_TARGET_GONE || monotonic_ns() > t->deadline_ns) {
-		if (rc != PY_TARGET_GONE)
-			m->not_python++;
 		t->state = T_DONE;
 		t->cmd_hash = procfs_cmdline(t->pid, cmdline, sizeof(cmdline)) ? 0 : hash_str(cmdline);
 	}

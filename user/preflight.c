@@ -33,14 +33,29 @@ static int has_cap(const struct __user_cap_data_struct *d, int cap)
 	return (d[cap / 32].effective >> (cap % 32)) & 1;
 }
 
-int preflight_privileges(char *err, size_t errlen)
+/* This process's capabilities: 0, or -1 with errno. */
+static int read_caps(struct __user_cap_data_struct data[2])
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { 0 };
+
+	memset(data, 0, 2 * sizeof(*data));
+	return syscall(SYS_capget, &hdr, data) ? -1 : 0;
+}
+
+int preflight_sys_admin(void)
+{
+	struct __user_cap_data_struct data[2];
+
+	return read_caps(data) == 0 && has_cap(data, CAP_SYS_ADMIN);
+}
+
+int preflight_privileges(char *err, size_t errlen)
+{
+	struct __user_cap_data_struct data[2];
 	char missing[128] = "";
 	int admin;
 
-	if (syscall(SYS_capget, &hdr, data)) {
+	if (read_caps(data)) {
 		snprintf(err, errlen, "cannot read this process's capabilities: %s", strerror(errno));
 		return -1;
 	}

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "procfs.h"
 #include "py_threads.h"
 #include "recorder.h"
@@ -60,7 +61,7 @@ static struct rec_process *find_process(struct recorder *r, int pid);
 
 int recorder_add_process(struct recorder *r, const struct py_target *t)
 {
-	struct rec_process *p = find_process(r, t->pid), **procs;
+	struct rec_process *p = find_process(r, t->pid);
 
 	if (p) {
 		/* a new program in a known process: new interpreter, new code objects */
@@ -72,13 +73,10 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 		return p->sym ? 0 : -1;
 	}
 	p = calloc(1, sizeof(*p));
-
-	procs = realloc(r->procs, (r->nprocs + 1) * sizeof(*procs));
-	if (!p || !procs) {
+	if (!p || GROW_ARRAY(r->procs, r->procs_cap, r->nprocs + 1)) {
 		free(p);
 		return -1;
 	}
-	r->procs = procs;
 	p->target = *t;
 	p->sym = symbolizer_new(t->pid, &t->layout);
 	procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
@@ -95,15 +93,8 @@ const struct py_target *recorder_target(struct recorder *r, int pid)
 
 static void push_change(struct recorder *r, const struct proc_change *c)
 {
-	if (r->nchanges == r->changes_cap) {
-		size_t cap = r->changes_cap ? r->changes_cap * 2 : 16;
-		struct proc_change *v = realloc(r->changes, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		r->changes = v;
-		r->changes_cap = cap;
-	}
+	if (GROW_ARRAY(r->changes, r->changes_cap, r->nchanges + 1))
+		return;
 	r->changes[r->nchanges++] = *c;
 }
 
@@ -154,15 +145,8 @@ static struct rec_thread *note_thread(struct rec_process *p, int tid, uint64_t t
 		if (p->threads[i].tid == tid)
 			break;
 	if (i == p->nthreads) {
-		if (p->nthreads == p->cap) {
-			size_t cap = p->cap ? p->cap * 2 : 16;
-			struct rec_thread *n = realloc(p->threads, cap * sizeof(*n));
-
-			if (!n)
-				return NULL;
-			p->threads = n;
-			p->cap = cap;
-		}
+		if (GROW_ARRAY(p->threads, p->cap, p->nthreads + 1))
+			return NULL;
 		t = &p->threads[p->nthreads++];
 		memset(t, 0, sizeof(*t));
 		t->tid = tid;

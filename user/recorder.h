@@ -42,7 +42,7 @@ struct recorder {
 	struct analysis analysis;
 	struct recorder_opts opts;
 	struct rec_process **procs;
-	size_t nprocs;
+	size_t nprocs, procs_cap;
 	struct stack_table stacks;	/* (pid, stack id) -> frames */
 	uint64_t t0_ns;			/* session start, CLOCK_MONOTONIC */
 	unsigned long kept;		/* on-CPU samples kept in the profile */
@@ -75,6 +75,49 @@ void recorder_refresh_names(struct recorder *r);
 void recorder_finish(struct recorder *r, uint64_t end_ns);
 /* What userspace could not keep, for the summary (nothing when all is well). */
 void recorder_print_losses(const struct recorder *r, FILE *f);
+
+/* The session starts at t0_ns (CLOCK_MONOTONIC): the profile's times count
+ * from there. Call it before the first process is added. */
+static inline void recorder_start(struct recorder *r, uint64_t t0_ns)
+{
+	r->t0_ns = t0_ns;
+}
+
+static inline uint64_t recorder_t0(const struct recorder *r)
+{
+	return r->t0_ns;
+}
+
+/* On-CPU samples kept in the profile (this period's, with --rotate). */
+static inline unsigned long recorder_kept(const struct recorder *r)
+{
+	return r->kept;
+}
+
+/* Processes profiled so far: the target and the children followed. */
+static inline size_t recorder_nprocs(const struct recorder *r)
+{
+	return r->nprocs;
+}
+
+/* The profile and the exact GC pauses and waits so far: ready for the
+ * writers and the report after recorder_finish or recorder_cut_period. A
+ * live view may free what it has consumed of them (top_model_release). */
+static inline struct profile *recorder_profile(struct recorder *r)
+{
+	return &r->profile;
+}
+
+static inline struct analysis *recorder_analysis(struct recorder *r)
+{
+	return &r->analysis;
+}
+
+/* The command the profile is named after (not copied: it must outlive r). */
+static inline void recorder_set_command(struct recorder *r, const char *command)
+{
+	r->profile.command = command;
+}
 
 /* --rotate: ends the current period at end_ns like recorder_finish, except
  * that a thread still off the CPU stays so: its interval goes on into the

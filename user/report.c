@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#define _GNU_SOURCE
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "json.h"
 #include "printable.h"
 #include "report.h"
@@ -52,16 +48,22 @@ static const char *shown_thread_name(const struct profile *p, int pid, int tid, 
 	return printable(thread_name(p, pid, tid), buf, SHOWN_MAX);
 }
 
+/* Bytes of the character at s: invalid UTF-8 goes by its maximal invalid
+ * subpart, as json.c replaces it, so a cut never splits a character. */
+static size_t utf8_char_len(const char *s)
+{
+	size_t bad, n = json_utf8_len((const unsigned char *)s, &bad);
+
+	return n ? n : bad;
+}
+
 /* Copies at most max bytes of UTF-8 s, never cutting a character. */
 static void utf8_cut(char *out, const char *s, size_t max)
 {
-	size_t n = strlen(s);
+	size_t n = 0, len;
 
-	if (n > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;	/* s[n] continues a character: cut before it starts */
-	}
+	while (s[n] && n + (len = utf8_char_len(s + n)) <= max)
+		n += len;
 	memcpy(out, s, n);
 	out[n] = 0;
 }
@@ -72,8 +74,8 @@ static void print_padded(FILE *f, const char *s, int width)
 	int chars = 0;
 	const char *c;
 
-	for (c = s; *c; c++)
-		chars += ((unsigned char)*c & 0xc0) != 0x80;
+	for (c = s; *c; c += utf8_char_len(c))
+		chars++;
 	fputs(s, f);
 	for (; chars < width; chars++)
 		fputc(' ', f);
@@ -162,6 +164,29 @@ void report_longest_gc(FILE *f, const struct analysis *a, const struct profile *
 		fputc('\n', f);
 	}
 	free(order);
+}
+
+void report_summary(FILE *f, const struct recording_summary *s)
+{
+	const struct recording_info *info = s->info;
+	const struct profile *p = s->profile;
+
+	fprintf(f, "ebpfprof: recorded %.2f s (%s): %lu samples, %llu lost, %zu thread%s, CPython %d.%d, GC timed by %s\n",
+		p->duration_ns / 1e9, info->stop_reason, info->samples, info->lost, p->nthreads,
+		p->nthreads == 1 ? "" : "s", info->python_major, info->python_minor, info->gc_timing);
+	if (s->children >= 0)
+		fprintf(f, "ebpfprof: followed %ld child process%s\n", s->children,
+			s->children == 1 ? "" : "es");
+	if (s->print_losses)
+		s->print_losses(f, s->ctx);
+	if (s->gc_needs_sys_admin)
+		fprintf(f, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
+	report_thread_table(f, s->analysis, p);
+	report_longest_gc(f, s->analysis, p, 5);
+	if (s->gc_log)
+		fprintf(f, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
+			s->wait_threshold_ms, s->gc_log);
+	fprintf(f, "ebpfprof: wrote %s profile to %s\n", s->format, s->path);
 }
 
 static void json_stack(FILE *f, const struct profile *p, const struct interval *iv)

@@ -7,11 +7,31 @@
 #include <stdio.h>
 #include "analysis.h"
 #include "profile.h"
+#include "writer.h"
 
 /* Per-thread seconds and share of the recording in each state. */
 void report_thread_table(FILE *f, const struct analysis *a, const struct profile *p);
 /* The `max` longest collections with the stack that triggered each. */
 void report_longest_gc(FILE *f, const struct analysis *a, const struct profile *p, size_t max);
+/* What the end-of-recording summary tells, besides the losses. */
+struct recording_summary {
+	const struct recording_info *info;	/* samples, lost, Python, GC timing, why it stopped */
+	const struct profile *profile;
+	const struct analysis *analysis;
+	long children;		/* child processes followed; -1 when not following */
+	int gc_needs_sys_admin;	/* GC probes possible, refused for lack of CAP_SYS_ADMIN */
+	const char *gc_log;	/* NULL without --gc-log */
+	double wait_threshold_ms;	/* the --gc-log's shortest wait */
+	const char *format;	/* the profile's --format */
+	const char *path;	/* and its file */
+	/* prints what the kernel and userspace lost (nothing when all is well) */
+	void (*print_losses)(FILE *f, void *ctx);
+	void *ctx;
+};
+
+/* The summary printed when a recording ends: what was recorded, what was
+ * lost, the thread table, the longest collections and the files written. */
+void report_summary(FILE *f, const struct recording_summary *s);
 /* JSON lines: every collection, and every wait of at least min_wait_ns.
  * Written atomically. 0, or -1 with errno set. */
 int report_gc_log(const char *path, const struct analysis *a, const struct profile *p,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "grow.h"
 #include "rotate.h"
 
 void period_name(char *out, size_t len, const char *base, const char *suffix,
@@ -42,15 +43,8 @@ int rotation_written(struct rotation *r, const char *const *paths)
 	r->periods++;
 	if (!r->keep)
 		return 0;
-	if (r->nwritten + n > r->cap) {
-		size_t cap = (r->nwritten + n) * 2;
-		char **v = realloc(r->written, cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		r->written = v;
-		r->cap = cap;
-	}
+	if (GROW_ARRAY(r->written, r->cap, r->nwritten + n))
+		return -1;
 	for (unsigned i = 0; i < n; i++) {
 		r->written[r->nwritten] = strdup(paths[i]);
 		if (!r->written[r->nwritten])

@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "clock.h"
 #include "ebpfprof.skel.h"
+#include "grow.h"
 #include "py_target.h"
 #include "procfs.h"
 #include "session.h"
@@ -38,6 +40,20 @@ struct session {
 };
 
 static int verbose_libbpf;
+
+/* The inode of the initial PID namespace (include/linux/proc_ns.h). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu
+
+int session_opts_pidns(struct session_opts *o)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
+		return 0;
+	o->pidns_dev = st.st_dev;
+	o->pidns_ino = st.st_ino;
+	return 1;
+}
 
 /* libbpf's warnings always (they explain failures), its info with -v. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -388,16 +404,9 @@ static const char *const collector_functions[] = {
 
 static int keep_gc_link(struct session *s, struct bpf_link *link)
 {
-	if (link && s->ngc_links == s->gc_links_cap) {
-		size_t cap = s->gc_links_cap ? s->gc_links_cap * 2 : 16;
-		struct bpf_link **v = realloc(s->gc_links, cap * sizeof(*v));
-
-		if (!v) {
-			bpf_link__destroy(link);
-			return -1;
-		}
-		s->gc_links = v;
-		s->gc_links_cap = cap;
+	if (link && GROW_ARRAY(s->gc_links, s->gc_links_cap, s->ngc_links + 1)) {
+		bpf_link__destroy(link);
+		return -1;
 	}
 	if (!link)
 		return -1;
@@ -525,7 +534,8 @@ void session_print_summary(struct session *s, FILE *f)
 		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %llu collections ended unseen, %lu blocked threads not seeded, %lu totals not drained\n",
 			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
 			(unsigned long long)c[EP_CNT_GC_LOST], s->seed_failed, s->drain_failed);
+	/* threads the interpreter does not know (yet, or any more): not in the profile */
 	if (c[EP_CNT_NO_TSTATE])
-		fprintf(f, "ebpfprof: %llu samples of threads without a Python thread state (not shown)\n",
-			(unsigned long long)c[EP_CNT_NO_TSTATE]);
+		fprintf(f, "ebpfprof: %llu of the %llu samples taken were of threads without a Python thread state (not in the profile)\n",
+			(unsigned long long)c[EP_CNT_NO_TSTATE], (unsigned long long)c[EP_CNT_SAMPLES]);
 }

@@ -25,6 +25,11 @@ struct session_opts {
 	void *ctx;
 };
 
+/* 1 if the profiler runs inside a PID namespace: pids on the command line
+ * and in /proc are then that namespace's, and the kernel side must
+ * translate; o->pidns_dev and o->pidns_ino then name it. Else 0. */
+int session_opts_pidns(struct session_opts *o);
+
 /* Loads and attaches the samplers. NULL with err filled on failure. */
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen);
 enum gc_probe_kind {

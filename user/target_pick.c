@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "preflight.h"
 #include "target_pick.h"
@@ -81,19 +80,6 @@ int target_open(pid_t pid, struct py_target *t, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read process %d's files and memory: Permission denied "
 			 "(this needs CAP_SYS_PTRACE: run it as root, e.g. with sudo)", pid);
 	return -1;
-}
-
-#define PROC_PID_INIT_INO 0xEFFFFFFCu
-
-int profiler_pidns(uint64_t *dev, uint64_t *ino)
-{
-	struct stat st;
-
-	if (stat("/proc/self/ns/pid", &st) || st.st_ino == PROC_PID_INIT_INO)
-		return 0;
-	*dev = st.st_dev;
-	*ino = st.st_ino;
-	return 1;
 }
 
 error_t target_pick_option(int key, char *arg, struct argp_state *state,

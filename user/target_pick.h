@@ -29,9 +29,4 @@ void target_cmdline(pid_t pid, char *out, size_t len);
 /* Finds and prepares the interpreter of a running pid. 0, or -1 with err. */
 int target_open(pid_t pid, struct py_target *t, char *err, size_t errlen);
 
-/* 1 and the namespace's device and inode if the profiler runs inside a PID
- * namespace (pids on the command line and in /proc are then that
- * namespace's, and the kernel side must translate); else 0. */
-int profiler_pidns(uint64_t *dev, uint64_t *ino);
-
 #endif

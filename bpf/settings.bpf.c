@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Settings and licence shared by every ebpfprof program (the shared maps
- * themselves are defined in gc.bpf.c, see there). */
+/* Settings and licence shared by every ebpfprof program: the read-only
+ * values the loader sets before load, and the licence the kernel checks.
+ * No maps here: the shared maps are defined in gc.bpf.c (see there why). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "ebpfprof.h"
