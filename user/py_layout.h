@@ -10,7 +10,7 @@
 #define EP_PY_LAYOUT_H
 #include <stdint.h>
 #include <sys/types.h>
-#include "linetable.h"
+#include "py_linetable.h"
 
 struct py_layout {
 	int major, minor;		/* 3, 11 */
@@ -58,7 +58,7 @@ struct py_layout {
 	int code_firstlineno;
 	int code_linetable;		/* co_lnotab (3.8, 3.9) or co_linetable */
 	int code_adaptive;		/* co_code_adaptive, 3.11+ */
-	enum linetable_format linetable_format;
+	enum py_linetable_format linetable_format;
 
 	/* str and bytes objects */
 	int unicode_length;		/* PyASCIIObject.length */

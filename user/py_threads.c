@@ -12,10 +12,10 @@
  * per process, so a scan of the entries is the only way from outside.
  */
 #include <string.h>
-#include "pystr.h"
+#include "py_str.h"
 #include "py_threads.h"
 #include "remote.h"
-#include "symbolizer.h"
+#include "py_symbolizer.h"
 
 /*
  * How an instance keeps its attributes: in a dict, or (3.11+, until some
@@ -318,7 +318,7 @@ static int match_name(struct ctx *c, uint64_t key, uint64_t value, void *arg)
 	const struct py_layout *L = c->L;
 	struct lookup *lk = arg;
 	uint8_t buf[STR_HDR_MAX + KEY_NAME_MAX];
-	struct pystr_state st;
+	struct py_str_state st;
 	size_t hdr = L->unicode_ascii_size;
 	int64_t length;
 	uint32_t state;
@@ -330,7 +330,7 @@ static int match_name(struct ctx *c, uint64_t key, uint64_t value, void *arg)
 		return 0;
 	memcpy(&length, buf + L->unicode_length, sizeof(length));
 	memcpy(&state, buf + L->unicode_state, sizeof(state));
-	if (pystr_parse_state(state, &st) || !st.compact || !st.ascii ||
+	if (py_str_parse_state(state, &st) || !st.compact || !st.ascii ||
 	    length != (int64_t)lk->len || memcmp(buf + L->unicode_ascii_size, lk->name, lk->len))
 		return 0;
 	lk->value = value;
@@ -467,7 +467,7 @@ static int add_thread(struct ctx *c, uint64_t key, uint64_t thread, void *arg)
 	if (read_ident(c, key, &t->ident) || instance_view(c, thread, &attrs) ||
 	    view_lookup(c, &attrs, "_name", &name) != 1 ||
 	    obj_type_flags(c, name, &type, &flags) || !(flags & TPF_UNICODE_SUBCLASS) ||
-	    symbolizer_read_str(c->pid, c->L, name, t->name, sizeof(t->name)))
+	    py_symbolizer_read_str(c->pid, c->L, name, t->name, sizeof(t->name)))
 		return 0;
 	/* before 3.11 the thread state lacks the tid: Thread._native_id has it */
 	t->native_id = 0;

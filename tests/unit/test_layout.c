@@ -103,14 +103,14 @@ static void test_every_version_has_an_entry(void **state)
 			CHECK_OFF(L, frame_owner);
 			CHECK_OFF(L, code_adaptive);
 			assert_int_equal(L->instr_kind, EP_INSTR_POINTER);
-			assert_int_equal(L->linetable_format, LINETABLE_LOCATIONS);
+			assert_int_equal(L->linetable_format, PY_LINETABLE_LOCATIONS);
 		} else {
 			assert_int_equal(L->frame_owner, -1);
 			assert_int_equal(L->code_adaptive, -1);
 			assert_int_equal(L->instr_kind, minor == 10 ? EP_INSTR_LASTI_UNITS :
 					 EP_INSTR_LASTI_BYTES);
-			assert_int_equal(L->linetable_format, minor == 10 ? LINETABLE_310 :
-					 LINETABLE_LNOTAB);
+			assert_int_equal(L->linetable_format, minor == 10 ? PY_LINETABLE_310 :
+					 PY_LINETABLE_LNOTAB);
 		}
 		/* 3.12+: C-stack shims; 3.14 adds FRAME_OWNED_BY_INTERPRETER (3) below them. */
 		assert_int_equal(L->owner_skip_min, minor >= 12 ? 3 : 0);

@@ -16,10 +16,10 @@
 #include <string.h>
 #include "ebpfprof.h"
 #include "frame_names.h"
-#include "linetable.h"
-#include "pystr.h"
+#include "py_linetable.h"
+#include "py_str.h"
 #include "remote.h"
-#include "symbolizer.h"
+#include "py_symbolizer.h"
 
 #define NAME_MAX_CHARS		1024
 #define LINETABLE_MAX_BYTES	(1u << 20)
@@ -45,7 +45,7 @@ struct code_entry {
 	unsigned memo_next;
 };
 
-struct symbolizer {
+struct py_symbolizer {
 	pid_t pid;
 	struct py_layout layout;
 	struct code_entry *entries;
@@ -57,9 +57,9 @@ struct symbolizer {
 	unsigned long evicted;
 };
 
-struct symbolizer *symbolizer_new(pid_t pid, const struct py_layout *layout)
+struct py_symbolizer *py_symbolizer_new(pid_t pid, const struct py_layout *layout)
 {
-	struct symbolizer *s = calloc(1, sizeof(*s));
+	struct py_symbolizer *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
@@ -81,7 +81,7 @@ static void entry_free(struct code_entry *e)
 	free(e->table);
 }
 
-void symbolizer_free(struct symbolizer *s)
+void py_symbolizer_free(struct py_symbolizer *s)
 {
 	size_t i;
 
@@ -94,13 +94,13 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
-void symbolizer_stats(const struct symbolizer *s, unsigned long *codes, unsigned long *failed)
+void py_symbolizer_stats(const struct py_symbolizer *s, unsigned long *codes, unsigned long *failed)
 {
 	*codes = s->filled;
 	*failed = s->failed;
 }
 
-size_t symbolizer_bytes(const struct symbolizer *s)
+size_t py_symbolizer_bytes(const struct py_symbolizer *s)
 {
 	return s->bytes;
 }
@@ -123,7 +123,7 @@ static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
 }
 
 /* Moves every used entry into a new table of cap slots. */
-static int rehash(struct symbolizer *s, size_t cap)
+static int rehash(struct py_symbolizer *s, size_t cap)
 {
 	struct code_entry *tab = calloc(cap, sizeof(*tab));
 	size_t i;
@@ -149,7 +149,7 @@ static int by_last_use(const void *x, const void *y)
 
 /* Drops the least recently used entries until at most half the budget and
  * half the entry limit are held. Amortised: each drop halves the cache. */
-static void evict(struct symbolizer *s)
+static void evict(struct py_symbolizer *s)
 {
 	struct code_entry **order = malloc(s->used * sizeof(*order));
 	size_t i, n = 0;
@@ -173,10 +173,10 @@ static void evict(struct symbolizer *s)
 	rehash(s, s->cap);
 }
 
-int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
-			char *out, size_t out_size)
+int py_symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
+			   char *out, size_t out_size)
 {
-	struct pystr_state st;
+	struct py_str_state st;
 	int64_t length;
 	uint32_t state;
 	uint64_t data;
@@ -185,7 +185,7 @@ int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
 
 	if (remote_read(pid, obj + L->unicode_length, &length, sizeof(length)) ||
 	    remote_read(pid, obj + L->unicode_state, &state, sizeof(state)) ||
-	    pystr_parse_state(state, &st) || length < 0)
+	    py_str_parse_state(state, &st) || length < 0)
 		return -1;
 	if (length > NAME_MAX_CHARS)
 		length = NAME_MAX_CHARS;
@@ -197,23 +197,23 @@ int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
 	if (!buf)
 		return -1;
 	n = remote_read(pid, data, buf, length * st.kind) ? -1 :
-		pystr_to_utf8(st.kind, buf, length * st.kind, length, out, out_size);
+		py_str_to_utf8(st.kind, buf, length * st.kind, length, out, out_size);
 	free(buf);
 	return n < 0 ? -1 : 0;
 }
 
-static char *read_str_field(struct symbolizer *s, uint64_t code, int off)
+static char *read_str_field(struct py_symbolizer *s, uint64_t code, int off)
 {
 	char buf[NAME_MAX_CHARS * 4 + 1];
 	uint64_t obj;
 
 	if (off < 0 || remote_read_u64(s->pid, code + off, &obj) ||
-	    symbolizer_read_str(s->pid, &s->layout, obj, buf, sizeof(buf)))
+	    py_symbolizer_read_str(s->pid, &s->layout, obj, buf, sizeof(buf)))
 		return NULL;
 	return strdup(buf);
 }
 
-static void read_linetable(struct symbolizer *s, struct code_entry *e)
+static void read_linetable(struct py_symbolizer *s, struct code_entry *e)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t bytes;
@@ -233,7 +233,7 @@ static void read_linetable(struct symbolizer *s, struct code_entry *e)
 	e->table = NULL;
 }
 
-static void fill_entry(struct symbolizer *s, struct code_entry *e)
+static void fill_entry(struct py_symbolizer *s, struct code_entry *e)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t filename;
@@ -255,7 +255,7 @@ static void fill_entry(struct symbolizer *s, struct code_entry *e)
 	read_linetable(s, e);
 }
 
-static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t ident)
+static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_t ident)
 {
 	struct code_entry *e;
 
@@ -279,7 +279,7 @@ static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t i
 
 /* The line of instr, remembered: a table can be 1 MiB long and the same
  * few instructions are sampled again and again. */
-static int entry_line(struct symbolizer *s, struct code_entry *e, uint32_t instr)
+static int entry_line(struct py_symbolizer *s, struct code_entry *e, uint32_t instr)
 {
 	unsigned i;
 	int line;
@@ -287,16 +287,16 @@ static int entry_line(struct symbolizer *s, struct code_entry *e, uint32_t instr
 	for (i = 0; i < LINE_MEMO && i < e->memo_next; i++)
 		if (e->memo_instr[i] == instr)
 			return e->memo_line[i];
-	line = linetable_line_for_offset(s->layout.linetable_format, e->table,
-					 e->table_len, e->firstlineno, instr);
+	line = py_linetable_line_for_offset(s->layout.linetable_format, e->table,
+					    e->table_len, e->firstlineno, instr);
 	i = e->memo_next++ % LINE_MEMO;
 	e->memo_instr[i] = instr;
 	e->memo_line[i] = line;
 	return line;
 }
 
-void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
-		      uint32_t instr, struct sym_frame *out)
+void py_symbolizer_frame(struct py_symbolizer *s, uint64_t code, uint32_t ident,
+			 uint32_t instr, struct py_sym_frame *out)
 {
 	struct code_entry *e = lookup(s, code, ident);
 	int line = -1;
