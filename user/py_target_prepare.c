@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Turns a version's layout and the target's addresses into the per-process
- * configuration the kernel walk uses (struct ep_proc_cfg): absolute
- * addresses of the GC flag and the GIL, and the offsets of the frame walk.
+ * py_target_prepare(), the second half of py_target.h: once py_target.c
+ * has found the interpreter, turns its version's layout and the target's
+ * addresses into the per-process configuration the kernel walk uses
+ * (struct ep_proc_cfg): absolute addresses of the GC flag and the GIL, and
+ * the offsets of the frame walk.
  */
 #include <stdio.h>
 #include <string.h>
