@@ -137,6 +137,30 @@ static void test_unsupported_versions(void **state)
 	assert_null(py_layout_for_version(4, 0));
 }
 
+/* py_threads.c's object layouts cover exactly the versions of the main table:
+ * a new version cannot be added to one and forgotten in the other. */
+static void test_object_layouts_match_versions(void **state)
+{
+	int major, minor;
+
+	(void)state;
+	for (major = 2; major <= 4; major++) {
+		for (minor = 0; minor <= 20; minor++) {
+			const struct py_layout *L = py_layout_for_version(major, minor);
+			const struct py_obj_layout *O = py_obj_layout_for_version(major, minor);
+
+			assert_int_equal(L != NULL, O != NULL);
+			if (!O)
+				continue;
+			assert_int_equal(O->minor, minor);
+			assert_true(O->tp_flags > 0 && O->md_dict > 0 && O->ma_keys > 0);
+			assert_true(O->dk_indices > O->dk_nentries);
+			assert_true((O->dk_size >= 0) != (O->dk_log2_size >= 0));
+			assert_int_equal(O->attr_kind == PY_ATTR_DICTOFFSET, minor <= 10);
+		}
+	}
+}
+
 static void test_supported_versions_string(void **state)
 {
 	char want[128] = "";
@@ -327,6 +351,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_version_has_an_entry),
 		cmocka_unit_test(test_unsupported_versions),
+		cmocka_unit_test(test_object_layouts_match_versions),
 		cmocka_unit_test(test_supported_versions_string),
 		cmocka_unit_test(test_debug_offsets_313),
 		cmocka_unit_test(test_debug_offsets_314),
