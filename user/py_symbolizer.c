@@ -18,8 +18,8 @@
 #include "frame_names.h"
 #include "py_linetable.h"
 #include "py_str.h"
-#include "remote.h"
 #include "py_symbolizer.h"
+#include "remote.h"
 
 #define NAME_MAX_CHARS		1024
 #define LINETABLE_MAX_BYTES	(1u << 20)

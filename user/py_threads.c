@@ -13,9 +13,9 @@
  */
 #include <string.h>
 #include "py_str.h"
+#include "py_symbolizer.h"
 #include "py_threads.h"
 #include "remote.h"
-#include "py_symbolizer.h"
 
 /* Facts the same in every supported version (object.h, longintrepr.h). */
 #define OB_TYPE			8		/* PyObject.ob_type */

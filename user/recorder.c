@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "procfs.h"
+#include "py_symbolizer.h"
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
-#include "py_symbolizer.h"
 
 #define MAX_NAMED_THREADS	1024
 

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "fd_describe.h"
-#include "py_target.h"
 #include "py_symbolizer.h"
+#include "py_target.h"
 
 #define DUMP_RUNNING	-1	/* state: running or runnable */
 #define DUMP_STOPPED	-2	/* state: stopped (SIGSTOP, traced) */
