@@ -52,9 +52,6 @@ struct py_symbolizer {
 	size_t cap, used;
 	size_t bytes;		/* held by all entries */
 	uint64_t tick;		/* lookups so far: the LRU clock */
-	unsigned long filled;	/* code objects read, evicted ones included */
-	unsigned long failed;
-	unsigned long evicted;
 };
 
 struct py_symbolizer *py_symbolizer_new(pid_t pid, const struct py_layout *layout)
@@ -92,17 +89,6 @@ void py_symbolizer_free(struct py_symbolizer *s)
 			entry_free(&s->entries[i]);
 	free(s->entries);
 	free(s);
-}
-
-void py_symbolizer_stats(const struct py_symbolizer *s, unsigned long *codes, unsigned long *failed)
-{
-	*codes = s->filled;
-	*failed = s->failed;
-}
-
-size_t py_symbolizer_bytes(const struct py_symbolizer *s)
-{
-	return s->bytes;
 }
 
 static size_t slot_of(uint64_t code, uint32_t ident, size_t cap)
@@ -164,7 +150,6 @@ static void evict(struct py_symbolizer *s)
 			      s->used > CACHE_MAX_ENTRIES / 2); i++) {
 		s->bytes -= order[i]->bytes;
 		s->used--;
-		s->evicted++;
 		entry_free(order[i]);
 		memset(order[i], 0, sizeof(*order[i]));
 	}
@@ -243,15 +228,12 @@ static void fill_entry(struct py_symbolizer *s, struct code_entry *e)
 	if (remote_read_i32(s->pid, e->code + L->code_firstlineno, &e->firstlineno) ||
 	    remote_read_u64(s->pid, e->code + L->code_filename, &filename) ||
 	    ep_code_ident(e->firstlineno, filename) != e->ident) {
-		s->failed++;
 		e->firstlineno = 0;
 		return;
 	}
 	e->name = read_str_field(s, e->code, L->code_qualname >= 0 ? L->code_qualname : L->code_name);
 	e->file = read_str_field(s, e->code, L->code_filename);
 	e->bytes = (e->name ? strlen(e->name) + 1 : 0) + (e->file ? strlen(e->file) + 1 : 0);
-	if (!e->name)
-		s->failed++;
 	read_linetable(s, e);
 }
 
@@ -269,7 +251,6 @@ static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_
 		e->code = code;
 		e->ident = ident;
 		s->used++;
-		s->filled++;
 		fill_entry(s, e);
 		s->bytes += e->bytes;
 	}

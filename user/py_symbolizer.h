@@ -25,9 +25,5 @@ void py_symbolizer_frame(struct py_symbolizer *s, uint64_t code, uint32_t ident,
 /* Reads a str object of the target as UTF-8 into out; 0, or -1 if unreadable. */
 int py_symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
 			   char *out, size_t out_size);
-/* Code objects looked up and how many could not be read, for the summary. */
-void py_symbolizer_stats(const struct py_symbolizer *s, unsigned long *codes, unsigned long *failed);
-/* Bytes of names, files and line tables the cache holds now. */
-size_t py_symbolizer_bytes(const struct py_symbolizer *s);
 
 #endif
