@@ -111,7 +111,6 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 	t->interp_addr = interp;
 	memset(c, 0, sizeof(*c));
 	c->interp_addr = interp;
-	c->py_version = (t->major << 24) | (t->minor << 16) | ((t->micro < 0 ? 0 : t->micro) << 8);
 	c->gc_collecting_addr = gc_collecting_addr(t);
 	gil = gil_addr(t);
 	if (gil && L->gil_locked >= 0 && L->gil_last_holder >= 0) {
