@@ -34,8 +34,9 @@ enum ep_instr_kind {
 
 /*
  * Everything the kernel side needs to walk one target's Python stacks.
- * Filled by userspace (user/py_layout.c) per process, keyed by tgid as seen
- * in the profiler's PID namespace. Addresses are in the target's memory.
+ * Filled per process by userspace (user/py_target_prepare.c), keyed by tgid
+ * as seen in the profiler's PID namespace. Addresses are in the target's
+ * memory.
  */
 struct ep_proc_cfg {
 	__u64 interp_addr;		/* main PyInterpreterState */
