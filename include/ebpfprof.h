@@ -34,8 +34,9 @@ enum ep_instr_kind {
 
 /*
  * Everything the kernel side needs to walk one target's Python stacks.
- * Filled by userspace (user/py_layout.c) per process, keyed by tgid as seen
- * in the profiler's PID namespace. Addresses are in the target's memory.
+ * Filled per process by userspace (user/py_target_prepare.c), keyed by tgid
+ * as seen in the profiler's PID namespace. Addresses are in the target's
+ * memory.
  */
 struct ep_proc_cfg {
 	__u64 interp_addr;		/* main PyInterpreterState */
@@ -45,7 +46,6 @@ struct ep_proc_cfg {
 	__u64 gil_start;		/* [gil_start, gil_end): futexes of the GIL */
 	__u64 gil_end;
 	__u64 code_tag_mask;		/* bits to clear from the code pointer (3.14 stackrefs) */
-	__u32 py_version;		/* PY_VERSION_HEX, e.g. 0x030b07f0 */
 	__u16 interp_threads_head;
 	__u16 tstate_next;
 	__u16 tstate_thread_id;		/* pthread_t, equal to the thread's fsbase */

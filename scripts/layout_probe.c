@@ -208,13 +208,13 @@ int main(void)
 #endif
 #if V(3, 11)
 	field("code_adaptive", OFF(PyCodeObject, co_code_adaptive));
-	field_sym("linetable_format", "LINETABLE_LOCATIONS");
+	field_sym("linetable_format", "PY_LINETABLE_LOCATIONS");
 #elif V(3, 10)
 	field("code_adaptive", -1);
-	field_sym("linetable_format", "LINETABLE_310");
+	field_sym("linetable_format", "PY_LINETABLE_310");
 #else
 	field("code_adaptive", -1);
-	field_sym("linetable_format", "LINETABLE_LNOTAB");
+	field_sym("linetable_format", "PY_LINETABLE_LNOTAB");
 #endif
 
 	/* str and bytes */

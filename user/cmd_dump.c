@@ -82,7 +82,7 @@ static void detail_text(const struct dump_snapshot *s, const struct dump_thread 
 	}
 }
 
-static void print_frame(FILE *f, const struct sym_frame *fr)
+static void print_frame(FILE *f, const struct py_sym_frame *fr)
 {
 	char name[1024], file[1024];
 

@@ -73,7 +73,7 @@ const char *frame_short_filename(const char *path)
 	return s ? s : path;
 }
 
-void frame_naming_apply(struct sym_frame *f)
+void frame_naming_apply(struct py_sym_frame *f)
 {
 	if (!naming.full_filenames)
 		f->file = frame_short_filename(f->file);

@@ -10,7 +10,7 @@
 #ifndef EP_FRAME_NAMES_H
 #define EP_FRAME_NAMES_H
 #include <stddef.h>
-#include "symbolizer.h"
+#include "py_symbolizer.h"
 
 struct frame_naming {
 	int full_filenames;
@@ -37,6 +37,6 @@ const char *frame_short_filename(const char *path);
 const char *frame_printable(const char *s, char *out, size_t len);
 
 /* Applies the naming to a symbolized frame, in place. */
-void frame_naming_apply(struct sym_frame *f);
+void frame_naming_apply(struct py_sym_frame *f);
 
 #endif

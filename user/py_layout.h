@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Where things are inside one CPython version's structures. Tables for
- * 3.8 to 3.12 live as data in py_layout_table.c (each entry says where its
+ * 3.8 to 3.14 live as data in py_layout_table.c (each entry says where its
  * figures came from); 3.13+ layouts are read from the target's own
  * _Py_DebugOffsets (py_debug_offsets.c) and fall back to the table.
- * A field that a version lacks is -1.
+ * A field that a version lacks is -1. Supporting a new version means an
+ * entry in each of py_layout_table.c's two tables (test_layout checks).
  */
 #ifndef EP_PY_LAYOUT_H
 #define EP_PY_LAYOUT_H
 #include <stdint.h>
 #include <sys/types.h>
-#include "linetable.h"
+#include "py_linetable.h"
 
 struct py_layout {
 	int major, minor;		/* 3, 11 */
@@ -58,7 +59,7 @@ struct py_layout {
 	int code_firstlineno;
 	int code_linetable;		/* co_lnotab (3.8, 3.9) or co_linetable */
 	int code_adaptive;		/* co_code_adaptive, 3.11+ */
-	enum linetable_format linetable_format;
+	enum py_linetable_format linetable_format;
 
 	/* str and bytes objects */
 	int unicode_length;		/* PyASCIIObject.length */
@@ -71,6 +72,50 @@ struct py_layout {
 
 /* The table entry for 3.minor, or NULL if that version is not supported. */
 const struct py_layout *py_layout_for_version(int major, int minor);
+
+/*
+ * How an instance keeps its attributes: in a dict, or (3.11+, until some
+ * code asks for __dict__) in a bare values array keyed by the class's
+ * shared keys, ht_cached_keys.
+ */
+enum py_attr_kind {
+	PY_ATTR_DICTOFFSET,	/* dict at obj + type->tp_dictoffset */
+	PY_ATTR_VALUES_PTR,	/* values at obj + managed_values; dict at obj + managed_dict */
+	PY_ATTR_DICT_OR_VALUES,	/* obj + managed_dict: a dict, or values - 1 (low bit set) */
+	PY_ATTR_INLINE_VALUES,	/* values at obj + tp_basicsize; dict at obj + managed_dict */
+};
+
+/*
+ * The object layouts struct py_layout does not cover: types, modules,
+ * dicts and ints, for reading thread names (py_threads.c). Offsets in
+ * bytes; -1 where a version lacks the field. Written by hand, in
+ * py_layout_table.c after the generated struct py_layout entries.
+ */
+struct py_obj_layout {
+	int minor;
+	/* PyTypeObject, PyHeapTypeObject */
+	int tp_basicsize, tp_flags, tp_dictoffset, ht_cached_keys;
+	/* PyModuleObject */
+	int md_dict;
+	/* PyDictObject */
+	int ma_keys, ma_values;
+	/* PyDictKeysObject: dk_size (Py_ssize_t) up to 3.10, log2 bytes after */
+	int dk_size, dk_log2_size, dk_log2_index_bytes, dk_kind;
+	int dk_nentries, dk_indices;
+	/* PyDictKeyEntry; PyDictUnicodeEntry (3.11+, when dk_kind != general) */
+	int entry_size, entry_key, entry_value;
+	int uentry_size, uentry_key, uentry_value;
+	/* PyDictValues (a bare PyObject *[] up to 3.10) */
+	int values_array, values_capacity, values_valid;
+	/* instance attributes */
+	enum py_attr_kind attr_kind;
+	int managed_dict, managed_values;
+	/* PyLongObject: ob_size (sign, digit count) or lv_tag (3.12+), digits */
+	int long_size, long_digits, long_tagged;
+};
+
+/* The object layouts of 3.minor, or NULL if that version is not supported. */
+const struct py_obj_layout *py_obj_layout_for_version(int major, int minor);
 
 /* "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14" */
 const char *py_supported_versions(void);

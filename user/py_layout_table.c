@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Per-version CPython layouts, as plain data. Each struct below is, verbatim,
- * the output of "scripts/gen-layout.sh --all", which compiles
+ * Per-version CPython layouts, as plain data. Each struct py_layout below is,
+ * verbatim, the output of "scripts/gen-layout.sh --all", which compiles
  * scripts/layout_probe.c against each version's headers, internal ones
  * included, and prints offsetof/sizeof of the real structs for x86-64;
  * .source names the header set. Only the comments between the structs are
  * written by hand. Regenerate rather than edit the figures, and run
  * "scripts/gen-layout.sh --compare" to check that the other header sets
  * (Debian release and Py_DEBUG builds, other patch releases) still agree.
+ * The object layouts of the thread-name reader (struct py_obj_layout) come
+ * after them, written by hand.
  *
  * Free-threaded builds (Py_GIL_DISABLED, "python3.13t") are not supported:
  * their objects, thread states and frames are laid out differently and
@@ -57,7 +59,7 @@ static const struct py_layout py_3_8 = {
 	.code_firstlineno = 40,
 	.code_linetable = 120,
 	.code_adaptive = -1,
-	.linetable_format = LINETABLE_LNOTAB,
+	.linetable_format = PY_LINETABLE_LNOTAB,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.unicode_ascii_size = 48,
@@ -105,7 +107,7 @@ static const struct py_layout py_3_9 = {
 	.code_firstlineno = 40,
 	.code_linetable = 120,
 	.code_adaptive = -1,
-	.linetable_format = LINETABLE_LNOTAB,
+	.linetable_format = PY_LINETABLE_LNOTAB,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.unicode_ascii_size = 48,
@@ -149,7 +151,7 @@ static const struct py_layout py_3_10 = {
 	.code_firstlineno = 40,
 	.code_linetable = 120,
 	.code_adaptive = -1,
-	.linetable_format = LINETABLE_310,
+	.linetable_format = PY_LINETABLE_310,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.unicode_ascii_size = 48,
@@ -200,7 +202,7 @@ static const struct py_layout py_3_11 = {
 	.code_firstlineno = 72,
 	.code_linetable = 136,
 	.code_adaptive = 184,
-	.linetable_format = LINETABLE_LOCATIONS,
+	.linetable_format = PY_LINETABLE_LOCATIONS,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.unicode_ascii_size = 48,
@@ -247,7 +249,7 @@ static const struct py_layout py_3_12 = {
 	.code_firstlineno = 68,
 	.code_linetable = 136,
 	.code_adaptive = 192,
-	.linetable_format = LINETABLE_LOCATIONS,
+	.linetable_format = PY_LINETABLE_LOCATIONS,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.unicode_ascii_size = 40,
@@ -296,7 +298,7 @@ static const struct py_layout py_3_13 = {
 	.code_firstlineno = 68,
 	.code_linetable = 136,
 	.code_adaptive = 200,
-	.linetable_format = LINETABLE_LOCATIONS,
+	.linetable_format = PY_LINETABLE_LOCATIONS,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.unicode_ascii_size = 40,
@@ -347,7 +349,7 @@ static const struct py_layout py_3_14 = {
 	.code_firstlineno = 68,
 	.code_linetable = 136,
 	.code_adaptive = 208,
-	.linetable_format = LINETABLE_LOCATIONS,
+	.linetable_format = PY_LINETABLE_LOCATIONS,
 	.unicode_length = 16,
 	.unicode_state = 32,
 	.unicode_ascii_size = 40,
@@ -367,6 +369,100 @@ const struct py_layout *py_layout_for_version(int major, int minor)
 	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
 		if (layouts[i]->major == major && layouts[i]->minor == minor)
 			return layouts[i];
+	return NULL;
+}
+
+/*
+ * The object layouts the thread-name reader needs (struct py_obj_layout),
+ * by hand, not generated: taken with offsetof/sizeof from each header set
+ * (-DPy_BUILD_CORE, internal headers included), except where a struct is
+ * private to a .c file and not installed (noted in the entry). Kept in
+ * step with layouts[] (the unit test checks it).
+ */
+static const struct py_obj_layout obj_layouts[] = {
+	/*
+	 * pyenv 3.8.18 headers. PyDictKeysObject and PyModuleObject are
+	 * private there (Objects/dict-common.h, Objects/moduleobject.c): their
+	 * figures were checked against live 3.8.18 objects with ctypes.
+	 */
+	{ .minor = 8, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
+	  .dk_nentries = 32, .dk_indices = 40,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = PY_ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.9.18 headers; dict keys and module as for 3.8 (ctypes) */
+	{ .minor = 9, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 864, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
+	  .dk_nentries = 32, .dk_indices = 40,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = PY_ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.10.13 headers; dict keys as for 3.8 (ctypes) */
+	{ .minor = 10, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
+	  .dk_nentries = 32, .dk_indices = 40,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = PY_ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.11.7 headers (Debian 12 3.11.2 and 3.11.2 Py_DEBUG agree) */
+	{ .minor = 11, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = PY_ATTR_VALUES_PTR, .managed_dict = -24, .managed_values = -32,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	/* pyenv 3.12.1 headers */
+	{ .minor = 12, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
+	  .attr_kind = PY_ATTR_DICT_OR_VALUES, .managed_dict = -24, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	/* pyenv 3.13.0 headers */
+	{ .minor = 13, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
+	  .attr_kind = PY_ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	/* Debian sid python3.14-dev 3.14.10 headers (its Py_DEBUG set agrees) */
+	{ .minor = 14, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
+	  .attr_kind = PY_ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+};
+
+const struct py_obj_layout *py_obj_layout_for_version(int major, int minor)
+{
+	size_t i;
+
+	for (i = 0; major == 3 && i < sizeof(obj_layouts) / sizeof(obj_layouts[0]); i++)
+		if (obj_layouts[i].minor == minor)
+			return &obj_layouts[i];
 	return NULL;
 }
 

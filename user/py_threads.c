@@ -12,128 +12,10 @@
  * per process, so a scan of the entries is the only way from outside.
  */
 #include <string.h>
-#include "pystr.h"
+#include "py_str.h"
+#include "py_symbolizer.h"
 #include "py_threads.h"
 #include "remote.h"
-#include "symbolizer.h"
-
-/*
- * How an instance keeps its attributes: in a dict, or (3.11+, until some
- * code asks for __dict__) in a bare values array keyed by the class's
- * shared keys, ht_cached_keys.
- */
-enum attr_kind {
-	ATTR_DICTOFFSET,	/* dict at obj + type->tp_dictoffset */
-	ATTR_VALUES_PTR,	/* values at obj + managed_values; dict at obj + managed_dict */
-	ATTR_DICT_OR_VALUES,	/* obj + managed_dict: a dict, or values - 1 (low bit set) */
-	ATTR_INLINE_VALUES,	/* values at obj + tp_basicsize; dict at obj + managed_dict */
-};
-
-/*
- * The object layouts struct py_layout does not cover. Offsets in bytes;
- * -1 where a version lacks the field. Taken with offsetof/sizeof from each
- * header set (-DPy_BUILD_CORE, internal headers included), except where a
- * struct is private to a .c file and not installed (noted in the entry).
- */
-struct obj_layout {
-	int minor;
-	/* PyTypeObject, PyHeapTypeObject */
-	int tp_basicsize, tp_flags, tp_dictoffset, ht_cached_keys;
-	/* PyModuleObject */
-	int md_dict;
-	/* PyDictObject */
-	int ma_keys, ma_values;
-	/* PyDictKeysObject: dk_size (Py_ssize_t) up to 3.10, log2 bytes after */
-	int dk_size, dk_log2_size, dk_log2_index_bytes, dk_kind;
-	int dk_nentries, dk_indices;
-	/* PyDictKeyEntry; PyDictUnicodeEntry (3.11+, when dk_kind != general) */
-	int entry_size, entry_key, entry_value;
-	int uentry_size, uentry_key, uentry_value;
-	/* PyDictValues (a bare PyObject *[] up to 3.10) */
-	int values_array, values_capacity, values_valid;
-	/* instance attributes */
-	enum attr_kind attr_kind;
-	int managed_dict, managed_values;
-	/* PyLongObject: ob_size (sign, digit count) or lv_tag (3.12+), digits */
-	int long_size, long_digits, long_tagged;
-};
-
-static const struct obj_layout obj_layouts[] = {
-	/*
-	 * pyenv 3.8.18 headers. PyDictKeysObject and PyModuleObject are
-	 * private there (Objects/dict-common.h, Objects/moduleobject.c): their
-	 * figures were checked against live 3.8.18 objects with ctypes.
-	 */
-	{ .minor = 8, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
-	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
-	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
-	  .dk_nentries = 32, .dk_indices = 40,
-	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
-	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
-	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
-	  .attr_kind = ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
-	/* pyenv 3.9.18 headers; dict keys and module as for 3.8 (ctypes) */
-	{ .minor = 9, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
-	  .ht_cached_keys = 864, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
-	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
-	  .dk_nentries = 32, .dk_indices = 40,
-	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
-	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
-	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
-	  .attr_kind = ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
-	/* pyenv 3.10.13 headers; dict keys as for 3.8 (ctypes) */
-	{ .minor = 10, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
-	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
-	  .dk_size = 8, .dk_log2_size = -1, .dk_log2_index_bytes = -1, .dk_kind = -1,
-	  .dk_nentries = 32, .dk_indices = 40,
-	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
-	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
-	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
-	  .attr_kind = ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
-	/* pyenv 3.11.7 headers (Debian 12 3.11.2 and 3.11.2 Py_DEBUG agree) */
-	{ .minor = 11, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
-	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
-	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
-	  .dk_nentries = 24, .dk_indices = 32,
-	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
-	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
-	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
-	  .attr_kind = ATTR_VALUES_PTR, .managed_dict = -24, .managed_values = -32,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
-	/* pyenv 3.12.1 headers */
-	{ .minor = 12, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
-	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
-	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
-	  .dk_nentries = 24, .dk_indices = 32,
-	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
-	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
-	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
-	  .attr_kind = ATTR_DICT_OR_VALUES, .managed_dict = -24, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
-	/* pyenv 3.13.0 headers */
-	{ .minor = 13, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
-	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
-	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
-	  .dk_nentries = 24, .dk_indices = 32,
-	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
-	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
-	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
-	  .attr_kind = ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
-	/* Debian sid python3.14-dev 3.14.10 headers (its Py_DEBUG set agrees) */
-	{ .minor = 14, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
-	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
-	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
-	  .dk_nentries = 24, .dk_indices = 32,
-	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
-	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
-	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
-	  .attr_kind = ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
-};
 
 /* Facts the same in every supported version (object.h, longintrepr.h). */
 #define OB_TYPE			8		/* PyObject.ob_type */
@@ -166,7 +48,7 @@ static const struct obj_layout obj_layouts[] = {
 struct ctx {
 	pid_t pid;
 	const struct py_layout *L;
-	const struct obj_layout *O;
+	const struct py_obj_layout *O;
 	unsigned reads_left;	/* garbage can chain big dicts: cap the whole call */
 };
 
@@ -177,16 +59,6 @@ struct dict_view {
 	uint32_t n;		/* entries to look at */
 	int stride, key, value;
 };
-
-static const struct obj_layout *obj_layout_for(int major, int minor)
-{
-	size_t i;
-
-	for (i = 0; major == 3 && i < sizeof(obj_layouts) / sizeof(obj_layouts[0]); i++)
-		if (obj_layouts[i].minor == minor)
-			return &obj_layouts[i];
-	return NULL;
-}
 
 static int rd(struct ctx *c, uint64_t addr, void *buf, size_t len)
 {
@@ -218,7 +90,7 @@ static int obj_type_flags(struct ctx *c, uint64_t obj, uint64_t *type, uint64_t 
 /* Index bytes, entries and entry kind of a PyDictKeysObject. */
 static int keys_view(struct ctx *c, uint64_t keys, uint64_t values, struct dict_view *v)
 {
-	const struct obj_layout *O = c->O;
+	const struct py_obj_layout *O = c->O;
 	uint8_t hdr[KEYS_HDR_MAX], capacity;
 	uint64_t size, index_bytes;
 	int64_t nentries;
@@ -318,7 +190,7 @@ static int match_name(struct ctx *c, uint64_t key, uint64_t value, void *arg)
 	const struct py_layout *L = c->L;
 	struct lookup *lk = arg;
 	uint8_t buf[STR_HDR_MAX + KEY_NAME_MAX];
-	struct pystr_state st;
+	struct py_str_state st;
 	size_t hdr = L->unicode_ascii_size;
 	int64_t length;
 	uint32_t state;
@@ -330,7 +202,7 @@ static int match_name(struct ctx *c, uint64_t key, uint64_t value, void *arg)
 		return 0;
 	memcpy(&length, buf + L->unicode_length, sizeof(length));
 	memcpy(&state, buf + L->unicode_state, sizeof(state));
-	if (pystr_parse_state(state, &st) || !st.compact || !st.ascii ||
+	if (py_str_parse_state(state, &st) || !st.compact || !st.ascii ||
 	    length != (int64_t)lk->len || memcmp(buf + L->unicode_ascii_size, lk->name, lk->len))
 		return 0;
 	lk->value = value;
@@ -377,13 +249,13 @@ static int inline_values(struct ctx *c, uint64_t obj, uint64_t type, uint64_t *v
  * class's shared keys when no dict has been made (3.11+). */
 static int instance_view(struct ctx *c, uint64_t obj, struct dict_view *v)
 {
-	const struct obj_layout *O = c->O;
+	const struct py_obj_layout *O = c->O;
 	uint64_t type, flags, dict = 0, values = 0, keys;
 	int64_t off;
 
 	if (obj_type_flags(c, obj, &type, &flags))
 		return -1;
-	if (O->attr_kind == ATTR_DICTOFFSET || !(flags & TPF_MANAGED_DICT)) {
+	if (O->attr_kind == PY_ATTR_DICTOFFSET || !(flags & TPF_MANAGED_DICT)) {
 		if (rd(c, type + O->tp_dictoffset, &off, sizeof(off)) ||
 		    off <= 0 || off > DICTOFFSET_MAX || rd_u64(c, obj + off, &dict))
 			return -1;
@@ -392,17 +264,17 @@ static int instance_view(struct ctx *c, uint64_t obj, struct dict_view *v)
 	if (rd_u64(c, obj + O->managed_dict, &dict))
 		return -1;
 	switch (O->attr_kind) {
-	case ATTR_VALUES_PTR:
+	case PY_ATTR_VALUES_PTR:
 		if (!dict && rd_u64(c, obj + O->managed_values, &values))
 			return -1;
 		break;
-	case ATTR_DICT_OR_VALUES:
+	case PY_ATTR_DICT_OR_VALUES:
 		if (dict & 1) {
 			values = dict + 1;
 			dict = 0;
 		}
 		break;
-	case ATTR_INLINE_VALUES:
+	case PY_ATTR_INLINE_VALUES:
 		if (!dict && (!(flags & TPF_INLINE_VALUES) || inline_values(c, obj, type, &values)))
 			return -1;
 		break;
@@ -419,7 +291,7 @@ static int instance_view(struct ctx *c, uint64_t obj, struct dict_view *v)
 /* threading's keys are get_ident() values: non-negative, below 2**64. */
 static int read_ident(struct ctx *c, uint64_t obj, uint64_t *ident)
 {
-	const struct obj_layout *O = c->O;
+	const struct py_obj_layout *O = c->O;
 	uint64_t type, flags, ndigits;
 	uint32_t digit[3];
 	int64_t size;
@@ -467,7 +339,7 @@ static int add_thread(struct ctx *c, uint64_t key, uint64_t thread, void *arg)
 	if (read_ident(c, key, &t->ident) || instance_view(c, thread, &attrs) ||
 	    view_lookup(c, &attrs, "_name", &name) != 1 ||
 	    obj_type_flags(c, name, &type, &flags) || !(flags & TPF_UNICODE_SUBCLASS) ||
-	    symbolizer_read_str(c->pid, c->L, name, t->name, sizeof(t->name)))
+	    py_symbolizer_read_str(c->pid, c->L, name, t->name, sizeof(t->name)))
 		return 0;
 	/* before 3.11 the thread state lacks the tid: Thread._native_id has it */
 	t->native_id = 0;
@@ -481,7 +353,7 @@ static int add_thread(struct ctx *c, uint64_t key, uint64_t thread, void *arg)
 int py_thread_names(pid_t pid, const struct py_layout *L, uint64_t interp_addr,
 		    struct py_thread_name *out, int max)
 {
-	struct ctx c = { .pid = pid, .L = L, .O = obj_layout_for(L->major, L->minor),
+	struct ctx c = { .pid = pid, .L = L, .O = py_obj_layout_for_version(L->major, L->minor),
 			 .reads_left = READS_MAX };
 	struct names nm = { .out = out, .max = max };
 	uint64_t modules, module, md_dict, active;

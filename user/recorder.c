@@ -5,10 +5,10 @@
 #include <string.h>
 #include "grow.h"
 #include "procfs.h"
+#include "py_symbolizer.h"
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
-#include "symbolizer.h"
 
 #define MAX_NAMED_THREADS	1024
 
@@ -23,7 +23,7 @@ struct rec_thread {
 
 struct rec_process {
 	struct py_target target;
-	struct symbolizer *sym;
+	struct py_symbolizer *sym;
 	char comm[16];
 	struct rec_thread *threads;
 	size_t nthreads, cap;
@@ -45,7 +45,7 @@ void recorder_free(struct recorder *r)
 	size_t i;
 
 	for (i = 0; i < r->nprocs; i++) {
-		symbolizer_free(r->procs[i]->sym);
+		py_symbolizer_free(r->procs[i]->sym);
 		free(r->procs[i]->threads);
 		free(r->procs[i]);
 	}
@@ -66,9 +66,9 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 	if (p) {
 		/* a new program in a known process: new interpreter, new code objects */
 		stack_table_drop_pid(&r->stacks, t->pid);
-		symbolizer_free(p->sym);
+		py_symbolizer_free(p->sym);
 		p->target = *t;
-		p->sym = symbolizer_new(t->pid, &t->layout);
+		p->sym = py_symbolizer_new(t->pid, &t->layout);
 		procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 		return p->sym ? 0 : -1;
 	}
@@ -78,7 +78,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 		return -1;
 	}
 	p->target = *t;
-	p->sym = symbolizer_new(t->pid, &t->layout);
+	p->sym = py_symbolizer_new(t->pid, &t->layout);
 	procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 	r->procs[r->nprocs++] = p;
 	return p->sym ? 0 : -1;
@@ -168,9 +168,9 @@ static uint32_t marker(struct recorder *r, const char *name)
 static uint32_t python_frame(struct recorder *r, struct rec_process *p,
 			     const struct ep_frame *f)
 {
-	struct sym_frame sf;
+	struct py_sym_frame sf;
 
-	symbolizer_frame(p->sym, f->code, f->ident, f->instr, &sf);
+	py_symbolizer_frame(p->sym, f->code, f->ident, f->instr, &sf);
 	return profile_frame(&r->profile, sf.name, sf.file,
 			     r->opts.by_function ? sf.firstlineno : sf.line, FRAME_PYTHON);
 }

@@ -162,7 +162,7 @@ int dump_thread_state(const struct py_target *t, int tid)
 	return th.state;
 }
 
-static void read_stack(const struct py_target *t, struct symbolizer *sym,
+static void read_stack(const struct py_target *t, struct py_symbolizer *sym,
 		       struct dump_thread *th, struct ep_stack_event *ev)
 {
 	int i;
@@ -174,8 +174,8 @@ static void read_stack(const struct py_target *t, struct symbolizer *sym,
 	if (!th->frames)
 		return;
 	for (i = 0; i < ev->depth; i++)
-		symbolizer_frame(sym, ev->frames[i].code, ev->frames[i].ident,
-				 ev->frames[i].instr, &th->frames[i]);
+		py_symbolizer_frame(sym, ev->frames[i].code, ev->frames[i].ident,
+				    ev->frames[i].instr, &th->frames[i]);
 	th->nframes = ev->depth;
 }
 
@@ -251,7 +251,7 @@ int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, siz
 
 	memset(s, 0, sizeof(*s));
 	s->pid = t->pid;
-	s->sym = symbolizer_new(t->pid, &t->layout);
+	s->sym = py_symbolizer_new(t->pid, &t->layout);
 	if (!ev || !s->sym || list_tasks(t->pid, s)) {
 		snprintf(err, errlen, "cannot read the threads of process %d", t->pid);
 		free(ev);
@@ -286,6 +286,6 @@ void dump_free(struct dump_snapshot *s)
 	for (size_t i = 0; s->threads && i < s->nthreads; i++)
 		free(s->threads[i].frames);
 	free(s->threads);
-	symbolizer_free(s->sym);
+	py_symbolizer_free(s->sym);
 	memset(s, 0, sizeof(*s));
 }

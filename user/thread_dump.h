@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "fd_describe.h"
+#include "py_symbolizer.h"
 #include "py_target.h"
-#include "symbolizer.h"
 
 #define DUMP_RUNNING	-1	/* state: running or runnable */
 #define DUMP_STOPPED	-2	/* state: stopped (SIGSTOP, traced) */
@@ -30,7 +30,7 @@ struct dump_thread {
 	int has_fd;		/* I/O wait on a known descriptor */
 	struct fd_info fd;
 	uint64_t futex;		/* lock and GIL waits: the futex address */
-	struct sym_frame *frames;	/* innermost first */
+	struct py_sym_frame *frames;	/* innermost first */
 	int nframes;
 	int truncated;
 };
@@ -42,7 +42,7 @@ struct dump_snapshot {
 	int gc_collecting;	/* -1 unknown */
 	struct dump_thread *threads;
 	size_t nthreads;
-	struct symbolizer *sym;	/* owns the frames' strings */
+	struct py_symbolizer *sym;	/* owns the frames' strings */
 };
 
 /* Takes the snapshot of a prepared target. 0, or -1 with err filled. */

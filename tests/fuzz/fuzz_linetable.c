@@ -1,7 +1,7 @@
-// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iuser -Iinclude tests/fuzz/fuzz_linetable.c user/linetable.c -o build/fuzz_linetable
+// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iuser -Iinclude tests/fuzz/fuzz_linetable.c user/py_linetable.c -o build/fuzz_linetable
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * libFuzzer target of linetable_line_for_offset(). Input: 1 byte format
+ * libFuzzer target of py_linetable_line_for_offset(). Input: 1 byte format
  * (mod 3), 4 bytes firstlineno, 4 bytes offset (both little-endian), the
  * rest the table. The table is copied to a buffer of its exact size so that
  * ASan catches a read one byte past it.
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "linetable.h"
+#include "py_linetable.h"
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -18,7 +18,7 @@ static uint32_t le32(const uint8_t *p)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	enum linetable_format fmt;
+	enum py_linetable_format fmt;
 	uint32_t offset;
 	uint8_t *table;
 	size_t len;
@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 9)
 		return 0;
-	fmt = (enum linetable_format)(data[0] % 3);
+	fmt = (enum py_linetable_format)(data[0] % 3);
 	first = (int)le32(data + 1);
 	offset = le32(data + 5);
 	len = size - 9;
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!table)
 		return 0;
 	memcpy(table, data + 9, len);
-	line = linetable_line_for_offset(fmt, table, len, first, offset);
+	line = py_linetable_line_for_offset(fmt, table, len, first, offset);
 	/* The contract: a line, never below 0, or -1. */
 	if (line < -1)
 		abort();

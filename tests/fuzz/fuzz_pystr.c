@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * libFuzzer target of the PyUnicode reader (user/pystr.c): the state word,
+ * libFuzzer target of the PyUnicode reader (user/py_str.c): the state word,
  * kind and length come from the target and may be anything. Input: 4 bytes
  * state, 4 bytes length, 2 bytes output size, the rest the characters
  * (copied to a buffer of their exact size). The output must be n bytes of
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pystr.h"
+#include "py_str.h"
 
 static int valid_utf8(const unsigned char *s, size_t n)
 {
@@ -36,7 +36,7 @@ static int valid_utf8(const unsigned char *s, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pystr_state st;
+	struct py_str_state st;
 	uint32_t state, length;
 	uint16_t out_size;
 	uint8_t *chars;
@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!chars || !out)
 		goto done;
 	memcpy(chars, data + 10, len);
-	if (pystr_parse_state(state, &st) == 0) {
+	if (py_str_parse_state(state, &st) == 0) {
 		if (st.kind != 1 && st.kind != 2 && st.kind != 4)
 			abort();
 		if (st.ascii && st.kind != 1)
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		st.kind = 1 + (state & 3);	/* try invalid kinds (3) too */
 	}
-	n = pystr_to_utf8(st.kind, len ? chars : NULL, len, length, out, out_size);
+	n = py_str_to_utf8(st.kind, len ? chars : NULL, len, length, out, out_size);
 	if (n >= 0) {
 		if (!out_size || (size_t)n >= out_size || out[n] ||
 		    !valid_utf8((unsigned char *)out, n))

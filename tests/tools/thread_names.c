@@ -12,7 +12,7 @@
  *
  * Build (from the top of the tree):
  *   gcc -Wall -Wextra -O2 -Iuser -Iinclude -o thread_names tests/tools/thread_names.c \
- *       user/py_threads.c user/symbolizer.c user/linetable.c user/pystr.c \
+ *       user/py_threads.c user/py_symbolizer.c user/py_linetable.c user/py_str.c \
  *       user/remote.c user/elf_syms.c user/py_layout_table.c \
  *       user/py_debug_offsets.c -lelf
  */

@@ -198,11 +198,11 @@ def dump():
     v = sys.version_info
     code = compile(sample_source(), "<vectors>", "exec")
     if v < (3, 10):
-        fmt, table_of, lines_of = "LINETABLE_LNOTAB", "co_lnotab", lines_38
+        fmt, table_of, lines_of = "PY_LINETABLE_LNOTAB", "co_lnotab", lines_38
     elif v < (3, 11):
-        fmt, table_of, lines_of = "LINETABLE_310", "co_linetable", lines_co_lines
+        fmt, table_of, lines_of = "PY_LINETABLE_310", "co_linetable", lines_co_lines
     else:
-        fmt, table_of, lines_of = "LINETABLE_LOCATIONS", "co_linetable", lines_positions
+        fmt, table_of, lines_of = "PY_LINETABLE_LOCATIONS", "co_linetable", lines_positions
     res = []
     for c in walk(code):
         lines = [-1 if l is None else l for l in lines_of(c)]
@@ -247,7 +247,7 @@ def emit(runs):
     print("#define LINETABLE_VECTORS_H")
     print("#include <stddef.h>")
     print("#include <stdint.h>")
-    print('#include "linetable.h"')
+    print('#include "py_linetable.h"')
     print()
     print("struct lt_vector {")
     print("\tconst char *name;\t\t/* interpreter version and code object */")
@@ -290,7 +290,7 @@ def main():
     for python in sys.argv[1:]:
         data = run(python, [])
         runs.append((python, [], data))
-        if data["format"] == "LINETABLE_LOCATIONS":
+        if data["format"] == "PY_LINETABLE_LOCATIONS":
             runs.append((python, ["-X", "no_debug_ranges"],
                          run(python, ["-X", "no_debug_ranges"])))
     emit(runs)

@@ -57,9 +57,9 @@ static void test_naming_applied(void **state)
 {
 	(void)state;
 	struct frame_naming full = { .full_filenames = 1 }, nolineno = { .nolineno = 1 }, dflt = { 0 };
-	struct sym_frame f = { .name = "f", .file = "/usr/lib/python3.11/json/decoder.py",
+	struct py_sym_frame f = { .name = "f", .file = "/usr/lib/python3.11/json/decoder.py",
 			       .line = 12, .firstlineno = 10 };
-	struct sym_frame g = f;
+	struct py_sym_frame g = f;
 
 	frame_naming_set(&dflt);
 	frame_naming_apply(&g);

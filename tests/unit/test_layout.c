@@ -103,14 +103,14 @@ static void test_every_version_has_an_entry(void **state)
 			CHECK_OFF(L, frame_owner);
 			CHECK_OFF(L, code_adaptive);
 			assert_int_equal(L->instr_kind, EP_INSTR_POINTER);
-			assert_int_equal(L->linetable_format, LINETABLE_LOCATIONS);
+			assert_int_equal(L->linetable_format, PY_LINETABLE_LOCATIONS);
 		} else {
 			assert_int_equal(L->frame_owner, -1);
 			assert_int_equal(L->code_adaptive, -1);
 			assert_int_equal(L->instr_kind, minor == 10 ? EP_INSTR_LASTI_UNITS :
 					 EP_INSTR_LASTI_BYTES);
-			assert_int_equal(L->linetable_format, minor == 10 ? LINETABLE_310 :
-					 LINETABLE_LNOTAB);
+			assert_int_equal(L->linetable_format, minor == 10 ? PY_LINETABLE_310 :
+					 PY_LINETABLE_LNOTAB);
 		}
 		/* 3.12+: C-stack shims; 3.14 adds FRAME_OWNED_BY_INTERPRETER (3) below them. */
 		assert_int_equal(L->owner_skip_min, minor >= 12 ? 3 : 0);
@@ -135,6 +135,30 @@ static void test_unsupported_versions(void **state)
 	assert_null(py_layout_for_version(3, 15));
 	assert_null(py_layout_for_version(2, 7));
 	assert_null(py_layout_for_version(4, 0));
+}
+
+/* py_threads.c's object layouts cover exactly the versions of the main table:
+ * a new version cannot be added to one and forgotten in the other. */
+static void test_object_layouts_match_versions(void **state)
+{
+	int major, minor;
+
+	(void)state;
+	for (major = 2; major <= 4; major++) {
+		for (minor = 0; minor <= 20; minor++) {
+			const struct py_layout *L = py_layout_for_version(major, minor);
+			const struct py_obj_layout *O = py_obj_layout_for_version(major, minor);
+
+			assert_int_equal(L != NULL, O != NULL);
+			if (!O)
+				continue;
+			assert_int_equal(O->minor, minor);
+			assert_true(O->tp_flags > 0 && O->md_dict > 0 && O->ma_keys > 0);
+			assert_true(O->dk_indices > O->dk_nentries);
+			assert_true((O->dk_size >= 0) != (O->dk_log2_size >= 0));
+			assert_int_equal(O->attr_kind == PY_ATTR_DICTOFFSET, minor <= 10);
+		}
+	}
 }
 
 static void test_supported_versions_string(void **state)
@@ -327,6 +351,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_version_has_an_entry),
 		cmocka_unit_test(test_unsupported_versions),
+		cmocka_unit_test(test_object_layouts_match_versions),
 		cmocka_unit_test(test_supported_versions_string),
 		cmocka_unit_test(test_debug_offsets_313),
 		cmocka_unit_test(test_debug_offsets_314),

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Unit tests of user/linetable.c. The main check replays real tables from
+ * Unit tests of user/py_linetable.c. The main check replays real tables from
  * CPython 3.8 to 3.13 (linetable_vectors.h, made by gen_linetable_vectors.py)
  * against each interpreter's own answer for every code unit; the rest pins
  * down the formats' corner cases with hand-made tables and feeds broken ones.
  *
  * gcc -Wall -Wextra -O1 -g -Iuser -Iinclude tests/unit/test_linetable.c \
- *     user/linetable.c -lcmocka -o build/test_linetable
+ *     user/py_linetable.c -lcmocka -o build/test_linetable
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -18,15 +18,15 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "linetable.h"
+#include "py_linetable.h"
 #include "linetable_vectors.h"
 
 #define N_VECTORS (sizeof(lt_vectors) / sizeof(lt_vectors[0]))
 
 static int line_of(const struct lt_vector *v, size_t len, uint32_t off)
 {
-	return linetable_line_for_offset(v->fmt, v->table, len, v->firstlineno,
-					 off);
+	return py_linetable_line_for_offset(v->fmt, v->table, len, v->firstlineno,
+					    off);
 }
 
 /* Fails naming the vector and offset, which cmocka's asserts cannot. */
@@ -79,7 +79,7 @@ static void test_real_past_end(void **state)
 		const struct lt_vector *v = &lt_vectors[i];
 		uint32_t end = v->n_units * 2;
 
-		if (v->fmt == LINETABLE_LNOTAB)
+		if (v->fmt == PY_LINETABLE_LNOTAB)
 			continue;
 		expect_line(v, v->table_len, end, -1);
 		expect_line(v, v->table_len, end + 1, -1);
@@ -101,7 +101,7 @@ static void test_real_lnotab_past_end(void **state)
 		const struct lt_vector *v = &lt_vectors[i];
 		int last = line_of(v, v->table_len, UINT32_MAX);
 
-		if (v->fmt != LINETABLE_LNOTAB)
+		if (v->fmt != PY_LINETABLE_LNOTAB)
 			continue;
 		assert_true(last >= 0);
 		expect_line(v, v->table_len, v->n_units * 2 + 100, last);
@@ -137,7 +137,7 @@ static void check_prefix(const struct lt_vector *v, size_t len)
 	uint64_t span;
 	size_t u;
 
-	if (v->fmt == LINETABLE_LOCATIONS)
+	if (v->fmt == PY_LINETABLE_LOCATIONS)
 		span = locations_span(v->table, v->table_len, len);
 	else
 		span = len % 2 ? 0 : pairs_span(v->table, len);
@@ -147,7 +147,7 @@ static void check_prefix(const struct lt_vector *v, size_t len)
 
 		if (off < span)
 			expect_line(v, len, off, v->lines[u]);
-		else if (v->fmt != LINETABLE_LNOTAB || len % 2)
+		else if (v->fmt != PY_LINETABLE_LNOTAB || len % 2)
 			expect_line(v, len, off, -1);
 		else if (got < -1)
 			fail_msg("%s: prefix %zu: line %d", v->name, len, got);
@@ -196,7 +196,7 @@ static void cover_pairs(const struct lt_vector *v, struct coverage *c)
 	for (i = 0; i + 1 < v->table_len; i += 2) {
 		int8_t d = (int8_t)v->table[i + 1];
 
-		if (v->fmt == LINETABLE_LNOTAB) {
+		if (v->fmt == PY_LINETABLE_LNOTAB) {
 			c->lnotab_neg += d < 0;
 			c->lnotab_127 += d == 127;
 			c->lnotab_m128 += d == -128;
@@ -245,7 +245,7 @@ static void test_real_coverage(void **state)
 			c.no_line += v->lines[u] < 0;
 			c.line_zero += v->lines[u] == 0;
 		}
-		if (v->fmt == LINETABLE_LOCATIONS)
+		if (v->fmt == PY_LINETABLE_LOCATIONS)
 			cover_locations(v, &c);
 		else
 			cover_pairs(v, &c);
@@ -266,7 +266,7 @@ static void test_real_coverage(void **state)
 
 static int lnotab(const uint8_t *t, size_t len, int first, uint32_t off)
 {
-	return linetable_line_for_offset(LINETABLE_LNOTAB, t, len, first, off);
+	return py_linetable_line_for_offset(PY_LINETABLE_LNOTAB, t, len, first, off);
 }
 
 static void test_lnotab_basic(void **state)
@@ -330,7 +330,7 @@ static void test_lnotab_malformed(void **state)
 
 static int t310(const uint8_t *t, size_t len, int first, uint32_t off)
 {
-	return linetable_line_for_offset(LINETABLE_310, t, len, first, off);
+	return py_linetable_line_for_offset(PY_LINETABLE_310, t, len, first, off);
 }
 
 static void test_310_basic(void **state)
@@ -378,8 +378,8 @@ static void test_310_malformed(void **state)
 
 static int loc(const uint8_t *t, size_t len, int first, uint32_t off)
 {
-	return linetable_line_for_offset(LINETABLE_LOCATIONS, t, len, first,
-					 off);
+	return py_linetable_line_for_offset(PY_LINETABLE_LOCATIONS, t, len, first,
+					    off);
 }
 
 #define ENTRY(code, units) (0x80 | (code) << 3 | ((units) - 1))
@@ -469,10 +469,10 @@ static void test_bad_format(void **state)
 	static const uint8_t t[] = { 2, 1 };
 
 	(void)state;
-	assert_int_equal(linetable_line_for_offset((enum linetable_format)3, t,
-						   sizeof(t), 1, 0), -1);
-	assert_int_equal(linetable_line_for_offset((enum linetable_format)-1, t,
-						   sizeof(t), 1, 0), -1);
+	assert_int_equal(py_linetable_line_for_offset((enum py_linetable_format)3, t,
+						      sizeof(t), 1, 0), -1);
+	assert_int_equal(py_linetable_line_for_offset((enum py_linetable_format)-1, t,
+						      sizeof(t), 1, 0), -1);
 }
 
 /* A NULL table is an empty one whatever length comes with it. */

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Unit tests of user/pystr.c: PEP 393 state words (values read out of live
+ * Unit tests of user/py_str.c: PEP 393 state words (values read out of live
  * 3.8 to 3.13 interpreters) and the 1/2/4-byte kinds to UTF-8.
  *
  * gcc -Wall -Wextra -O1 -g -Iuser -Iinclude tests/unit/test_pystr.c \
- *     user/pystr.c -lcmocka -o build/test_pystr
+ *     user/py_str.c -lcmocka -o build/test_pystr
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "pystr.h"
+#include "py_str.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -56,9 +56,9 @@ static void test_state_real(void **state)
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(real_states); i++) {
 		const struct state_case *c = &real_states[i];
-		struct pystr_state st;
+		struct py_str_state st;
 
-		assert_int_equal(pystr_parse_state(c->state, &st), 0);
+		assert_int_equal(py_str_parse_state(c->state, &st), 0);
 		assert_int_equal(st.kind, c->kind);
 		assert_int_equal(st.compact, c->compact);
 		assert_int_equal(st.ascii, c->ascii);
@@ -76,9 +76,9 @@ static void test_state_all_low_bits(void **state)
 		int ascii = (s >> 6) & 1;
 		int valid = (kind == 1 || kind == 2 || kind == 4) &&
 			    (!ascii || kind == 1);
-		struct pystr_state st;
+		struct py_str_state st;
 
-		assert_int_equal(pystr_parse_state(s | 0xabcdef00u, &st),
+		assert_int_equal(py_str_parse_state(s | 0xabcdef00u, &st),
 				 valid ? 0 : -1);
 		if (!valid)
 			continue;
@@ -90,22 +90,22 @@ static void test_state_all_low_bits(void **state)
 
 static void test_state_invalid(void **state)
 {
-	struct pystr_state st;
+	struct py_str_state st;
 
 	(void)state;
 	/* Kind 0: a legacy string not yet "ready" (3.11 and older). */
-	assert_int_equal(pystr_parse_state(0x00000020, &st), -1);
-	assert_int_equal(pystr_parse_state(0x00000000, &st), -1);
-	assert_int_equal(pystr_parse_state(0x0000000c, &st), -1); /* 3 */
-	assert_int_equal(pystr_parse_state(0x0000001c, &st), -1); /* 7 */
+	assert_int_equal(py_str_parse_state(0x00000020, &st), -1);
+	assert_int_equal(py_str_parse_state(0x00000000, &st), -1);
+	assert_int_equal(py_str_parse_state(0x0000000c, &st), -1); /* 3 */
+	assert_int_equal(py_str_parse_state(0x0000001c, &st), -1); /* 7 */
 	/* ASCII but 2 bytes a character: not something CPython makes. */
-	assert_int_equal(pystr_parse_state(0x00000068, &st), -1);
+	assert_int_equal(py_str_parse_state(0x00000068, &st), -1);
 	/*
 	 * Free-threaded 3.14 keeps interned in a byte of its own, moving kind
 	 * to bit 8: such a word (here compact ASCII) must not pass for one.
 	 */
-	assert_int_equal(pystr_parse_state(0x00001900, &st), -1);
-	assert_int_equal(pystr_parse_state(0x00001903, &st), -1);
+	assert_int_equal(py_str_parse_state(0x00001900, &st), -1);
+	assert_int_equal(py_str_parse_state(0x00001903, &st), -1);
 }
 
 /* ---- to UTF-8 ---- */
@@ -122,7 +122,7 @@ static int convert(unsigned int kind, const void *data, size_t data_len,
 
 	assert_non_null(out);
 	memset(out, 0x5a, out_size);
-	n = pystr_to_utf8(kind, data, data_len, length, out, out_size);
+	n = py_str_to_utf8(kind, data, data_len, length, out, out_size);
 	assert_true(n < (int)out_size);
 	if (n >= 0) {
 		assert_int_equal(out[n], '\0');
@@ -296,19 +296,19 @@ static void test_short_data(void **state)
 
 	(void)state;
 	memset(out, 0x5a, sizeof(out));
-	assert_int_equal(pystr_to_utf8(2, s, 5, 3, out, sizeof(out)), -1);
+	assert_int_equal(py_str_to_utf8(2, s, 5, 3, out, sizeof(out)), -1);
 	/* Whatever a caller does with it, out stays a string. */
 	assert_int_equal(out[0], '\0');
-	assert_int_equal(pystr_to_utf8(2, s, 6, 3, out, sizeof(out)), 3);
-	assert_int_equal(pystr_to_utf8(4, s, 11, 3, out, sizeof(out)), -1);
-	assert_int_equal(pystr_to_utf8(4, s, 12, 3, out, sizeof(out)), 3);
-	assert_int_equal(pystr_to_utf8(1, s, 2, 3, out, sizeof(out)), -1);
-	assert_int_equal(pystr_to_utf8(1, s, 0, 1, out, sizeof(out)), -1);
+	assert_int_equal(py_str_to_utf8(2, s, 6, 3, out, sizeof(out)), 3);
+	assert_int_equal(py_str_to_utf8(4, s, 11, 3, out, sizeof(out)), -1);
+	assert_int_equal(py_str_to_utf8(4, s, 12, 3, out, sizeof(out)), 3);
+	assert_int_equal(py_str_to_utf8(1, s, 2, 3, out, sizeof(out)), -1);
+	assert_int_equal(py_str_to_utf8(1, s, 0, 1, out, sizeof(out)), -1);
 	/* length * kind would wrap: still too short, not a huge read. */
-	assert_int_equal(pystr_to_utf8(4, s, 12, SIZE_MAX / 2, out,
-				       sizeof(out)), -1);
-	assert_int_equal(pystr_to_utf8(4, s, 12, SIZE_MAX, out,
-				       sizeof(out)), -1);
+	assert_int_equal(py_str_to_utf8(4, s, 12, SIZE_MAX / 2, out,
+					sizeof(out)), -1);
+	assert_int_equal(py_str_to_utf8(4, s, 12, SIZE_MAX, out,
+					sizeof(out)), -1);
 }
 
 static void test_empty_and_null(void **state)
@@ -316,9 +316,9 @@ static void test_empty_and_null(void **state)
 	char out[4] = "zzz";
 
 	(void)state;
-	assert_int_equal(pystr_to_utf8(1, NULL, 0, 0, out, sizeof(out)), 0);
+	assert_int_equal(py_str_to_utf8(1, NULL, 0, 0, out, sizeof(out)), 0);
 	assert_string_equal(out, "");
-	assert_int_equal(pystr_to_utf8(4, NULL, 8, 2, out, sizeof(out)), -1);
+	assert_int_equal(py_str_to_utf8(4, NULL, 8, 2, out, sizeof(out)), -1);
 }
 
 static void test_bad_args(void **state)
@@ -331,13 +331,13 @@ static void test_bad_args(void **state)
 	for (kind = 0; kind < 9; kind++) {
 		if (kind == 1 || kind == 2 || kind == 4)
 			continue;
-		assert_int_equal(pystr_to_utf8(kind, s, 8, 1, out, 4), -1);
+		assert_int_equal(py_str_to_utf8(kind, s, 8, 1, out, 4), -1);
 	}
 	/* No room even for the NUL: nothing is written. */
 	memcpy(out, "zzz", 4);
-	assert_int_equal(pystr_to_utf8(1, s, 8, 1, out, 0), -1);
+	assert_int_equal(py_str_to_utf8(1, s, 8, 1, out, 0), -1);
 	assert_string_equal(out, "zzz");
-	assert_int_equal(pystr_to_utf8(1, s, 8, 1, NULL, 4), -1);
+	assert_int_equal(py_str_to_utf8(1, s, 8, 1, NULL, 4), -1);
 }
 
 /* Target memory has no alignment promise: UBSan watches the reads. */
@@ -393,17 +393,17 @@ static void test_every_code_point(void **state)
 	for (c = 0; c <= 0x10ffff; c++) {
 		uint16_t c2 = c;
 		uint8_t c1 = c;
-		int n = pystr_to_utf8(4, &c, 4, 1, out, sizeof(out));
+		int n = py_str_to_utf8(4, &c, 4, 1, out, sizeof(out));
 		uint32_t want = c >= 0xd800 && c <= 0xdfff ? 0xfffd : c;
 
 		assert_true(n >= 1 && n <= 4);
 		assert_int_equal(utf8_decode((uint8_t *)out, n, &back), n);
 		assert_int_equal(back, want);
 		if (c <= 0xffff)
-			assert_int_equal(pystr_to_utf8(2, &c2, 2, 1, out, 8),
+			assert_int_equal(py_str_to_utf8(2, &c2, 2, 1, out, 8),
 					 n);
 		if (c <= 0xff)
-			assert_int_equal(pystr_to_utf8(1, &c1, 1, 1, out, 8),
+			assert_int_equal(py_str_to_utf8(1, &c1, 1, 1, out, 8),
 					 n);
 	}
 }

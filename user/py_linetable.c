@@ -9,7 +9,7 @@
  * hostile table cannot overflow them.
  */
 #include <limits.h>
-#include "linetable.h"
+#include "py_linetable.h"
 
 /* A line still within the range of an int, as CPython keeps it. */
 static int line_in_range(int64_t line)
@@ -210,19 +210,19 @@ static int locations_line(const uint8_t *t, size_t len, int firstlineno,
 	return -1;
 }
 
-int linetable_line_for_offset(enum linetable_format fmt, const uint8_t *table,
-			      size_t table_len, int firstlineno,
-			      uint32_t byte_offset)
+int py_linetable_line_for_offset(enum py_linetable_format fmt, const uint8_t *table,
+				 size_t table_len, int firstlineno,
+				 uint32_t byte_offset)
 {
 	if (!table)
 		table_len = 0;
 	switch (fmt) {
-	case LINETABLE_LNOTAB:
+	case PY_LINETABLE_LNOTAB:
 		return lnotab_line(table, table_len, firstlineno, byte_offset);
-	case LINETABLE_310:
+	case PY_LINETABLE_310:
 		return linetable310_line(table, table_len, firstlineno,
 					 byte_offset);
-	case LINETABLE_LOCATIONS:
+	case PY_LINETABLE_LOCATIONS:
 		return locations_line(table, table_len, firstlineno,
 				      byte_offset);
 	}

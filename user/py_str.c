@@ -6,7 +6,7 @@
  */
 #include <limits.h>
 #include <string.h>
-#include "pystr.h"
+#include "py_str.h"
 
 /*
  * PyASCIIObject.state: interned:2, kind:3, compact:1, ascii:1 from bit 0
@@ -21,7 +21,7 @@
 
 #define REPLACEMENT_CHAR	0xfffdu
 
-int pystr_parse_state(uint32_t state, struct pystr_state *out)
+int py_str_parse_state(uint32_t state, struct py_str_state *out)
 {
 	unsigned int kind = (state >> STATE_KIND_SHIFT) & STATE_KIND_MASK;
 	int ascii = !!(state & STATE_ASCII);
@@ -90,8 +90,8 @@ static size_t utf8_encode(uint32_t c, uint8_t buf[4])
 	return 4;
 }
 
-int pystr_to_utf8(unsigned kind, const void *data, size_t data_len,
-		  size_t length, char *out, size_t out_size)
+int py_str_to_utf8(unsigned kind, const void *data, size_t data_len,
+		   size_t length, char *out, size_t out_size)
 {
 	/* Room for the bytes, the NUL kept aside; the count must fit an int. */
 	size_t room, used = 0, i;

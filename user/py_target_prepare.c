@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Turns a version's layout and the target's addresses into the per-process
- * configuration the kernel walk uses (struct ep_proc_cfg): absolute
- * addresses of the GC flag and the GIL, and the offsets of the frame walk.
+ * py_target_prepare(), the second half of py_target.h: once py_target.c
+ * has found the interpreter, turns its version's layout and the target's
+ * addresses into the per-process configuration the kernel walk uses
+ * (struct ep_proc_cfg): absolute addresses of the GC flag and the GIL, and
+ * the offsets of the frame walk.
  */
 #include <stdio.h>
 #include <string.h>
@@ -109,7 +111,6 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 	t->interp_addr = interp;
 	memset(c, 0, sizeof(*c));
 	c->interp_addr = interp;
-	c->py_version = (t->major << 24) | (t->minor << 16) | ((t->micro < 0 ? 0 : t->micro) << 8);
 	c->gc_collecting_addr = gc_collecting_addr(t);
 	gil = gil_addr(t);
 	if (gil && L->gil_locked >= 0 && L->gil_last_holder >= 0) {

@@ -16,10 +16,10 @@
 #include <string.h>
 #include "ebpfprof.h"
 #include "frame_names.h"
-#include "linetable.h"
-#include "pystr.h"
+#include "py_linetable.h"
+#include "py_str.h"
+#include "py_symbolizer.h"
 #include "remote.h"
-#include "symbolizer.h"
 
 #define NAME_MAX_CHARS		1024
 #define LINETABLE_MAX_BYTES	(1u << 20)
@@ -45,21 +45,18 @@ struct code_entry {
 	unsigned memo_next;
 };
 
-struct symbolizer {
+struct py_symbolizer {
 	pid_t pid;
 	struct py_layout layout;
 	struct code_entry *entries;
 	size_t cap, used;
 	size_t bytes;		/* held by all entries */
 	uint64_t tick;		/* lookups so far: the LRU clock */
-	unsigned long filled;	/* code objects read, evicted ones included */
-	unsigned long failed;
-	unsigned long evicted;
 };
 
-struct symbolizer *symbolizer_new(pid_t pid, const struct py_layout *layout)
+struct py_symbolizer *py_symbolizer_new(pid_t pid, const struct py_layout *layout)
 {
-	struct symbolizer *s = calloc(1, sizeof(*s));
+	struct py_symbolizer *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
@@ -81,7 +78,7 @@ static void entry_free(struct code_entry *e)
 	free(e->table);
 }
 
-void symbolizer_free(struct symbolizer *s)
+void py_symbolizer_free(struct py_symbolizer *s)
 {
 	size_t i;
 
@@ -92,17 +89,6 @@ void symbolizer_free(struct symbolizer *s)
 			entry_free(&s->entries[i]);
 	free(s->entries);
 	free(s);
-}
-
-void symbolizer_stats(const struct symbolizer *s, unsigned long *codes, unsigned long *failed)
-{
-	*codes = s->filled;
-	*failed = s->failed;
-}
-
-size_t symbolizer_bytes(const struct symbolizer *s)
-{
-	return s->bytes;
 }
 
 static size_t slot_of(uint64_t code, uint32_t ident, size_t cap)
@@ -123,7 +109,7 @@ static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
 }
 
 /* Moves every used entry into a new table of cap slots. */
-static int rehash(struct symbolizer *s, size_t cap)
+static int rehash(struct py_symbolizer *s, size_t cap)
 {
 	struct code_entry *tab = calloc(cap, sizeof(*tab));
 	size_t i;
@@ -149,7 +135,7 @@ static int by_last_use(const void *x, const void *y)
 
 /* Drops the least recently used entries until at most half the budget and
  * half the entry limit are held. Amortised: each drop halves the cache. */
-static void evict(struct symbolizer *s)
+static void evict(struct py_symbolizer *s)
 {
 	struct code_entry **order = malloc(s->used * sizeof(*order));
 	size_t i, n = 0;
@@ -164,7 +150,6 @@ static void evict(struct symbolizer *s)
 			      s->used > CACHE_MAX_ENTRIES / 2); i++) {
 		s->bytes -= order[i]->bytes;
 		s->used--;
-		s->evicted++;
 		entry_free(order[i]);
 		memset(order[i], 0, sizeof(*order[i]));
 	}
@@ -173,10 +158,10 @@ static void evict(struct symbolizer *s)
 	rehash(s, s->cap);
 }
 
-int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
-			char *out, size_t out_size)
+int py_symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
+			   char *out, size_t out_size)
 {
-	struct pystr_state st;
+	struct py_str_state st;
 	int64_t length;
 	uint32_t state;
 	uint64_t data;
@@ -185,7 +170,7 @@ int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
 
 	if (remote_read(pid, obj + L->unicode_length, &length, sizeof(length)) ||
 	    remote_read(pid, obj + L->unicode_state, &state, sizeof(state)) ||
-	    pystr_parse_state(state, &st) || length < 0)
+	    py_str_parse_state(state, &st) || length < 0)
 		return -1;
 	if (length > NAME_MAX_CHARS)
 		length = NAME_MAX_CHARS;
@@ -197,23 +182,23 @@ int symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
 	if (!buf)
 		return -1;
 	n = remote_read(pid, data, buf, length * st.kind) ? -1 :
-		pystr_to_utf8(st.kind, buf, length * st.kind, length, out, out_size);
+		py_str_to_utf8(st.kind, buf, length * st.kind, length, out, out_size);
 	free(buf);
 	return n < 0 ? -1 : 0;
 }
 
-static char *read_str_field(struct symbolizer *s, uint64_t code, int off)
+static char *read_str_field(struct py_symbolizer *s, uint64_t code, int off)
 {
 	char buf[NAME_MAX_CHARS * 4 + 1];
 	uint64_t obj;
 
 	if (off < 0 || remote_read_u64(s->pid, code + off, &obj) ||
-	    symbolizer_read_str(s->pid, &s->layout, obj, buf, sizeof(buf)))
+	    py_symbolizer_read_str(s->pid, &s->layout, obj, buf, sizeof(buf)))
 		return NULL;
 	return strdup(buf);
 }
 
-static void read_linetable(struct symbolizer *s, struct code_entry *e)
+static void read_linetable(struct py_symbolizer *s, struct code_entry *e)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t bytes;
@@ -233,7 +218,7 @@ static void read_linetable(struct symbolizer *s, struct code_entry *e)
 	e->table = NULL;
 }
 
-static void fill_entry(struct symbolizer *s, struct code_entry *e)
+static void fill_entry(struct py_symbolizer *s, struct code_entry *e)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t filename;
@@ -243,19 +228,16 @@ static void fill_entry(struct symbolizer *s, struct code_entry *e)
 	if (remote_read_i32(s->pid, e->code + L->code_firstlineno, &e->firstlineno) ||
 	    remote_read_u64(s->pid, e->code + L->code_filename, &filename) ||
 	    ep_code_ident(e->firstlineno, filename) != e->ident) {
-		s->failed++;
 		e->firstlineno = 0;
 		return;
 	}
 	e->name = read_str_field(s, e->code, L->code_qualname >= 0 ? L->code_qualname : L->code_name);
 	e->file = read_str_field(s, e->code, L->code_filename);
 	e->bytes = (e->name ? strlen(e->name) + 1 : 0) + (e->file ? strlen(e->file) + 1 : 0);
-	if (!e->name)
-		s->failed++;
 	read_linetable(s, e);
 }
 
-static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t ident)
+static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_t ident)
 {
 	struct code_entry *e;
 
@@ -269,7 +251,6 @@ static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t i
 		e->code = code;
 		e->ident = ident;
 		s->used++;
-		s->filled++;
 		fill_entry(s, e);
 		s->bytes += e->bytes;
 	}
@@ -279,7 +260,7 @@ static struct code_entry *lookup(struct symbolizer *s, uint64_t code, uint32_t i
 
 /* The line of instr, remembered: a table can be 1 MiB long and the same
  * few instructions are sampled again and again. */
-static int entry_line(struct symbolizer *s, struct code_entry *e, uint32_t instr)
+static int entry_line(struct py_symbolizer *s, struct code_entry *e, uint32_t instr)
 {
 	unsigned i;
 	int line;
@@ -287,16 +268,16 @@ static int entry_line(struct symbolizer *s, struct code_entry *e, uint32_t instr
 	for (i = 0; i < LINE_MEMO && i < e->memo_next; i++)
 		if (e->memo_instr[i] == instr)
 			return e->memo_line[i];
-	line = linetable_line_for_offset(s->layout.linetable_format, e->table,
-					 e->table_len, e->firstlineno, instr);
+	line = py_linetable_line_for_offset(s->layout.linetable_format, e->table,
+					    e->table_len, e->firstlineno, instr);
 	i = e->memo_next++ % LINE_MEMO;
 	e->memo_instr[i] = instr;
 	e->memo_line[i] = line;
 	return line;
 }
 
-void symbolizer_frame(struct symbolizer *s, uint64_t code, uint32_t ident,
-		      uint32_t instr, struct sym_frame *out)
+void py_symbolizer_frame(struct py_symbolizer *s, uint64_t code, uint32_t ident,
+			 uint32_t instr, struct py_sym_frame *out)
 {
 	struct code_entry *e = lookup(s, code, ident);
 	int line = -1;
