@@ -87,6 +87,23 @@ EP_MAP struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* (pid, stack id) of the stacks samples have sent whole: a later sample at
+ * the same stack sends only the id, ~100 bytes instead of 16 per frame (the
+ * copy into the ring buffer cost more than the walk). LRU: a forgotten stack
+ * is simply sent whole again. */
+struct ep_sent_key {
+	__u64 stack_id;
+	__u32 pid;
+	__u32 pad;
+};
+
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct ep_sent_key);
+	__type(value, __u8);
+} sent_stacks SEC(".maps");
+
 /* tid -> the collection it is running now (from the GC probes); LRU: a
  * process killed mid-collection leaves an entry nobody deletes */
 struct ep_gc_running {

@@ -98,7 +98,7 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	}
 	ev = start_stack_event(sc, EP_EV_STACK, pid, tid, bpf_ktime_get_ns());
 	ev->tstate = tstate;
-	walk_python_stack(cfg, sc, tstate);
+	walk_python_stack(cfg, sc, tstate, 1);
 	count(EP_CNT_STACK_WALKS);
 	st->stack_key = 0;
 	if (emit_stack_event(ev))

@@ -132,6 +132,7 @@ struct frame_walk {
 	__u64 now;		/* for the identity cache */
 	__u64 win_base;		/* target address of sc->window[0] */
 	__u64 win_len;		/* bytes of sc->window read from there, 0: none */
+	int want_id;		/* fold the frames into ev.stack_id as they are read */
 };
 
 /* The identity of the code object at `code`: cached per CPU while fresh. */
@@ -268,25 +269,30 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	ev->frames[depth].code = code;
 	ev->frames[depth].instr = instr < 0 ? ~0u : (__u32)instr;
 	ev->frames[depth].ident = code_ident(w, code);
-	ev->stack_id = ep_stack_mix(ev->stack_id, code, ev->frames[depth].instr,
-				    ev->frames[depth].ident);
+	if (w->want_id)
+		ev->stack_id = ep_stack_mix(ev->stack_id, code, ev->frames[depth].instr,
+					    ev->frames[depth].ident);
 	ev->depth = depth + 1;
 	return 0;
 }
 
-/* Fills sc->ev.frames (innermost first), depth and stack_id; flags a
- * truncated stack. */
+/* Fills sc->ev.frames (innermost first) and depth, and with want_id the
+ * stack_id that names the stack in later records (only the off-CPU tracker
+ * sends stacks by id: a sample's or a collection's carries its frames, so
+ * they skip the hashing); flags a truncated stack. */
 static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
-					      struct ep_scratch *sc, __u64 tstate)
+					      struct ep_scratch *sc, __u64 tstate, int want_id)
 {
-	struct frame_walk w = { .cfg = cfg, .sc = sc, .now = bpf_ktime_get_ns() };
+	struct frame_walk w = { .cfg = cfg, .sc = sc, .now = bpf_ktime_get_ns(),
+				.want_id = want_id };
 
 	w.frame = current_frame(cfg, tstate);
 	sc->ev.depth = 0;
 	sc->ev.stack_id = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
 	bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
-	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
+	if (want_id)
+		sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
 }
 
 /*
@@ -359,16 +365,17 @@ static __always_inline struct ep_stack_event *start_stack_event(struct ep_scratc
 	return ev;
 }
 
-/* Fills tstate and the stack of the current thread (or flags it has none). */
+/* Fills tstate and the stack of the current thread (or flags it has none);
+ * with want_id its stack_id too. */
 static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
-						 struct ep_scratch *sc, __u32 tid)
+						 struct ep_scratch *sc, __u32 tid, int want_id)
 {
 	sc->ev.tstate = find_tstate(cfg, tid);
 	if (!sc->ev.tstate) {
 		sc->ev.flags |= EP_F_NO_TSTATE;
 		return;
 	}
-	walk_python_stack(cfg, sc, sc->ev.tstate);
+	walk_python_stack(cfg, sc, sc->ev.tstate, want_id);
 }
 
 /*

@@ -88,6 +88,7 @@ struct ep_proc_event {
 #define EP_F_NO_TSTATE	(1u << 2)	/* thread has no Python thread state (yet) */
 #define EP_F_GC_GEN_KNOWN (1u << 3)	/* gc_gen is valid (from the GC probes) */
 #define EP_F_READ_ERROR	(1u << 4)	/* a frame could not be read; stack cut there */
+#define EP_F_STACK_BY_ID (1u << 5)	/* SAMPLE: no frames follow; stack_id names a stack sent before */
 
 struct ep_frame {
 	__u64 code;		/* PyCodeObject * in the target */

@@ -175,9 +175,10 @@ static uint32_t python_frame(struct recorder *r, struct rec_process *p,
 			     r->opts.by_function ? sf.firstlineno : sf.line, FRAME_PYTHON);
 }
 
-/* Root-first frame ids of the event's stack, with its markers. */
-static uint32_t build_stack(struct recorder *r, struct rec_process *p,
-			    const struct ep_stack_event *ev)
+/* Root-first frame ids of the event's Python frames into r->ids, after a
+ * [truncated] marker when the kernel cut the stack; returns how many. */
+static uint32_t build_python_stack(struct recorder *r, struct rec_process *p,
+				   const struct ep_stack_event *ev)
 {
 	uint32_t n = 0;
 	int i;
@@ -186,16 +187,57 @@ static uint32_t build_stack(struct recorder *r, struct rec_process *p,
 		r->ids[n++] = marker(r, "[truncated]");
 	for (i = ev->depth - 1; i >= 0; i--)
 		r->ids[n++] = python_frame(r, p, &ev->frames[i]);
-	if (ev->flags & EP_F_IN_GC) {
-		char name[32];
-
-		if (ev->flags & EP_F_GC_GEN_KNOWN)
-			snprintf(name, sizeof(name), "[GC gen %u]", ev->gc_gen);
-		else
-			snprintf(name, sizeof(name), "[GC]");
-		r->ids[n++] = marker(r, name);
-	}
 	return n;
+}
+
+/* Appends the [GC] marker of a sample taken inside a collection to the n
+ * ids in r->ids; returns the new count. */
+static uint32_t add_gc_marker(struct recorder *r, const struct ep_stack_event *ev, uint32_t n)
+{
+	char name[32];
+
+	if (!(ev->flags & EP_F_IN_GC))
+		return n;
+	if (ev->flags & EP_F_GC_GEN_KNOWN)
+		snprintf(name, sizeof(name), "[GC gen %u]", ev->gc_gen);
+	else
+		snprintf(name, sizeof(name), "[GC]");
+	r->ids[n++] = marker(r, name);
+	return n;
+}
+
+static uint32_t build_stack(struct recorder *r, struct rec_process *p,
+			    const struct ep_stack_event *ev)
+{
+	return add_gc_marker(r, ev, build_python_stack(r, p, ev));
+}
+
+/*
+ * The sample's stack into r->ids. The kernel sends a stack's frames with the
+ * first sample at it and its id alone after that: the frames are kept here
+ * (symbolized, without the GC marker, which is per sample) under that id.
+ * Returns the number of ids, 0 when there is nothing to show.
+ */
+static uint32_t sample_stack(struct recorder *r, struct rec_process *p,
+			     const struct ep_stack_event *ev)
+{
+	const struct stack_entry *st;
+	uint32_t n;
+
+	if (ev->flags & EP_F_STACK_BY_ID) {
+		st = stack_table_get(&r->stacks, ev->pid, ev->stack_id);
+		if (!st || st->nframes > EP_MAX_FRAMES + 1) {
+			r->unknown_stacks++;
+			return 0;
+		}
+		memcpy(r->ids, st->frames, st->nframes * sizeof(*r->ids));
+		n = st->nframes;
+	} else {
+		n = build_python_stack(r, p, ev);
+		if (ev->stack_id && stack_table_put(&r->stacks, ev->pid, ev->stack_id, r->ids, n))
+			r->failed++;
+	}
+	return n ? add_gc_marker(r, ev, n) : 0;
 }
 
 static uint64_t since_start(struct recorder *r, uint64_t ts)
@@ -215,10 +257,10 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	if (!p || (ev->flags & EP_F_NO_TSTATE))
 		return;		/* not a Python thread: no Python frames to show */
 	t = note_thread(p, ev->tid, ev->tstate);
+	s.nframes = sample_stack(r, p, ev);	/* first: a stack sent whole is kept for later */
 	s.holds_gil = ev->gil_holder && ev->gil_holder == ev->tstate;
 	if (r->opts.gil_only && !s.holds_gil)
 		return;
-	s.nframes = build_stack(r, p, ev);
 	if (!s.nframes)
 		return;
 	s.frames = r->ids;
@@ -496,7 +538,7 @@ static void finish(struct recorder *r, uint64_t end_ns)
 void recorder_print_losses(const struct recorder *r, FILE *f)
 {
 	if (r->unknown_stacks || r->failed)
-		fprintf(f, "ebpfprof: warning: %lu off-CPU records named a stack whose record was lost (shown without frames), %lu records not kept (out of memory)\n",
+		fprintf(f, "ebpfprof: warning: %lu records named a stack whose frames were lost (off-CPU intervals shown without frames, samples dropped), %lu records not kept (out of memory)\n",
 			r->unknown_stacks, r->failed);
 }
 

@@ -46,7 +46,7 @@ struct recorder {
 	struct stack_table stacks;	/* (pid, stack id) -> frames */
 	uint64_t t0_ns;			/* session start, CLOCK_MONOTONIC */
 	unsigned long kept;		/* on-CPU samples kept in the profile */
-	unsigned long unknown_stacks;	/* off-CPU records naming a stack never received */
+	unsigned long unknown_stacks;	/* records naming a stack never received */
 	unsigned long failed;		/* records dropped here: out of memory */
 	uint32_t *ids;			/* scratch: frame ids of one sample */
 	struct proc_change *changes;	/* not yet taken by the driver */
