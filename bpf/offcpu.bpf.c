@@ -75,6 +75,17 @@ static __always_inline int holder_collecting(const struct ep_proc_cfg *cfg)
 	return cfg->gc_collecting_addr && read_s32(cfg->gc_collecting_addr);
 }
 
+/* The thread's PyThreadState: the one its storage remembers while it still
+ * names this thread (one read), else the shared lookup. */
+static __always_inline __u64 task_tstate(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
+					 __u32 tid)
+{
+	if (st->tstate && read_u64(st->tstate + cfg->tstate_thread_id) == current_pthread_id())
+		return st->tstate;
+	st->tstate = find_tstate(cfg, tid);
+	return st->tstate;
+}
+
 /* The stack the thread leaves the CPU with: the last walk's if the
  * fingerprint matches, else a new walk, sent as an EP_EV_STACK record. */
 static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
@@ -87,7 +98,7 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	st->stack_id = 0;
 	if (!sc)
 		return;
-	tstate = find_tstate(cfg, tid);
+	tstate = task_tstate(cfg, st, tid);
 	if (!tstate)
 		return;
 	key = stack_key(cfg, sc, tstate);
@@ -134,14 +145,17 @@ static __always_inline void on_switch_out(struct task_struct *prev)
 	st->reason = classify(cfg, prev);
 	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
 	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, st->off_ts) : 0;
-	if (clock && (*clock & EP_GC_RUNNING))
-		st->flags |= EP_IV_GC_FIRST;
 	if (!clock && st->reason == EP_OFF_GIL && holder_collecting(cfg))
 		st->reason = EP_OFF_GIL_GC;
-	own_gc = bpf_map_lookup_elem(&gc_running, &tid);
-	if (own_gc) {
-		st->flags |= EP_IV_OWN_GC;
-		st->gc_gen = own_gc->generation;
+	/* gc_running is filled by the probes, which keep the clock: no
+	 * collection running in the process, none of this thread's either */
+	if (clock && (*clock & EP_GC_RUNNING)) {
+		st->flags |= EP_IV_GC_FIRST;
+		own_gc = bpf_map_lookup_elem(&gc_running, &tid);
+		if (own_gc) {
+			st->flags |= EP_IV_OWN_GC;
+			st->gc_gen = own_gc->generation;
+		}
 	}
 	if (st->reason == EP_OFF_PREEMPTED)
 		st->stack_id = 0;

@@ -406,4 +406,23 @@ static __always_inline long emit_stack_event(struct ep_stack_event *ev)
 	return ring_output(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame));
 }
 
+/* Sends a sample or a collection: with its frames the first time its stack
+ * is seen, by stack id after that. A stack is marked sent only once its
+ * record is in the ring buffer, so the reader always has the frames first. */
+static __always_inline void emit_stack_by_id(struct ep_stack_event *ev)
+{
+	struct ep_sent_key key = { .stack_id = ev->stack_id, .pid = ev->pid };
+	__u8 sent = 1;
+
+	if (ev->depth && bpf_map_lookup_elem(&sent_stacks, &key)) {
+		ev->flags |= EP_F_STACK_BY_ID;
+		ev->depth = 0;
+		ring_output(ev, EP_STACK_EVENT_HDR_SIZE);
+		return;
+	}
+	if (!emit_stack_event(ev) && ev->depth &&
+	    bpf_map_update_elem(&sent_stacks, &key, &sent, BPF_ANY))
+		count(EP_CNT_MAP_FULL);
+}
+
 #endif

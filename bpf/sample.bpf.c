@@ -30,25 +30,6 @@ static __always_inline void mark_gc(const struct ep_proc_cfg *cfg,
 		ev->flags |= EP_F_IN_GC;
 }
 
-/* Sends the sample: with its frames the first time its stack is seen, by
- * stack id after that. A stack is marked sent only once its record is in
- * the ring buffer, so the reader has always had the frames first. */
-static __always_inline void emit_sample(struct ep_stack_event *ev)
-{
-	struct ep_sent_key key = { .stack_id = ev->stack_id, .pid = ev->pid };
-	__u8 sent = 1;
-
-	if (ev->depth && bpf_map_lookup_elem(&sent_stacks, &key)) {
-		ev->flags |= EP_F_STACK_BY_ID;
-		ev->depth = 0;
-		ring_output(ev, EP_STACK_EVENT_HDR_SIZE);
-		return;
-	}
-	if (!emit_stack_event(ev) && ev->depth &&
-	    bpf_map_update_elem(&sent_stacks, &key, &sent, BPF_ANY))
-		count(EP_CNT_MAP_FULL);
-}
-
 SEC("perf_event")
 int sample_on_cpu(struct bpf_perf_event_data *ctx)
 {
@@ -73,6 +54,6 @@ int sample_on_cpu(struct bpf_perf_event_data *ctx)
 		count(EP_CNT_NO_TSTATE);
 	else
 		mark_gc(cfg, ev, tid);
-	emit_sample(ev);
+	emit_stack_by_id(ev);
 	return 0;
 }

@@ -88,7 +88,7 @@ struct ep_proc_event {
 #define EP_F_NO_TSTATE	(1u << 2)	/* thread has no Python thread state (yet) */
 #define EP_F_GC_GEN_KNOWN (1u << 3)	/* gc_gen is valid (from the GC probes) */
 #define EP_F_READ_ERROR	(1u << 4)	/* a frame could not be read; stack cut there */
-#define EP_F_STACK_BY_ID (1u << 5)	/* SAMPLE: no frames follow; stack_id names a stack sent before */
+#define EP_F_STACK_BY_ID (1u << 5)	/* SAMPLE, GC: no frames follow; stack_id names a stack sent before */
 
 struct ep_frame {
 	__u64 code;		/* PyCodeObject * in the target */
@@ -272,6 +272,7 @@ struct ep_offcpu_task {
 	__u64 stack_id;		/* stack at switch-out, 0 if not walked */
 	__u64 stack_key;	/* fingerprint of the innermost frames at the last walk */
 	__u64 stack_id_cached;	/* ... and the stack that walk found */
+	__u64 tstate;		/* the thread's PyThreadState when last found, 0: unknown */
 	__u32 pid, tid;		/* ids in the profiler's namespace */
 	__u8 reason;		/* enum ep_offcpu_reason */
 	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED */

@@ -213,12 +213,12 @@ static uint32_t build_stack(struct recorder *r, struct rec_process *p,
 }
 
 /*
- * The sample's stack into r->ids. The kernel sends a stack's frames with the
- * first sample at it and its id alone after that: the frames are kept here
- * (symbolized, without the GC marker, which is per sample) under that id.
- * Returns the number of ids, 0 when there is nothing to show.
+ * A sample's or a collection's stack into r->ids. The kernel sends a stack's
+ * frames with the first record at it and its id alone after that: the frames
+ * are kept here (symbolized, without the GC marker, which is per sample)
+ * under that id. Returns the number of ids, 0 when there is nothing to show.
  */
-static uint32_t sample_stack(struct recorder *r, struct rec_process *p,
+static uint32_t event_stack(struct recorder *r, struct rec_process *p,
 			     const struct ep_stack_event *ev)
 {
 	const struct stack_entry *st;
@@ -257,7 +257,7 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	if (!p || (ev->flags & EP_F_NO_TSTATE))
 		return;		/* not a Python thread: no Python frames to show */
 	t = note_thread(p, ev->tid, ev->tstate);
-	s.nframes = sample_stack(r, p, ev);	/* first: a stack sent whole is kept for later */
+	s.nframes = event_stack(r, p, ev);	/* first: a stack sent whole is kept for later */
 	s.holds_gil = ev->gil_holder && ev->gil_holder == ev->tstate;
 	if (r->opts.gil_only && !s.holds_gil)
 		return;
@@ -420,7 +420,7 @@ static void on_gc(struct recorder *r, const struct ep_stack_event *ev)
 	iv.state = STATE_GC;
 	iv.generation = ev->gc_gen;
 	iv.collected = ev->collected;
-	iv.nframes = (ev->flags & EP_F_NO_TSTATE) ? 0 : build_stack(r, p, ev);
+	iv.nframes = (ev->flags & EP_F_NO_TSTATE) ? 0 : event_stack(r, p, ev);
 	iv.frames = r->ids;
 	if (analysis_add(&r->analysis.gcs, &iv))
 		r->failed++;
