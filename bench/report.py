@@ -51,6 +51,8 @@ def summary_table(R):
     for row in R["sampling"]["rows"]:
         if row["rate"].startswith("perf"):
             line(f"1 ref: perf record -F 1000, depth {row['depth']}", row, "sample", "tick")
+        elif row["rate"].startswith("bare"):
+            line(f"1 floor: bare clock 1 kHz, depth {row['depth']}", row, "sample", "tick")
         else:
             line(f"1 sampling {row['rate']}, depth {row['depth']}", row, "sample", "sample")
     for row in R["placement"].get("rows", []):
@@ -83,6 +85,35 @@ def soak_figures():
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def sample_breakdown(R):
+    """Where a 1 kHz sample's cost goes, per depth: the bare clock's tick
+    (timer interrupt and perf's overflow path), the BPF program's run time,
+    and the rest (program dispatch, ring buffer, reader, cache effects).
+    Returns [(depth, total, tick, bpf, rest)] in us, undisturbed."""
+    rows = {(r["rate"], r["depth"]): r for r in R["sampling"]["rows"]}
+    floor = rows.get(("bare cpu-clock 1000 Hz (floor)", 1))
+    if not floor or floor.get("und_us_per_event") is None:
+        return []
+    out = []
+    for depth in (1, 300):
+        mine = rows.get(("1000 Hz", depth))
+        if not mine or mine.get("und_us_per_event") is None or bpf_us(mine, "sample") is None:
+            continue
+        total, tick, bpf = mine["und_us_per_event"], floor["und_us_per_event"], bpf_us(mine, "sample")
+        out.append((depth, total, tick, bpf, total - tick - bpf))
+    return out
+
+
+def breakdown_lines(R):
+    b = sample_breakdown(R)
+    if not b:
+        return []
+    return ["Where a sample's cost goes at 1 kHz (undisturbed, us per sample): " + "; ".join(
+        f"{d}-frame stack {t:.1f} = timer tick {k:.1f} (a bare cpu-clock event, no handler) + "
+        f"BPF program {p:.1f} + the rest {r:.1f} (program dispatch, ring buffer, reader, cache)"
+        for d, t, k, p, r in b) + "."]
 
 
 def targets_section(R):
@@ -263,7 +294,10 @@ def write_markdown(R, path):
       "BPF program finds the thread's `PyThreadState` and walks every frame of its Python stack "
       "(up to 512), so the deep variant shows the cost of the walk. As a reference, the depth-1 "
       "workload also runs under `perf record -F 1000 -e cpu-clock -p PID` (the same software clock, "
-      "perf's own handler, no BPF and no Python stacks); its *samples* are 1000 per CPU second.")
+      "perf's own handler, no BPF and no Python stacks); its *samples* are 1000 per CPU second. "
+      "As the floor, it also runs under a bare cpu-clock event at 1 kHz (`bench/bare_clock.py`: "
+      "`perf_event_open` with no BPF program and no buffer), which costs the target the timer "
+      "interrupt and perf's overflow path and nothing else.")
     a("")
     a("| stack depth | rate | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | samples | target switches/s unprof -> prof | profiler wake-ups/s | cost per sample us, wall / CPU / undisturbed |")
     a("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -443,6 +477,7 @@ def observations(R):
                    f"({num(mine['und_us_per_event'], '.0f')} us per sample, of which "
                    f"{num(bpf_us(mine, 'sample'), '.1f')} us in the BPF program): most of a sample's cost "
                    "here is the timer interrupt itself, which perf pays as well.")
+    out += breakdown_lines(R)
     # the profiler's wake-ups preempting the target, each preemption waking it again
     loops = []
     for label, row in ([(f"sampling {r['rate']} depth {r['depth']}", r) for r in R["sampling"]["rows"]] +

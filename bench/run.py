@@ -225,7 +225,14 @@ def _session(py, script, wargs, plan, target_cpu, label, names, timeout=600):
         for k, step in enumerate(plan):
             out = {}
             inst = None
-            if step is not None and step[0] == "perf":
+            if step is not None and step[0] == "clock":
+                # the floor: the same clock with no handler at all (bench/bare_clock.py)
+                ep = subprocess.Popen([sys.executable, str(BENCH / "bare_clock.py"), str(pid), str(step[1])],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(0.5)
+                if ep.poll() is not None:
+                    raise BenchError(f"bare_clock.py exited ({ep.returncode})")
+            elif step is not None and step[0] == "perf":
                 # reference: perf's own sampler on the same clock (no BPF, no Python stacks)
                 ep = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", *map(str, step[1]),
                                        "-p", str(pid), "-o", str(tmp / f"perf-{k}.data")],
@@ -271,7 +278,7 @@ def _session(py, script, wargs, plan, target_cpu, label, names, timeout=600):
             with open(result) as f:
                 out.update(json.load(f))
             out["switches"] = out["voluntary"] + out["involuntary"]
-            if step is not None and step[0] == "perf":
+            if step is not None and step[0] in ("perf", "clock"):
                 ep.send_signal(signal.SIGINT)
                 ep.wait(timeout=60)
                 ep = None
@@ -328,7 +335,7 @@ BRACKET_KEYS = ("seconds", "cpu_seconds", "undisturbed_mean_us", "undisturbed_un
 
 
 def phases(py, script, wargs, configs, reps, target_cpu=None, label=""):
-    """configs: [(name, (ebpfprof options, profiler CPU) or ("perf", options))].
+    """configs: [(name, (ebpfprof options, profiler CPU), ("perf", options) or ("clock", Hz))].
     Runs, in one process, WARMUP_PHASES unprofiled phases that are thrown away
     (a fresh process runs its first phases slower), then an unprofiled phase,
     and after it each profiled configuration followed by another unprofiled
@@ -486,6 +493,8 @@ def bench_sampling(cfg):
     perf = shutil.which("perf")
     for depth in (1, 300):
         configs = [("none", None), ("100 Hz", (["-r", 100], None)), ("1000 Hz", (["-r", 1000], None))]
+        if depth == 1:
+            configs.append(("clock 1000 Hz", ("clock", 1000)))
         if perf and depth == 1:
             configs.append(("perf 1000 Hz", ("perf", ["-F", 1000])))
         res = phases(DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", depth], configs,
@@ -499,6 +508,11 @@ def bench_sampling(cfg):
             row = versus(res["none"]["perf 1000 Hz"], res["perf 1000 Hz"],
                          events=med(r["cpu_seconds"] for r in res["perf 1000 Hz"]) * 1000)
             row.update(depth=depth, rate="perf record -F 1000 (reference)")
+            rows.append(row)
+        if "clock 1000 Hz" in res:
+            row = versus(res["none"]["clock 1000 Hz"], res["clock 1000 Hz"],
+                         events=med(r["cpu_seconds"] for r in res["clock 1000 Hz"]) * 1000)
+            row.update(depth=depth, rate="bare cpu-clock 1000 Hz (floor)")
             rows.append(row)
     return {"rounds": rounds, "rows": rows}
 
