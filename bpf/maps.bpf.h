@@ -91,12 +91,6 @@ EP_MAP struct {
  * the same stack sends only the id, ~100 bytes instead of 16 per frame (the
  * copy into the ring buffer cost more than the walk). LRU: a forgotten stack
  * is simply sent whole again. */
-struct ep_sent_key {
-	__u64 stack_id;
-	__u32 pid;
-	__u32 pad;
-};
-
 EP_MAP struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);

@@ -266,6 +266,14 @@ static inline __u64 ep_gc_clock_stop(__u64 clock, __u64 now)
  * storage, freed with the task). Userspace writes one for a thread already
  * blocked when the recording starts, and reads them when it ends.
  */
+/* A stack a sample or collection has sent whole (bpf/maps.bpf.h, sent_stacks);
+ * userspace deletes one to have it sent again. */
+struct ep_sent_key {
+	__u64 stack_id;
+	__u32 pid;
+	__u32 pad;
+};
+
 struct ep_offcpu_task {
 	__u64 off_ts;		/* switch-out time, 0: on the CPU */
 	__u64 gc_clock_out;	/* gccum at switch-out */

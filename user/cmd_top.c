@@ -389,7 +389,8 @@ static void run_loop(struct top_view *v)
 static void start(struct top_view *v, char *err)
 {
 	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
-	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event };
+	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event,
+				      .next_lost_stack = recorder_next_lost_stack };
 	int in_pidns;
 
 	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||

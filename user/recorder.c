@@ -212,6 +212,33 @@ static uint32_t build_stack(struct recorder *r, struct rec_process *p,
 	return add_gc_marker(r, ev, build_python_stack(r, p, ev));
 }
 
+/* Remembers a stack to have the kernel send whole again; a full list waits
+ * for the next drain (the same stack comes back and is noted then). */
+static void note_lost_stack(struct recorder *r, int pid, uint64_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nlost; i++)
+		if (r->lost[i].pid == (__u32)pid && r->lost[i].id == id)
+			return;
+	if (r->nlost < sizeof(r->lost) / sizeof(r->lost[0])) {
+		r->lost[r->nlost].pid = pid;
+		r->lost[r->nlost++].id = id;
+	}
+}
+
+int recorder_next_lost_stack(void *ctx, __u32 *pid, __u64 *stack_id)
+{
+	struct recorder *r = ctx;
+
+	if (!r->nlost)
+		return 0;
+	r->nlost--;
+	*pid = r->lost[r->nlost].pid;
+	*stack_id = r->lost[r->nlost].id;
+	return 1;
+}
+
 /*
  * A sample's or a collection's stack into r->ids. The kernel sends a stack's
  * frames with the first record at it and its id alone after that: the frames
@@ -228,6 +255,7 @@ static uint32_t event_stack(struct recorder *r, struct rec_process *p,
 		st = stack_table_get(&r->stacks, ev->pid, ev->stack_id);
 		if (!st || st->nframes > EP_MAX_FRAMES + 1) {
 			r->unknown_stacks++;
+			note_lost_stack(r, ev->pid, ev->stack_id);
 			return 0;
 		}
 		memcpy(r->ids, st->frames, st->nframes * sizeof(*r->ids));

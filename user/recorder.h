@@ -49,6 +49,11 @@ struct recorder {
 	unsigned long unknown_stacks;	/* records naming a stack never received */
 	unsigned long failed;		/* records dropped here: out of memory */
 	uint32_t *ids;			/* scratch: frame ids of one sample */
+	struct {			/* by-id stacks never received, for the kernel to resend */
+		__u32 pid;
+		__u64 id;
+	} lost[16];
+	unsigned nlost;
 	struct proc_change *changes;	/* not yet taken by the driver */
 	size_t nchanges, changes_cap;
 };
@@ -66,6 +71,9 @@ size_t recorder_take_changes(struct recorder *r, struct proc_change **out);
 int recorder_on_event(void *ctx, void *data, size_t len);
 /* The kernel's exact off-CPU totals of one thread and reason (drained). */
 void recorder_on_totals(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
+/* session_opts.next_lost_stack: one stack a sample named by id without the
+ * frames ever reaching us (1), or none left (0). */
+int recorder_next_lost_stack(void *ctx, __u32 *pid, __u64 *stack_id);
 /* Collections of pid are timed by probes: overlaps with them are exact. */
 void recorder_set_exact_gc(struct recorder *r, int pid);
 /* Reads the Python names of the threads seen so far while the target lives. */

@@ -33,6 +33,7 @@ struct session {
 	struct bpf_link **gc_links;	/* two per profiled process */
 	size_t ngc_links, gc_links_cap;
 	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
+	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
 	int (*on_event)(void *ctx, void *data, size_t len);
 	void *ctx;
 	unsigned long seed_failed;	/* blocked threads whose interval could not be opened */
@@ -154,6 +155,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	s->on_event = o->on_event;
 	s->on_totals = o->on_totals;
+	s->next_lost_stack = o->next_lost_stack;
 	s->ctx = o->ctx;
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
@@ -364,6 +366,16 @@ void session_cut_period(struct session *s, pid_t pid)
 	drain_totals(s);
 }
 
+/* Stacks the reader never got the frames of are sent whole again. */
+static void resend_lost_stacks(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.sent_stacks);
+	struct ep_sent_key key = { 0 };
+
+	while (s->next_lost_stack && s->next_lost_stack(s->ctx, &key.pid, &key.stack_id))
+		bpf_map_delete_elem(fd, &key);
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
 	/* records do not wake us (see ring_output): the timeout is the drain period */
@@ -372,6 +384,7 @@ int session_poll(struct session *s, int timeout_ms)
 	if (n == 0 || n == -EINTR)
 		n = ring_buffer__consume(s->rb);
 	drain_totals(s);
+	resend_lost_stacks(s);
 	return n;
 }
 

@@ -22,6 +22,10 @@ struct session_opts {
 	int (*on_event)(void *ctx, void *data, size_t len);
 	/* called with the kernel's exact off-CPU totals as they are drained */
 	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
+	/* after each drain: stacks records named by id but the reader never
+	 * got, one per call (1: filled, 0: none); the kernel forgets it sent
+	 * them, so the next record at such a stack carries its frames */
+	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
 	void *ctx;
 };
 

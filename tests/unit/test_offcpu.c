@@ -257,6 +257,55 @@ static void test_recorder_exact_intervals(void **state)
 	assert_int_equal(f->r.unknown_stacks, 0);
 }
 
+/* A sample of `depth` frames, or with depth < 0 one naming its stack by id. */
+static void send_sample(struct fixture *f, int tid, uint64_t id, int depth, int flags)
+{
+	struct ep_stack_event *ev = calloc(1, sizeof(*ev));
+	int i;
+
+	ev->kind = EP_EV_SAMPLE;
+	ev->pid = f->pid;
+	ev->tid = tid;
+	ev->ts = 1000 * MS + 5 * MS;
+	ev->tstate = 0x1000;
+	ev->flags = flags | (depth < 0 ? EP_F_STACK_BY_ID : 0);
+	ev->depth = depth < 0 ? 0 : depth;
+	ev->stack_id = id;
+	for (i = 0; i < ev->depth; i++)
+		ev->frames[i].code = 0x10 + i;
+	recorder_on_event(&f->r, ev, EP_STACK_EVENT_HDR_SIZE + ev->depth * sizeof(struct ep_frame));
+	free(ev);
+}
+
+/* The kernel sends a stack's frames with the first sample at it, its id
+ * after that: the frames are kept once (without the per-sample GC marker),
+ * and an id never received is handed back for the kernel to resend. */
+static void test_recorder_samples_by_stack_id(void **state)
+{
+	struct fixture *f = *state;
+	const struct stack_entry *st;
+	__u32 pid;
+	__u64 id;
+
+	send_sample(f, 7, 0x77, 2, EP_F_IN_GC);
+	st = stack_table_get(&f->r.stacks, f->pid, 0x77);
+	assert_non_null(st);
+	assert_int_equal(st->nframes, 2);
+	send_sample(f, 7, 0x77, -1, 0);
+	send_sample(f, 7, 0x77, -1, EP_F_IN_GC);
+	assert_int_equal(f->r.kept, 3);
+	assert_int_equal(f->r.unknown_stacks, 0);
+	assert_int_equal(recorder_next_lost_stack(&f->r, &pid, &id), 0);
+	send_sample(f, 7, 0x99, -1, 0);
+	send_sample(f, 7, 0x99, -1, 0);
+	assert_int_equal(f->r.kept, 3);
+	assert_int_equal(f->r.unknown_stacks, 2);
+	assert_int_equal(recorder_next_lost_stack(&f->r, &pid, &id), 1);
+	assert_int_equal(pid, f->pid);
+	assert_int_equal(id, 0x99);
+	assert_int_equal(recorder_next_lost_stack(&f->r, &pid, &id), 0);
+}
+
 /* Records can name a stack whose record was lost (ring buffer full) or
  * comes later: the interval is kept, without frames, and counted. */
 static void test_recorder_unknown_and_late_stacks(void **state)
@@ -353,6 +402,7 @@ int main(void)
 		cmocka_unit_test(test_totals_make_the_thread_table),
 		cmocka_unit_test(test_fit_keeps_weights_and_exact_places),
 		cmocka_unit_test_setup_teardown(test_recorder_exact_intervals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recorder_samples_by_stack_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recorder_unknown_and_late_stacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recorder_sampled_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recorder_preempted_and_open, setup, teardown),
