@@ -382,6 +382,74 @@ void profile_sort(struct profile *p)
 		sort_samples(p->threads[i].samples, p->threads[i].nsamples);
 }
 
+uint64_t sample_end(const struct sample *s)
+{
+	uint64_t end = s->start_ns + s->weight_ns;
+
+	return end < s->start_ns ? UINT64_MAX : end;
+}
+
+/*
+ * An on-CPU sample's extent is one period by assumption; the next sample's
+ * start is a measurement, so it wins.
+ */
+uint64_t sample_clipped_end(const struct sample *s, const struct sample *next)
+{
+	uint64_t end = sample_end(s);
+
+	if (next && next->start_ns < end)
+		end = next->start_ns;
+	return end;
+}
+
+uint64_t profile_sample_count(const struct profile *p, const struct sample *s)
+{
+	uint64_t period, n;
+
+	if (!p->rate_hz || !(period = 1000000000ull / p->rate_hz))
+		return 1;
+	n = (s->weight_ns + period / 2) / period;
+	return n ? n : 1;
+}
+
+static int thread_cmp(const void *a, const void *b)
+{
+	const struct thread_profile *x = *(const struct thread_profile *const *)a;
+	const struct thread_profile *y = *(const struct thread_profile *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if ((x->tid == x->pid) != (y->tid == y->pid))
+		return x->tid == x->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+const struct thread_profile **profile_sorted_threads(const struct profile *p)
+{
+	const struct thread_profile **order;
+	size_t i;
+
+	order = calloc(p->nthreads ? p->nthreads : 1, sizeof(*order));
+	if (!order) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < p->nthreads; i++)
+		order[i] = &p->threads[i];
+	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
+	return order;
+}
+
+int profile_many_processes(const struct profile *p)
+{
+	size_t i;
+
+	for (i = 1; i < p->nthreads; i++)
+		if (p->threads[i].pid != p->threads[0].pid)
+			return 1;
+	return 0;
+}
+
 const char *sample_state_name(enum sample_state s)
 {
 	static const char *const names[STATE_MAX] = {

@@ -87,4 +87,19 @@ void profile_sort(struct profile *p);
 
 const char *sample_state_name(enum sample_state s);
 
+/* Where the sample's time ends: start + weight, UINT64_MAX if that overflows. */
+uint64_t sample_end(const struct sample *s);
+/*
+ * Where the sample's time ends on its thread's timeline: its own end, or the
+ * next sample's start (next: NULL for the last sample) if that comes first.
+ */
+uint64_t sample_clipped_end(const struct sample *s, const struct sample *next);
+/* How many samples at the profile's rate the weight stands for; at least one. */
+uint64_t profile_sample_count(const struct profile *p, const struct sample *s);
+/* The threads in the writers' order: by process, its main thread first, then
+ * by tid. A malloc'ed array of p->nthreads pointers, or NULL (ENOMEM). */
+const struct thread_profile **profile_sorted_threads(const struct profile *p);
+/* 1 if the threads are of more than one process. */
+int profile_many_processes(const struct profile *p);
+
 #endif

@@ -106,27 +106,6 @@ static int add_sample(struct call_list *cl, const struct sample *s,
 	return 0;
 }
 
-static uint64_t sample_end(const struct sample *s)
-{
-	uint64_t end = s->start_ns + s->weight_ns;
-
-	return end < s->start_ns ? UINT64_MAX : end;
-}
-
-/*
- * Where the sample's time ends: its own end, or the next sample's start if
- * that comes first. An on-CPU sample's extent is one period by assumption;
- * the next sample's start is a measurement, so it wins.
- */
-static uint64_t clipped_end(const struct thread_profile *t, size_t i)
-{
-	uint64_t end = sample_end(&t->samples[i]);
-
-	if (i + 1 < t->nsamples && t->samples[i + 1].start_ns < end)
-		end = t->samples[i + 1].start_ns;
-	return end;
-}
-
 /* One thread's collections drawn as slices, in time order. */
 struct gc_cuts {
 	const struct interval **v;
@@ -214,7 +193,7 @@ static int build_calls(const struct thread_profile *t, struct call_list *cl,
 	for (i = 0; i < t->nsamples; i++) {
 		s = &t->samples[i];
 		start = s->start_ns > cursor ? s->start_ns : cursor;
-		end = clipped_end(t, i);
+		end = sample_clipped_end(s, i + 1 < t->nsamples ? s + 1 : NULL);
 		if (end <= start)
 			continue;
 		if (start > cursor && close_calls(cl, 0, cursor))

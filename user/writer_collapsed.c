@@ -20,16 +20,6 @@ struct stack_ref {
 	const struct sample *s;
 };
 
-static int thread_cmp(const void *a, const void *b)
-{
-	const struct thread_profile *x = *(const struct thread_profile *const *)a;
-	const struct thread_profile *y = *(const struct thread_profile *const *)b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
 /* By thread, then by stack: equal stacks of a thread end up side by side. */
 static int ref_cmp(const void *a, const void *b)
 {
@@ -58,20 +48,6 @@ static int counted(const struct sample *s)
 	return s->state != STATE_IDLE && s->nframes;
 }
 
-/* How many samples at rate_hz the weight stands for; at least one. */
-static uint64_t sample_count(const struct profile *p, const struct sample *s)
-{
-	uint64_t period, n;
-
-	if (!p->rate_hz)
-		return 1;
-	period = 1000000000ull / p->rate_hz;
-	if (!period)
-		return 1;
-	n = (s->weight_ns + period / 2) / period;
-	return n ? n : 1;
-}
-
 /* The samples to count into *out, sorted so that equal stacks are adjacent. */
 /* Which root frames each line starts with. */
 struct roots {
@@ -88,7 +64,7 @@ static int collect(const struct profile *p, const struct roots *r,
 
 	for (i = 0; i < p->nthreads; i++)
 		total += p->threads[i].nsamples;
-	order = calloc(p->nthreads + 1, sizeof(*order));
+	order = profile_sorted_threads(p);
 	refs = calloc(total + 1, sizeof(*refs));
 	if (!order || !refs) {
 		free(order);
@@ -96,9 +72,6 @@ static int collect(const struct profile *p, const struct roots *r,
 		errno = ENOMEM;
 		return -1;
 	}
-	for (i = 0; i < p->nthreads; i++)
-		order[i] = &p->threads[i];
-	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
 	*n = 0;
 	for (i = 0; i < p->nthreads; i++) {
 		if (i && !r->thread && order[i]->pid != order[i - 1]->pid)
@@ -158,14 +131,6 @@ static int put_roots(FILE *f, const struct roots *r, const struct thread_profile
 	return fputc(';', f) == EOF ? -1 : 0;
 }
 
-static int several_processes(const struct profile *p)
-{
-	for (size_t i = 1; i < p->nthreads; i++)
-		if (p->threads[i].pid != p->threads[0].pid)
-			return 1;
-	return 0;
-}
-
 static int put_frame(FILE *f, const struct frame_info *fr)
 {
 	if (put_clean(f, fr->name))
@@ -202,7 +167,7 @@ static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
 static int collapsed_write(const struct profile *p, const struct writer_options *o,
 			   FILE *f)
 {
-	struct roots roots = { .process = several_processes(p), .thread = o && o->threads };
+	struct roots roots = { .process = profile_many_processes(p), .thread = o && o->threads };
 	struct stack_ref *refs;
 	uint64_t count;
 	size_t n, i, j;
@@ -213,7 +178,7 @@ static int collapsed_write(const struct profile *p, const struct writer_options 
 	for (i = 0; !err && i < n; i = j) {
 		count = 0;
 		for (j = i; j < n && same_stack(&refs[i], &refs[j]); j++)
-			count += sample_count(p, refs[j].s);
+			count += profile_sample_count(p, refs[j].s);
 		err = put_line(f, p, &roots, &refs[i], count);
 	}
 	free(refs);

@@ -69,33 +69,12 @@ static int timeline_add(struct timeline *tl, const struct sample *stack,
 	return 0;
 }
 
-static uint64_t sample_end(const struct sample *s)
-{
-	uint64_t end = s->start_ns + s->weight_ns;
-
-	return end < s->start_ns ? UINT64_MAX : end;
-}
-
 /* Samples that show nothing the thread did are drawn as gaps. */
 static const struct sample *shown_stack(const struct sample *s)
 {
 	if (s->state == STATE_IDLE || !s->nframes)
 		return NULL;
 	return s;
-}
-
-/*
- * Where the sample's time ends: its own end, or the next sample's start if
- * that comes first. An on-CPU sample's extent is one period by assumption;
- * the next sample's start is a measurement, so it wins.
- */
-static uint64_t clipped_end(const struct thread_profile *t, size_t i)
-{
-	uint64_t end = sample_end(&t->samples[i]);
-
-	if (i + 1 < t->nsamples && t->samples[i + 1].start_ns < end)
-		end = t->samples[i + 1].start_ns;
-	return end;
 }
 
 /*
@@ -114,7 +93,9 @@ static int build_timeline(const struct thread_profile *t, uint64_t axis_end,
 	for (i = 0; i < t->nsamples; i++) {
 		s = &t->samples[i];
 		start = s->start_ns > cursor ? s->start_ns : cursor;
-		end = clipped_end(t, i) < axis_end ? clipped_end(t, i) : axis_end;
+		end = sample_clipped_end(s, i + 1 < t->nsamples ? s + 1 : NULL);
+		if (end > axis_end)
+			end = axis_end;
 		if (end <= start)
 			continue;
 		if (timeline_add(tl, NULL, start - cursor) ||
@@ -140,16 +121,6 @@ static uint64_t axis_end(const struct profile *p)
 	return end;
 }
 
-static int many_processes(const struct profile *p)
-{
-	size_t i;
-
-	for (i = 1; i < p->nthreads; i++)
-		if (p->threads[i].pid != p->threads[0].pid)
-			return 1;
-	return 0;
-}
-
 /* py-spy's naming: Thread 4242 "MainThread", after the process if several. */
 static char *profile_name(const struct thread_profile *t, int with_process)
 {
@@ -167,19 +138,6 @@ static char *profile_name(const struct thread_profile *t, int with_process)
 	else
 		n = asprintf(&name, "%s%sThread %d", process, pid, t->tid);
 	return n < 0 ? NULL : name;
-}
-
-/* Profiles in a stable order: by process, its main thread first, then by tid. */
-static int thread_cmp(const void *a, const void *b)
-{
-	const struct thread_profile *x = *(const struct thread_profile *const *)a;
-	const struct thread_profile *y = *(const struct thread_profile *const *)b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if ((x->tid == x->pid) != (y->tid == y->pid))
-		return x->tid == x->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
 static int write_frame(FILE *f, const struct frame_info *fr)
@@ -273,16 +231,14 @@ static int write_profiles(const struct profile *p, FILE *f)
 {
 	const struct thread_profile **order;
 	struct timeline tl = { 0 };
-	int with_process = many_processes(p), err = 0;
+	int with_process = profile_many_processes(p), err = 0;
 	uint64_t end = axis_end(p);
 	size_t i;
 
-	order = calloc(p->nthreads ? p->nthreads : 1, sizeof(*order));
+	/* profiles in a stable order */
+	order = profile_sorted_threads(p);
 	if (!order)
 		return -1;
-	for (i = 0; i < p->nthreads; i++)
-		order[i] = &p->threads[i];
-	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
 	if (fputs("\"profiles\":[", f) < 0)
 		err = -1;
 	for (i = 0; !err && i < p->nthreads; i++) {

@@ -478,7 +478,7 @@ static char *write_stem_opts(struct fixture *fx, const char *format, const char 
 
 static char *write_stem(struct fixture *fx, const char *format, const char *stem)
 {
-	struct writer_options o = { .gaps_as_idle = 1 };
+	struct writer_options o = { 0 };
 
 	return write_stem_opts(fx, format, stem, &o);
 }
@@ -745,7 +745,7 @@ static void test_speedscope_processes(void **state)
 static void test_collapsed(void **state)
 {
 	struct fixture *fx = *state;
-	struct writer_options o = { .gaps_as_idle = 1, .threads = 1 };
+	struct writer_options o = { .threads = 1 };
 	char *path = write_stem_opts(fx, "collapsed", "threads", &o), *text, *line, *save, *sp;
 	unsigned long total = 0;
 	int lines = 0;
@@ -1172,7 +1172,7 @@ static void test_write_file_failures(void **state)
 {
 	struct fixture *fx = *state;
 	char path[PATH_MAX * 2], *text;
-	struct writer_options o = { .gaps_as_idle = 1 };
+	struct writer_options o = { 0 };
 
 	/* A directory that does not exist: nothing can be made. */
 	snprintf(path, sizeof(path), "%s/missing/out.json", fx->dir);
