@@ -431,17 +431,21 @@ static int counted(const struct profile *p, const struct sample *s)
 /* One Sample per distinct (state, stack) of the thread, values summed. */
 static int put_thread_samples(struct pprof *pp, const struct thread_profile *t)
 {
+	struct sample *samples = profile_thread_samples(pp->p, t);
 	const struct sample **order;
 	uint64_t count, ns;
 	size_t i, j, n = 0;
 	int err = 0;
 
 	order = calloc(t->nsamples + 1, sizeof(*order));
-	if (!order)
+	if (!order || !samples) {
+		free(order);
+		free(samples);
 		return -1;
+	}
 	for (i = 0; i < t->nsamples; i++)
-		if (counted(pp->p, &t->samples[i]))
-			order[n++] = &t->samples[i];
+		if (counted(pp->p, &samples[i]))
+			order[n++] = &samples[i];
 	qsort(order, n, sizeof(*order), sample_cmp);
 	for (i = 0; !err && i < n; i = j) {
 		count = 0;
@@ -453,6 +457,7 @@ static int put_thread_samples(struct pprof *pp, const struct thread_profile *t)
 		err = put_sample(pp, t, order[i], count, ns);
 	}
 	free(order);
+	free(samples);
 	return err;
 }
 

@@ -23,9 +23,11 @@
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
 
-/* A stretch of a thread's timeline: a sample's stack, or a gap (NULL). */
+/* A stretch of a thread's timeline: a sample's stack, or a gap (no frames).
+ * The frames are the profile's, so spans outlive the samples read. */
 struct span {
-	const struct sample *stack;
+	const uint32_t *frames;
+	uint32_t nframes;
 	uint64_t weight;
 };
 
@@ -34,15 +36,16 @@ struct timeline {
 	size_t n, cap;
 };
 
-static int same_stack(const struct sample *a, const struct sample *b)
+static int same_stack(const struct span *a, const struct sample *b)
 {
-	if (!a || !b)
-		return a == b;
+	if (!a->nframes || !b)
+		return !a->nframes && !b;
 	return a->nframes == b->nframes &&
 	       memcmp(a->frames, b->frames, a->nframes * sizeof(*a->frames)) == 0;
 }
 
-/* Appends a span, merged into the last one when the stack is the same. */
+/* Appends a span of the stack (NULL: a gap), merged into the last one when
+ * the stack is the same. */
 static int timeline_add(struct timeline *tl, const struct sample *stack,
 			uint64_t weight)
 {
@@ -51,7 +54,7 @@ static int timeline_add(struct timeline *tl, const struct sample *stack,
 
 	if (!weight)
 		return 0;
-	if (tl->n && same_stack(tl->spans[tl->n - 1].stack, stack)) {
+	if (tl->n && same_stack(&tl->spans[tl->n - 1], stack)) {
 		tl->spans[tl->n - 1].weight += weight;
 		return 0;
 	}
@@ -63,7 +66,8 @@ static int timeline_add(struct timeline *tl, const struct sample *stack,
 		tl->spans = s;
 		tl->cap = cap;
 	}
-	tl->spans[tl->n].stack = stack;
+	tl->spans[tl->n].frames = stack ? stack->frames : NULL;
+	tl->spans[tl->n].nframes = stack ? stack->nframes : 0;
 	tl->spans[tl->n].weight = weight;
 	tl->n++;
 	return 0;
@@ -82,24 +86,24 @@ static const struct sample *shown_stack(const struct sample *s)
  * each cut where the next begins so that time only moves forward, and the
  * time between them as gaps.
  */
-static int build_timeline(const struct thread_profile *t, uint64_t axis_end,
-			  struct timeline *tl)
+static int build_timeline(const struct profile *p, const struct thread_profile *t,
+			  uint64_t axis_end, struct timeline *tl)
 {
 	uint64_t cursor = 0, start, end;
-	const struct sample *s;
-	size_t i;
+	struct sample_iter it;
+	struct sample s;
 
 	tl->n = 0;
-	for (i = 0; i < t->nsamples; i++) {
-		s = &t->samples[i];
-		start = s->start_ns > cursor ? s->start_ns : cursor;
-		end = sample_clipped_end(s, i + 1 < t->nsamples ? s + 1 : NULL);
+	sample_iter_init(&it, p, t);
+	while (sample_iter_next(&it, &s)) {
+		start = s.start_ns > cursor ? s.start_ns : cursor;
+		end = sample_clipped_end(&s, sample_iter_peek(&it));
 		if (end > axis_end)
 			end = axis_end;
 		if (end <= start)
 			continue;
 		if (timeline_add(tl, NULL, start - cursor) ||
-		    timeline_add(tl, shown_stack(s), end - start))
+		    timeline_add(tl, shown_stack(&s), end - start))
 			return -1;
 		cursor = end;
 	}
@@ -109,15 +113,19 @@ static int build_timeline(const struct thread_profile *t, uint64_t axis_end,
 /* The time axis: the session's length or, if unknown, the last sample's end. */
 static uint64_t axis_end(const struct profile *p)
 {
+	struct sample_iter it;
+	struct sample s;
 	uint64_t end = 0;
-	size_t i, j;
+	size_t i;
 
 	if (p->duration_ns)
 		return p->duration_ns;
-	for (i = 0; i < p->nthreads; i++)
-		for (j = 0; j < p->threads[i].nsamples; j++)
-			if (sample_end(&p->threads[i].samples[j]) > end)
-				end = sample_end(&p->threads[i].samples[j]);
+	for (i = 0; i < p->nthreads; i++) {
+		sample_iter_init(&it, p, &p->threads[i]);
+		while (sample_iter_next(&it, &s))
+			if (sample_end(&s) > end)
+				end = sample_end(&s);
+	}
 	return end;
 }
 
@@ -169,14 +177,14 @@ static int write_frames(const struct profile *p, FILE *f)
 	return fputs("]},\n", f) < 0 ? -1 : 0;
 }
 
-static int write_stack(FILE *f, const struct sample *s, uint32_t nframes)
+static int write_stack(FILE *f, const struct span *s, uint32_t nframes)
 {
 	const char *sep = "";
 	uint32_t i;
 
 	if (fputc('[', f) == EOF)
 		return -1;
-	for (i = 0; s && i < s->nframes; i++) {
+	for (i = 0; i < s->nframes; i++) {
 		/* An id no frame was interned for would make speedscope reject the file. */
 		if (s->frames[i] >= nframes)
 			continue;
@@ -196,7 +204,7 @@ static int write_spans(FILE *f, const struct timeline *tl, uint32_t nframes)
 	for (i = 0; i < tl->n; i++) {
 		if (i && fputc(',', f) == EOF)
 			return -1;
-		if (write_stack(f, tl->spans[i].stack, nframes))
+		if (write_stack(f, &tl->spans[i], nframes))
 			return -1;
 	}
 	if (fputs("],\"weights\":[", f) < 0)
@@ -214,7 +222,7 @@ static int write_thread(FILE *f, const struct profile *p,
 	char *name = profile_name(t, with_process);
 	int err;
 
-	if (!name || build_timeline(t, end, tl)) {
+	if (!name || build_timeline(p, t, end, tl)) {
 		free(name);
 		return -1;
 	}

@@ -548,15 +548,19 @@ static void test_threads_and_sort(void **state)
 	const struct thread_profile *t = profile_thread(p, 100, 100);
 	struct profile q;
 	struct thread_profile *u;
+	struct sample *s;
 	size_t i;
 
 	assert_int_equal(p->nthreads, 2);
 	assert_ptr_equal(profile_thread(p, 100, 100), t);
 	assert_int_equal(t->nsamples, 5);
+	s = profile_thread_samples(p, t);
+	assert_non_null(s);
 	for (i = 1; i < t->nsamples; i++)
-		assert_true(t->samples[i - 1].start_ns <= t->samples[i].start_ns);
-	assert_int_equal(t->samples[0].nframes, 2);
-	assert_int_equal(t->samples[0].frames[1], fx->work_f);
+		assert_true(s[i - 1].start_ns <= s[i].start_ns);
+	assert_int_equal(s[0].nframes, 2);
+	assert_int_equal(s[0].frames[1], fx->work_f);
+	free(s);
 
 	/* Stable: samples with one start keep the order they were added in. */
 	profile_init(&q);
@@ -565,11 +569,14 @@ static void test_threads_and_sort(void **state)
 	}
 	profile_sort(&q);
 	u = profile_thread(&q, 1, 2);
+	s = profile_thread_samples(&q, u);
+	assert_non_null(s);
 	for (i = 1; i < u->nsamples; i++) {
-		assert_true(u->samples[i - 1].start_ns <= u->samples[i].start_ns);
-		if (u->samples[i - 1].start_ns == u->samples[i].start_ns)
-			assert_true(u->samples[i - 1].frames[0] < u->samples[i].frames[0]);
+		assert_true(s[i - 1].start_ns <= s[i].start_ns);
+		if (s[i - 1].start_ns == s[i].start_ns)
+			assert_true(s[i - 1].frames[0] < s[i].frames[0]);
 	}
+	free(s);
 	assert_int_not_equal(profile_thread(&q, 1, 3), profile_thread(&q, 1, 2));
 	assert_int_not_equal(profile_thread(&q, 2, 2), profile_thread(&q, 1, 2));
 	assert_int_equal(q.nthreads, 3);
