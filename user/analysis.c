@@ -180,16 +180,17 @@ size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 	*out = NULL;
 	for (i = 0; i < p->nthreads; i++) {
 		const struct thread_profile *t = &p->threads[i];
+		struct sample_iter it;
+		struct sample s;
 
 		ts = states_of(out, &n, &cap, t->pid, t->tid);
-		for (j = 0; ts && j < t->nsamples; j++) {
-			const struct sample *s = &t->samples[j];
-
+		sample_iter_init(&it, p, t);
+		while (ts && sample_iter_next(&it, &s)) {
 			/* exact collections are counted from the pauses below */
-			if (s->state == STATE_GC && analysis_gc_is_exact(a, t->pid))
+			if (s.state == STATE_GC && analysis_gc_is_exact(a, t->pid))
 				continue;
-			if (s->state == STATE_ON_CPU || s->state == STATE_GC)
-				ts->ns[s->state] += s->weight_ns;
+			if (s.state == STATE_ON_CPU || s.state == STATE_GC)
+				ts->ns[s.state] += s.weight_ns;
 		}
 	}
 	for (i = 0; i < a->gcs.n; i++) {
@@ -237,7 +238,8 @@ struct piece {
 };
 
 struct fit {
-	struct thread_profile *t;
+	struct sample *v;	/* the thread's samples, sorted */
+	size_t n;
 	size_t next_anchor;	/* first exact sample not yet passed */
 	uint64_t cursor;	/* where the next sample can start */
 	struct piece *extra;	/* pieces after the first, added at the end */
@@ -247,10 +249,8 @@ struct fit {
 /* The first exact sample at index >= *from that ends after at, or NULL. */
 static const struct sample *next_anchor(struct fit *f, uint64_t at)
 {
-	const struct thread_profile *t = f->t;
-
-	for (; f->next_anchor < t->nsamples; f->next_anchor++) {
-		const struct sample *s = &t->samples[f->next_anchor];
+	for (; f->next_anchor < f->n; f->next_anchor++) {
+		const struct sample *s = &f->v[f->next_anchor];
 
 		if (s->exact && s->start_ns + s->weight_ns > at)
 			return s;
@@ -263,7 +263,7 @@ static const struct sample *next_anchor(struct fit *f, uint64_t at)
  * samples of their own). */
 static int place(struct fit *f, size_t i)
 {
-	struct sample *s = &f->t->samples[i];
+	struct sample *s = &f->v[i];
 	uint64_t at = s->start_ns > f->cursor ? s->start_ns : f->cursor, left = s->weight_ns;
 	int first = 1;
 
@@ -290,24 +290,50 @@ static int place(struct fit *f, size_t i)
 	return 0;
 }
 
+/* The extra pieces as samples after the others. */
+static int add_pieces(struct fit *f)
+{
+	struct sample *v;
+	size_t i;
+
+	if (!f->nextra)
+		return 0;
+	v = realloc(f->v, (f->n + f->nextra) * sizeof(*v));
+	if (!v)
+		return -1;
+	f->v = v;
+	for (i = 0; i < f->nextra; i++) {
+		v[f->n + i] = v[f->extra[i].sample];
+		v[f->n + i].start_ns = f->extra[i].start_ns;
+		v[f->n + i].weight_ns = f->extra[i].weight_ns;
+	}
+	f->n += f->nextra;
+	return 0;
+}
+
+/* One thread at a time: its samples decoded, fitted, stored back. */
 static int fit_thread(struct profile *p, struct thread_profile *t)
 {
-	struct fit f = { .t = t };
-	size_t i, n = t->nsamples;
+	struct fit f = { .n = t->nsamples };
+	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < n && !rc; i++)
-		if (!t->samples[i].exact)
+	f.v = profile_thread_samples(p, t);
+	if (!f.v)
+		return -1;
+	profile_sort_samples(f.v, f.n);
+	for (i = 0; i < f.n && !rc; i++)
+		if (!f.v[i].exact)
 			rc = place(&f, i);
-	for (i = 0; i < f.nextra && !rc; i++) {
-		struct sample piece = t->samples[f.extra[i].sample];
-
-		piece.start_ns = f.extra[i].start_ns;
-		piece.weight_ns = f.extra[i].weight_ns;
-		/* may move t->samples: read the source again each time (copied above) */
-		rc = profile_add_sample(p, t, &piece);
+	if (!rc)
+		rc = add_pieces(&f);
+	if (!rc) {
+		/* placing moved samples: back in time order */
+		profile_sort_samples(f.v, f.n);
+		rc = profile_thread_set_samples(p, t, f.v, f.n);
 	}
 	free(f.extra);
+	free(f.v);
 	return rc;
 }
 
@@ -316,10 +342,8 @@ int analysis_fit_timeline(struct profile *p)
 	size_t i;
 	int rc = 0;
 
-	profile_sort(p);
 	for (i = 0; i < p->nthreads; i++)
 		rc |= fit_thread(p, &p->threads[i]);
-	profile_sort(p);
 	return rc;
 }
 

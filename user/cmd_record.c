@@ -366,7 +366,7 @@ static void end_command(struct run *run);
  * outlives ebpfprof. */
 static void write_outputs(struct run *run, const char *profile_path, const char *gc_log_path)
 {
-	struct writer_options wopts = { .gaps_as_idle = 1, .threads = run->o->threads };
+	struct writer_options wopts = { .threads = run->o->threads };
 	struct recording_info info;
 	char err[ERRLEN];
 

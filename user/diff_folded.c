@@ -105,18 +105,18 @@ static int fold_sample(char *buf, size_t len, const struct profile *p,
 static int fold_side(struct fold_index *ix, struct folded *fo, const struct diff *d,
 		     int side, char *buf, size_t len)
 {
-	size_t r, i, j;
+	struct sample_iter it;
+	struct sample s;
+	size_t r, i;
 
 	for (r = 0; r < d->nruns[side]; r++) {
 		const struct profile *p = &d->runs[side][r].prof;
 
 		for (i = 0; i < p->nthreads; i++)
-			for (j = 0; j < p->threads[i].nsamples; j++) {
-				const struct sample *s = &p->threads[i].samples[j];
-
-				if (fold_sample(buf, len, p, &p->threads[i], s))
+			for (sample_iter_init(&it, p, &p->threads[i]); sample_iter_next(&it, &s);) {
+				if (fold_sample(buf, len, p, &p->threads[i], &s))
 					continue;	/* deeper than any flame graph shows */
-				if (add_stack(ix, fo, buf, side, s->weight_ns / d->wall_s[side]))
+				if (add_stack(ix, fo, buf, side, s.weight_ns / d->wall_s[side]))
 					return -1;
 			}
 	}

@@ -242,7 +242,7 @@ static int add_functions(struct diff *d, struct fn_index *fx, int side, size_t r
 {
 	const struct profile *p = &r->prof;
 	struct run_fns rf = { calloc(p->nframes + 1, sizeof(long)), NULL };
-	size_t i, j, serial = 0;
+	size_t i, serial = 0;
 	uint32_t k;
 	int err = !rf.of_frame;
 
@@ -253,8 +253,10 @@ static int add_functions(struct diff *d, struct fn_index *fx, int side, size_t r
 	rf.seen = err ? NULL : calloc(d->nlines + 1, sizeof(size_t));
 	err = err || !rf.seen;
 	for (i = 0; !err && i < p->nthreads; i++) {
-		for (j = 0; j < p->threads[i].nsamples; j++) {
-			const struct sample *s = &p->threads[i].samples[j];
+		struct sample_iter it;
+		struct sample sample, *s = &sample;
+
+		for (sample_iter_init(&it, p, &p->threads[i]); sample_iter_next(&it, s);) {
 			double v = s->weight_ns / 1e9, n = v * r->rate_hz;
 			long self = rf.of_frame[s->frames[s->nframes - 1]];
 

@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "profile.h"
-#include "stack_table.h"
 
 /* What profile_frame() returns when it cannot allocate. */
 #define FRAME_NONE	UINT32_MAX
+/* What stack_id() returns when it cannot allocate. */
+#define STACK_NONE	UINT32_MAX
 
 struct frame_index {
 	uint32_t *slots;	/* frame id + 1; 0 marks an empty slot */
@@ -25,10 +26,40 @@ void profile_init(struct profile *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/*
+ * Every distinct stack of the samples, once, by id: a sample costs its own
+ * few bytes whatever its depth (a long recording keeps millions of samples
+ * of a few thousand stacks). Id 0 is the empty stack.
+ */
+struct stored_stack {
+	uint32_t *frames;
+	uint32_t nframes;
+};
+
+struct stack_store {
+	struct stored_stack *v;	/* by id */
+	size_t n, cap;
+	uint32_t *slots;	/* open addressing: an id, 0 for a free slot */
+	size_t nslots;		/* a power of two */
+};
+
+static void stack_store_free(struct stack_store *st)
+{
+	size_t i;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->n; i++)
+		free(st->v[i].frames);
+	free(st->v);
+	free(st->slots);
+	free(st);
+}
+
 static void thread_free(struct thread_profile *t)
 {
 	/* sample frames belong to the stack store */
-	free(t->samples);
+	sample_log_free(&t->log);
 	free(t->name);
 	free(t->process);
 }
@@ -36,12 +67,9 @@ static void thread_free(struct thread_profile *t)
 void profile_free(struct profile *p)
 {
 	struct frame_index *idx = p->frame_index;
-
-	if (p->stack_store) {
-		stack_table_free(p->stack_store);
-		free(p->stack_store);
-	}
 	size_t i;
+
+	stack_store_free(p->stack_store);
 
 	for (i = 0; i < p->nframes; i++) {
 		free(p->frames[i].name);
@@ -242,35 +270,97 @@ struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->tid = tid;
+	/* an on-CPU sample's weight, the common case, costs no bytes */
+	sample_log_init(&t->log, p->rate_hz ? 1000000000ull / p->rate_hz : 0);
 	return t;
 }
 
-/*
- * The one stored copy of a stack: samples share it, so a sample costs its
- * own fields only, whatever its depth (a long recording keeps millions of
- * samples of a few thousand stacks). Keyed by a hash of the frame ids; a
- * collision moves on to the next key.
- */
-static uint32_t *stored_stack(struct profile *p, const uint32_t *frames, uint32_t n)
+static uint64_t stack_hash(const uint32_t *frames, uint32_t n)
 {
-	const struct stack_entry *e;
 	uint64_t h = 0x2545f4914f6cdd1dull;
 	uint32_t i;
 
-	if (!p->stack_store && !(p->stack_store = calloc(1, sizeof(struct stack_table))))
-		return NULL;
 	for (i = 0; i < n; i++)
 		h = (h ^ frames[i]) * 0x100000001b3ull;
-	for (h |= 1;; h++) {
-		e = stack_table_get(p->stack_store, 0, h);
-		if (!e)
-			break;
+	return h ^ h >> 29;
+}
+
+/* The slot holding the stack, or the free slot where it belongs. */
+static uint32_t *stack_slot(const struct stack_store *st, uint32_t *slots, size_t nslots,
+			    const uint32_t *frames, uint32_t n)
+{
+	size_t i = stack_hash(frames, n) & (nslots - 1);
+	const struct stored_stack *e;
+
+	for (;; i = (i + 1) & (nslots - 1)) {
+		if (!slots[i])
+			return &slots[i];
+		e = &st->v[slots[i]];
 		if (e->nframes == n && !memcmp(e->frames, frames, n * sizeof(*frames)))
-			return e->frames;
+			return &slots[i];
 	}
-	if (stack_table_put(p->stack_store, 0, h, frames, n))
+}
+
+static struct stack_store *stack_store_get(struct profile *p)
+{
+	struct stack_store *st = p->stack_store;
+
+	if (st)
+		return st;
+	st = calloc(1, sizeof(*st));
+	if (!st)
 		return NULL;
-	return stack_table_get(p->stack_store, 0, h)->frames;
+	st->v = calloc(16, sizeof(*st->v));	/* v[0]: the empty stack */
+	if (!st->v) {
+		free(st);
+		return NULL;
+	}
+	st->n = 1;
+	st->cap = 16;
+	p->stack_store = st;
+	return st;
+}
+
+/* Keeps the index at most half full so that probe runs stay short. */
+static int stack_index_grow(struct stack_store *st)
+{
+	size_t nslots = st->nslots ? st->nslots * 2 : 1024, id;
+	uint32_t *slots;
+
+	if ((st->n + 1) * 2 <= st->nslots)
+		return 0;
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (id = 1; id < st->n; id++)
+		*stack_slot(st, slots, nslots, st->v[id].frames, st->v[id].nframes) = id;
+	free(st->slots);
+	st->slots = slots;
+	st->nslots = nslots;
+	return 0;
+}
+
+/* The id of the stack, stored now if new; STACK_NONE if out of memory. */
+static uint32_t stack_id(struct profile *p, const uint32_t *frames, uint32_t n)
+{
+	struct stack_store *st;
+	uint32_t *slot, *copy;
+
+	if (!n)
+		return 0;
+	st = stack_store_get(p);
+	if (!st || stack_index_grow(st) ||
+	    grow((void **)&st->v, &st->cap, st->n + 1, sizeof(*st->v)))
+		return STACK_NONE;
+	slot = stack_slot(st, st->slots, st->nslots, frames, n);
+	if (*slot)
+		return *slot;
+	if (st->n >= STACK_NONE || !(copy = malloc(n * sizeof(*copy))))
+		return STACK_NONE;
+	memcpy(copy, frames, n * sizeof(*copy));
+	st->v[st->n] = (struct stored_stack){ .frames = copy, .nframes = n };
+	*slot = st->n;
+	return st->n++;
 }
 
 const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid)
@@ -286,24 +376,123 @@ const struct thread_profile *profile_find_thread(const struct profile *p, int pi
 int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s)
 {
-	struct sample *dst;
-	uint32_t *frames = NULL;
+	struct sample_record r = { .start_ns = s->start_ns, .weight_ns = s->weight_ns,
+				   .state = s->state, .holds_gil = s->holds_gil,
+				   .exact = s->exact };
 
-	if (grow((void **)&t->samples, &t->cap, t->nsamples + 1, sizeof(*dst))) {
+	r.stack = stack_id(p, s->frames, s->nframes);
+	if (r.stack == STACK_NONE) {
 		errno = ENOMEM;
 		return -1;
 	}
-	if (s->nframes) {
-		frames = stored_stack(p, s->frames, s->nframes);
-		if (!frames) {
-			errno = ENOMEM;
+	if (sample_log_append(&t->log, &r))
+		return -1;
+	t->nsamples = t->log.n;
+	return 0;
+}
+
+/* The sample a record stands for. */
+static void sample_of(const struct profile *p, const struct sample_record *r,
+		      struct sample *s)
+{
+	const struct stack_store *st = p->stack_store;
+
+	s->start_ns = r->start_ns;
+	s->weight_ns = r->weight_ns;
+	s->frames = NULL;
+	s->nframes = 0;
+	if (r->stack && st && r->stack < st->n) {
+		s->frames = st->v[r->stack].frames;
+		s->nframes = st->v[r->stack].nframes;
+	}
+	s->state = r->state;
+	s->holds_gil = r->holds_gil;
+	s->exact = r->exact;
+}
+
+static void iter_advance(struct sample_iter *it)
+{
+	struct sample_record r;
+
+	it->has_ahead = sample_log_read(&it->rd, &r);
+	if (it->has_ahead)
+		sample_of(it->p, &r, &it->ahead);
+}
+
+void sample_iter_init(struct sample_iter *it, const struct profile *p,
+		      const struct thread_profile *t)
+{
+	it->p = p;
+	sample_log_reader_init(&it->rd, &t->log);
+	iter_advance(it);
+}
+
+int sample_iter_next(struct sample_iter *it, struct sample *s)
+{
+	if (!it->has_ahead)
+		return 0;
+	*s = it->ahead;
+	iter_advance(it);
+	return 1;
+}
+
+const struct sample *sample_iter_peek(const struct sample_iter *it)
+{
+	return it->has_ahead ? &it->ahead : NULL;
+}
+
+struct sample *profile_thread_samples(const struct profile *p, const struct thread_profile *t)
+{
+	struct sample *v = malloc((t->nsamples ? t->nsamples : 1) * sizeof(*v));
+	struct sample_iter it;
+	size_t n = 0;
+
+	if (!v) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	sample_iter_init(&it, p, t);
+	while (n < t->nsamples && sample_iter_next(&it, &v[n]))
+		n++;
+	return v;
+}
+
+int profile_thread_set_samples(struct profile *p, struct thread_profile *t,
+			       const struct sample *v, size_t n)
+{
+	struct thread_profile fresh;
+	size_t i;
+
+	memset(&fresh, 0, sizeof(fresh));
+	sample_log_init(&fresh.log, t->log.nominal_ns);
+	for (i = 0; i < n; i++) {
+		if (profile_add_sample(p, &fresh, &v[i])) {
+			sample_log_free(&fresh.log);
 			return -1;
 		}
 	}
-	dst = &t->samples[t->nsamples++];
-	*dst = *s;
-	dst->frames = frames;
+	sample_log_free(&t->log);
+	t->log = fresh.log;
+	t->nsamples = fresh.nsamples;
 	return 0;
+}
+
+int profile_thread_forget(struct profile *p, struct thread_profile *t, size_t n)
+{
+	struct sample *v;
+	int rc;
+
+	if (n >= t->nsamples) {
+		sample_log_free(&t->log);
+		t->nsamples = 0;
+		return 0;
+	}
+	v = profile_thread_samples(p, t);
+	if (!v)
+		return -1;
+	rc = profile_thread_set_samples(p, t, v + n, t->nsamples - n);
+	free(v);
+	return rc;
 }
 
 static int sorted_by_start(const struct sample *s, size_t n)
@@ -351,7 +540,7 @@ static void insertion_sort(struct sample *a, size_t n)
 }
 
 /* Stable, so that samples with the same start keep their recorded order. */
-static void sort_samples(struct sample *a, size_t n)
+void profile_sort_samples(struct sample *a, size_t n)
 {
 	struct sample *tmp;
 	size_t width, lo, mid, hi;
@@ -374,12 +563,90 @@ static void sort_samples(struct sample *a, size_t n)
 	free(tmp);
 }
 
+/* Without the memory to sort a thread, its samples stay in recorded order:
+ * the writers cut overlapping samples, they do not need an order to work. */
 void profile_sort(struct profile *p)
+{
+	struct thread_profile *t;
+	struct sample *v;
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++) {
+		t = &p->threads[i];
+		if (!t->log.unsorted || !(v = profile_thread_samples(p, t)))
+			continue;
+		profile_sort_samples(v, t->nsamples);
+		profile_thread_set_samples(p, t, v, t->nsamples);
+		free(v);
+	}
+}
+
+uint64_t sample_end(const struct sample *s)
+{
+	uint64_t end = s->start_ns + s->weight_ns;
+
+	return end < s->start_ns ? UINT64_MAX : end;
+}
+
+/*
+ * An on-CPU sample's extent is one period by assumption; the next sample's
+ * start is a measurement, so it wins.
+ */
+uint64_t sample_clipped_end(const struct sample *s, const struct sample *next)
+{
+	uint64_t end = sample_end(s);
+
+	if (next && next->start_ns < end)
+		end = next->start_ns;
+	return end;
+}
+
+uint64_t profile_sample_count(const struct profile *p, const struct sample *s)
+{
+	uint64_t period, n;
+
+	if (!p->rate_hz || !(period = 1000000000ull / p->rate_hz))
+		return 1;
+	n = (s->weight_ns + period / 2) / period;
+	return n ? n : 1;
+}
+
+static int thread_cmp(const void *a, const void *b)
+{
+	const struct thread_profile *x = *(const struct thread_profile *const *)a;
+	const struct thread_profile *y = *(const struct thread_profile *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if ((x->tid == x->pid) != (y->tid == y->pid))
+		return x->tid == x->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+const struct thread_profile **profile_sorted_threads(const struct profile *p)
+{
+	const struct thread_profile **order;
+	size_t i;
+
+	order = calloc(p->nthreads ? p->nthreads : 1, sizeof(*order));
+	if (!order) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < p->nthreads; i++)
+		order[i] = &p->threads[i];
+	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
+	return order;
+}
+
+int profile_many_processes(const struct profile *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->nthreads; i++)
-		sort_samples(p->threads[i].samples, p->threads[i].nsamples);
+	for (i = 1; i < p->nthreads; i++)
+		if (p->threads[i].pid != p->threads[0].pid)
+			return 1;
+	return 0;
 }
 
 const char *sample_state_name(enum sample_state s)

@@ -4,11 +4,15 @@
  * thread a time-ordered list of samples. A sample is a stack (root first)
  * with a start time and a weight, both in nanoseconds since the session
  * started, so every thread of every process shares one time axis.
+ *
+ * Samples are stored compactly (sample_log.h) and read back one at a time
+ * through a sample_iter, or one thread at a time as an array.
  */
 #ifndef EP_PROFILE_H
 #define EP_PROFILE_H
 #include <stddef.h>
 #include <stdint.h>
+#include "sample_log.h"
 
 enum frame_kind {
 	FRAME_PYTHON = 0,	/* a Python function */
@@ -40,7 +44,8 @@ enum sample_state {
 struct sample {
 	uint64_t start_ns;	/* since the session start */
 	uint64_t weight_ns;
-	uint32_t *frames;	/* frame ids, root first; shared, owned by the profile */
+	uint32_t *frames;	/* frame ids, root first; read back: the profile's,
+				 * valid until profile_free(), never to be freed */
 	uint32_t nframes;
 	uint8_t state;		/* enum sample_state */
 	uint8_t holds_gil;
@@ -52,15 +57,15 @@ struct thread_profile {
 	int tid;
 	char *name;		/* Python thread name, or the kernel's comm */
 	char *process;		/* process name for multi-process profiles */
-	struct sample *samples;
-	size_t nsamples, cap;
+	struct sample_log log;	/* the samples: read them with a sample_iter */
+	size_t nsamples;
 };
 
 struct profile {
 	struct frame_info *frames;
 	size_t nframes, frames_cap;
 	void *frame_index;	/* hash index: private to profile.c */
-	struct stack_table *stack_store;	/* every sample's frames, stored once */
+	void *stack_store;	/* every sample's stack, stored once: private to profile.c */
 	struct thread_profile *threads;
 	size_t nthreads, threads_cap;
 	uint64_t duration_ns;	/* session length: the common time axis */
@@ -84,7 +89,50 @@ int profile_add_sample(struct profile *p, struct thread_profile *t,
 		       const struct sample *s);
 /* Sorts every thread's samples by start time; writers expect this. */
 void profile_sort(struct profile *p);
+/* Sorts v by start time, stably. */
+void profile_sort_samples(struct sample *v, size_t n);
+
+/* Reads a thread's samples in order, with one sample of lookahead. */
+struct sample_iter {
+	const struct profile *p;
+	struct sample_log_reader rd;
+	struct sample ahead;
+	int has_ahead;
+};
+
+void sample_iter_init(struct sample_iter *it, const struct profile *p,
+		      const struct thread_profile *t);
+/* The next sample into *s: 1, or 0 at the end. */
+int sample_iter_next(struct sample_iter *it, struct sample *s);
+/* The sample the next call will return, or NULL at the end. */
+const struct sample *sample_iter_peek(const struct sample_iter *it);
+
+/* The thread's samples as a malloc'ed array of t->nsamples, for the caller
+ * to free as soon as it is done with them (one thread at a time); NULL with
+ * errno ENOMEM. */
+struct sample *profile_thread_samples(const struct profile *p, const struct thread_profile *t);
+/* Replaces the thread's samples with v[0..n) (frames copied). 0, or -1 with
+ * errno ENOMEM and the samples unchanged. */
+int profile_thread_set_samples(struct profile *p, struct thread_profile *t,
+			       const struct sample *v, size_t n);
+/* Forgets the thread's first n samples. 0, or -1 (ENOMEM, nothing forgotten). */
+int profile_thread_forget(struct profile *p, struct thread_profile *t, size_t n);
 
 const char *sample_state_name(enum sample_state s);
+
+/* Where the sample's time ends: start + weight, UINT64_MAX if that overflows. */
+uint64_t sample_end(const struct sample *s);
+/*
+ * Where the sample's time ends on its thread's timeline: its own end, or the
+ * next sample's start (next: NULL for the last sample) if that comes first.
+ */
+uint64_t sample_clipped_end(const struct sample *s, const struct sample *next);
+/* How many samples at the profile's rate the weight stands for; at least one. */
+uint64_t profile_sample_count(const struct profile *p, const struct sample *s);
+/* The threads in the writers' order: by process, its main thread first, then
+ * by tid. A malloc'ed array of p->nthreads pointers, or NULL (ENOMEM). */
+const struct thread_profile **profile_sorted_threads(const struct profile *p);
+/* 1 if the threads are of more than one process. */
+int profile_many_processes(const struct profile *p);
 
 #endif

@@ -95,19 +95,20 @@ static int take_samples(struct top_model *m, const struct profile *p)
 		return -1;
 	for (i = 0; i < p->nthreads; i++) {
 		const struct thread_profile *t = &p->threads[i];
+		struct sample_iter it;
+		struct sample s;
 
 		tt = top_model_thread(m, t->pid, t->tid);
 		if (!tt)
 			return -1;
-		for (j = m->sample_cursor[i]; j < t->nsamples; j++) {
-			const struct sample *s = &t->samples[j];
-
-			if (s->state == STATE_IDLE)
-				continue;
-			take_sample(m, s);
-			if (s->state < STATE_MAX) {
-				tt->ns[s->state] += s->weight_ns;
-				tt->all[s->state] += s->weight_ns;
+		sample_iter_init(&it, p, t);
+		for (j = 0; sample_iter_next(&it, &s); j++) {
+			if (j < m->sample_cursor[i] || s.state == STATE_IDLE)
+				continue;	/* taken by an earlier update */
+			take_sample(m, &s);
+			if (s.state < STATE_MAX) {
+				tt->ns[s.state] += s.weight_ns;
+				tt->all[s.state] += s.weight_ns;
 			}
 		}
 		m->sample_cursor[i] = t->nsamples;
@@ -197,12 +198,9 @@ void top_model_release(struct top_model *m, struct profile *p, struct analysis *
 	for (i = 0; i < p->nthreads && i < m->ncursors; i++) {
 		struct thread_profile *t = &p->threads[i];
 
-		/* a sample's frames belong to the profile's stack store */
-		if (t->nsamples > m->sample_cursor[i])
-			memmove(t->samples, t->samples + m->sample_cursor[i],
-				(t->nsamples - m->sample_cursor[i]) * sizeof(*t->samples));
-		t->nsamples -= m->sample_cursor[i];
-		m->sample_cursor[i] = 0;
+		/* without the memory to forget them, they are skipped next time */
+		if (!profile_thread_forget(p, t, m->sample_cursor[i]))
+			m->sample_cursor[i] = 0;
 	}
 	release_intervals(&a->waits, &m->wait_cursor);
 	release_intervals(&a->gcs, &m->gc_cursor);

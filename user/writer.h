@@ -19,7 +19,6 @@ struct recording_info {
 };
 
 struct writer_options {
-	int gaps_as_idle;	/* fill unobserved time so threads line up */
 	/* GC pauses and off-CPU intervals, exact; NULL when unknown */
 	const struct analysis *analysis;
 	const struct recording_info *info;	/* NULL when unknown */

@@ -106,27 +106,6 @@ static int add_sample(struct call_list *cl, const struct sample *s,
 	return 0;
 }
 
-static uint64_t sample_end(const struct sample *s)
-{
-	uint64_t end = s->start_ns + s->weight_ns;
-
-	return end < s->start_ns ? UINT64_MAX : end;
-}
-
-/*
- * Where the sample's time ends: its own end, or the next sample's start if
- * that comes first. An on-CPU sample's extent is one period by assumption;
- * the next sample's start is a measurement, so it wins.
- */
-static uint64_t clipped_end(const struct thread_profile *t, size_t i)
-{
-	uint64_t end = sample_end(&t->samples[i]);
-
-	if (i + 1 < t->nsamples && t->samples[i + 1].start_ns < end)
-		end = t->samples[i + 1].start_ns;
-	return end;
-}
-
 /* One thread's collections drawn as slices, in time order. */
 struct gc_cuts {
 	const struct interval **v;
@@ -202,24 +181,24 @@ static int add_around_gcs(struct call_list *cl, struct gc_cuts *gc, const struct
  * The thread's calls. Samples are cut where the next one starts, so calls
  * nest properly even when the recorded samples overlap.
  */
-static int build_calls(const struct thread_profile *t, struct call_list *cl,
-		       struct gc_cuts *gc)
+static int build_calls(const struct profile *p, const struct thread_profile *t,
+		       struct call_list *cl, struct gc_cuts *gc)
 {
 	uint64_t cursor = 0, start, end;
-	const struct sample *s;
-	size_t i;
+	struct sample_iter it;
+	struct sample s;
 
 	cl->n = 0;
 	cl->nopen = 0;
-	for (i = 0; i < t->nsamples; i++) {
-		s = &t->samples[i];
-		start = s->start_ns > cursor ? s->start_ns : cursor;
-		end = clipped_end(t, i);
+	sample_iter_init(&it, p, t);
+	while (sample_iter_next(&it, &s)) {
+		start = s.start_ns > cursor ? s.start_ns : cursor;
+		end = sample_clipped_end(&s, sample_iter_peek(&it));
 		if (end <= start)
 			continue;
 		if (start > cursor && close_calls(cl, 0, cursor))
 			return -1;
-		if (add_around_gcs(cl, gc, s, start, end, &cursor))
+		if (add_around_gcs(cl, gc, &s, start, end, &cursor))
 			return -1;
 	}
 	return close_calls(cl, 0, cursor);
@@ -317,7 +296,7 @@ static int put_thread_calls(struct trace_out *out, const struct profile *p,
 {
 	size_t i;
 
-	if (build_calls(t, cl, gc))
+	if (build_calls(p, t, cl, gc))
 		return -1;
 	qsort(cl->calls, cl->n, sizeof(*cl->calls), call_cmp);
 	for (i = 0; i < cl->n; i++) {

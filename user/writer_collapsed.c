@@ -13,22 +13,19 @@
 #include <string.h>
 #include "writer.h"
 
-/* A sample to count, with its thread's place in the output order. */
+/* A stack's samples counted, with its thread's place in the output order. */
 struct stack_ref {
 	size_t thread_rank;	/* equal for stacks merged under one root */
 	const struct thread_profile *t;
-	const struct sample *s;
+	const uint32_t *frames;	/* the profile's */
+	uint32_t nframes;
+	uint64_t count;		/* samples at the profile's rate */
 };
 
-static int thread_cmp(const void *a, const void *b)
-{
-	const struct thread_profile *x = *(const struct thread_profile *const *)a;
-	const struct thread_profile *y = *(const struct thread_profile *const *)b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
+struct ref_list {
+	struct stack_ref *v;
+	size_t n, cap;
+};
 
 /* By thread, then by stack: equal stacks of a thread end up side by side. */
 static int ref_cmp(const void *a, const void *b)
@@ -38,12 +35,12 @@ static int ref_cmp(const void *a, const void *b)
 
 	if (x->thread_rank != y->thread_rank)
 		return x->thread_rank < y->thread_rank ? -1 : 1;
-	n = x->s->nframes < y->s->nframes ? x->s->nframes : y->s->nframes;
+	n = x->nframes < y->nframes ? x->nframes : y->nframes;
 	for (i = 0; i < n; i++)
-		if (x->s->frames[i] != y->s->frames[i])
-			return x->s->frames[i] < y->s->frames[i] ? -1 : 1;
-	if (x->s->nframes != y->s->nframes)
-		return x->s->nframes < y->s->nframes ? -1 : 1;
+		if (x->frames[i] != y->frames[i])
+			return x->frames[i] < y->frames[i] ? -1 : 1;
+	if (x->nframes != y->nframes)
+		return x->nframes < y->nframes ? -1 : 1;
 	return 0;
 }
 
@@ -58,65 +55,91 @@ static int counted(const struct sample *s)
 	return s->state != STATE_IDLE && s->nframes;
 }
 
-/* How many samples at rate_hz the weight stands for; at least one. */
-static uint64_t sample_count(const struct profile *p, const struct sample *s)
-{
-	uint64_t period, n;
-
-	if (!p->rate_hz)
-		return 1;
-	period = 1000000000ull / p->rate_hz;
-	if (!period)
-		return 1;
-	n = (s->weight_ns + period / 2) / period;
-	return n ? n : 1;
-}
-
-/* The samples to count into *out, sorted so that equal stacks are adjacent. */
 /* Which root frames each line starts with. */
 struct roots {
 	int process;		/* the profile has several processes */
 	int thread;		/* -t */
 };
 
-static int collect(const struct profile *p, const struct roots *r,
-		   struct stack_ref **out, size_t *n)
+static int ref_push(struct ref_list *l, const struct stack_ref *r)
 {
-	const struct thread_profile **order;
-	struct stack_ref *refs;
-	size_t i, j, total = 0, rank = 0;
+	struct stack_ref *v;
+	size_t cap;
 
-	for (i = 0; i < p->nthreads; i++)
-		total += p->threads[i].nsamples;
-	order = calloc(p->nthreads + 1, sizeof(*order));
-	refs = calloc(total + 1, sizeof(*refs));
-	if (!order || !refs) {
-		free(order);
-		free(refs);
-		errno = ENOMEM;
-		return -1;
+	if (l->n == l->cap) {
+		cap = l->cap ? l->cap * 2 : 256;
+		v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		l->v = v;
+		l->cap = cap;
 	}
-	for (i = 0; i < p->nthreads; i++)
-		order[i] = &p->threads[i];
-	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
-	*n = 0;
+	l->v[l->n++] = *r;
+	return 0;
+}
+
+/* Sorts l->v[from..] and merges equal stacks into one, counts summed. */
+static void merge_refs(struct ref_list *l, size_t from)
+{
+	size_t i, kept = from;
+
+	if (l->n == from)
+		return;		/* l->v may be NULL: not for qsort */
+	qsort(l->v + from, l->n - from, sizeof(*l->v), ref_cmp);
+	for (i = from; i < l->n; i++) {
+		if (kept > from && same_stack(&l->v[kept - 1], &l->v[i]))
+			l->v[kept - 1].count += l->v[i].count;
+		else
+			l->v[kept++] = l->v[i];
+	}
+	l->n = kept;
+}
+
+/* One thread's samples counted per stack onto l. */
+static int collect_thread(const struct profile *p, const struct thread_profile *t,
+			  size_t rank, struct ref_list *l)
+{
+	struct stack_ref r = { .thread_rank = rank, .t = t };
+	struct sample_iter it;
+	struct sample s;
+	size_t from = l->n;
+
+	sample_iter_init(&it, p, t);
+	while (sample_iter_next(&it, &s)) {
+		if (!counted(&s))
+			continue;
+		r.frames = s.frames;
+		r.nframes = s.nframes;
+		r.count = profile_sample_count(p, &s);
+		if (ref_push(l, &r))
+			return -1;
+	}
+	/* one thread's samples at a time, not the whole profile's */
+	merge_refs(l, from);
+	return 0;
+}
+
+/* The stacks to write into *l, by thread rank and stack, counts summed. */
+static int collect(const struct profile *p, const struct roots *r, struct ref_list *l)
+{
+	const struct thread_profile **order = profile_sorted_threads(p);
+	size_t i, rank = 0;
+
+	if (!order)
+		return -1;
 	for (i = 0; i < p->nthreads; i++) {
 		if (i && !r->thread && order[i]->pid != order[i - 1]->pid)
 			rank++;
 		if (r->thread)
 			rank = i;
-		for (j = 0; j < order[i]->nsamples; j++) {
-			if (!counted(&order[i]->samples[j]))
-				continue;
-			refs[*n].thread_rank = rank;
-			refs[*n].t = order[i];
-			refs[*n].s = &order[i]->samples[j];
-			(*n)++;
+		if (collect_thread(p, order[i], rank, l)) {
+			free(order);
+			errno = ENOMEM;
+			return -1;
 		}
 	}
 	free(order);
-	qsort(refs, *n, sizeof(*refs), ref_cmp);
-	*out = refs;
+	merge_refs(l, 0);
 	return 0;
 }
 
@@ -158,14 +181,6 @@ static int put_roots(FILE *f, const struct roots *r, const struct thread_profile
 	return fputc(';', f) == EOF ? -1 : 0;
 }
 
-static int several_processes(const struct profile *p)
-{
-	for (size_t i = 1; i < p->nthreads; i++)
-		if (p->threads[i].pid != p->threads[0].pid)
-			return 1;
-	return 0;
-}
-
 static int put_frame(FILE *f, const struct frame_info *fr)
 {
 	if (put_clean(f, fr->name))
@@ -180,43 +195,36 @@ static int put_frame(FILE *f, const struct frame_info *fr)
 }
 
 static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
-		    const struct stack_ref *r, uint64_t count)
+		    const struct stack_ref *r)
 {
 	uint32_t i;
 
 	if (put_roots(f, roots, r->t))
 		return -1;
-	for (i = 0; i < r->s->nframes; i++) {
+	for (i = 0; i < r->nframes; i++) {
 		if (i && fputc(';', f) == EOF)
 			return -1;
-		if (r->s->frames[i] < p->nframes) {
-			if (put_frame(f, &p->frames[r->s->frames[i]]))
+		if (r->frames[i] < p->nframes) {
+			if (put_frame(f, &p->frames[r->frames[i]]))
 				return -1;
 		} else if (fputs("[unknown]", f) < 0) {
 			return -1;
 		}
 	}
-	return fprintf(f, " %" PRIu64 "\n", count) < 0 ? -1 : 0;
+	return fprintf(f, " %" PRIu64 "\n", r->count) < 0 ? -1 : 0;
 }
 
 static int collapsed_write(const struct profile *p, const struct writer_options *o,
 			   FILE *f)
 {
-	struct roots roots = { .process = several_processes(p), .thread = o && o->threads };
-	struct stack_ref *refs;
-	uint64_t count;
-	size_t n, i, j;
-	int err = 0;
+	struct roots roots = { .process = profile_many_processes(p), .thread = o && o->threads };
+	struct ref_list refs = { 0 };
+	size_t i;
+	int err = collect(p, &roots, &refs);
 
-	if (collect(p, &roots, &refs, &n))
-		return -1;
-	for (i = 0; !err && i < n; i = j) {
-		count = 0;
-		for (j = i; j < n && same_stack(&refs[i], &refs[j]); j++)
-			count += sample_count(p, refs[j].s);
-		err = put_line(f, p, &roots, &refs[i], count);
-	}
-	free(refs);
+	for (i = 0; !err && i < refs.n; i++)
+		err = put_line(f, p, &roots, &refs.v[i]);
+	free(refs.v);
 	if (err && !errno)
 		errno = EIO;
 	return err;

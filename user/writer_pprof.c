@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
+#include "json.h"
 #include "writer.h"
 
 #include "version.h"
@@ -205,46 +206,6 @@ static int strtab_grow(struct strtab *st)
 }
 
 /*
- * Length of the valid UTF-8 sequence at s, or 0 with *bad set to the
- * length of the invalid part to replace by one U+FFFD.
- */
-static size_t utf8_len(const unsigned char *s, size_t *bad)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t need, i;
-
-	*bad = 1;
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		need = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		need = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		need = 4;
-	else
-		return 0;
-	/* No overlong forms, no surrogates, nothing above U+10FFFF. */
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			*bad = i;
-			return 0;
-		}
-	}
-	return need;
-}
-
-/*
  * A copy of s that is valid UTF-8, as proto3 requires of a string field:
  * strict decoders reject the whole profile otherwise.
  */
@@ -257,7 +218,7 @@ static char *utf8_copy(const char *s)
 	if (!out)
 		return NULL;
 	while (*p) {
-		n = utf8_len(p, &bad);
+		n = json_utf8_len(p, &bad);
 		if (n) {
 			memcpy(o, p, n);
 			o += n;
@@ -401,17 +362,6 @@ static void put_locations(struct pprof *pp)
 	}
 }
 
-/* How many samples at rate_hz the weight stands for; at least one. */
-static uint64_t sample_count(const struct profile *p, const struct sample *s)
-{
-	uint64_t period, n;
-
-	if (!p->rate_hz || !(period = 1000000000ull / p->rate_hz))
-		return 1;
-	n = (s->weight_ns + period / 2) / period;
-	return n ? n : 1;
-}
-
 static int sample_cmp(const void *a, const void *b)
 {
 	const struct sample *x = *(const struct sample *const *)a;
@@ -481,28 +431,33 @@ static int counted(const struct profile *p, const struct sample *s)
 /* One Sample per distinct (state, stack) of the thread, values summed. */
 static int put_thread_samples(struct pprof *pp, const struct thread_profile *t)
 {
+	struct sample *samples = profile_thread_samples(pp->p, t);
 	const struct sample **order;
 	uint64_t count, ns;
 	size_t i, j, n = 0;
 	int err = 0;
 
 	order = calloc(t->nsamples + 1, sizeof(*order));
-	if (!order)
+	if (!order || !samples) {
+		free(order);
+		free(samples);
 		return -1;
+	}
 	for (i = 0; i < t->nsamples; i++)
-		if (counted(pp->p, &t->samples[i]))
-			order[n++] = &t->samples[i];
+		if (counted(pp->p, &samples[i]))
+			order[n++] = &samples[i];
 	qsort(order, n, sizeof(*order), sample_cmp);
 	for (i = 0; !err && i < n; i = j) {
 		count = 0;
 		ns = 0;
 		for (j = i; j < n && sample_cmp(&order[i], &order[j]) == 0; j++) {
-			count += sample_count(pp->p, order[j]);
+			count += profile_sample_count(pp->p, order[j]);
 			ns += order[j]->weight_ns;
 		}
 		err = put_sample(pp, t, order[i], count, ns);
 	}
 	free(order);
+	free(samples);
 	return err;
 }
 

@@ -23,9 +23,11 @@
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
 
-/* A stretch of a thread's timeline: a sample's stack, or a gap (NULL). */
+/* A stretch of a thread's timeline: a sample's stack, or a gap (no frames).
+ * The frames are the profile's, so spans outlive the samples read. */
 struct span {
-	const struct sample *stack;
+	const uint32_t *frames;
+	uint32_t nframes;
 	uint64_t weight;
 };
 
@@ -34,15 +36,16 @@ struct timeline {
 	size_t n, cap;
 };
 
-static int same_stack(const struct sample *a, const struct sample *b)
+static int same_stack(const struct span *a, const struct sample *b)
 {
-	if (!a || !b)
-		return a == b;
+	if (!a->nframes || !b)
+		return !a->nframes && !b;
 	return a->nframes == b->nframes &&
 	       memcmp(a->frames, b->frames, a->nframes * sizeof(*a->frames)) == 0;
 }
 
-/* Appends a span, merged into the last one when the stack is the same. */
+/* Appends a span of the stack (NULL: a gap), merged into the last one when
+ * the stack is the same. */
 static int timeline_add(struct timeline *tl, const struct sample *stack,
 			uint64_t weight)
 {
@@ -51,7 +54,7 @@ static int timeline_add(struct timeline *tl, const struct sample *stack,
 
 	if (!weight)
 		return 0;
-	if (tl->n && same_stack(tl->spans[tl->n - 1].stack, stack)) {
+	if (tl->n && same_stack(&tl->spans[tl->n - 1], stack)) {
 		tl->spans[tl->n - 1].weight += weight;
 		return 0;
 	}
@@ -63,17 +66,11 @@ static int timeline_add(struct timeline *tl, const struct sample *stack,
 		tl->spans = s;
 		tl->cap = cap;
 	}
-	tl->spans[tl->n].stack = stack;
+	tl->spans[tl->n].frames = stack ? stack->frames : NULL;
+	tl->spans[tl->n].nframes = stack ? stack->nframes : 0;
 	tl->spans[tl->n].weight = weight;
 	tl->n++;
 	return 0;
-}
-
-static uint64_t sample_end(const struct sample *s)
-{
-	uint64_t end = s->start_ns + s->weight_ns;
-
-	return end < s->start_ns ? UINT64_MAX : end;
 }
 
 /* Samples that show nothing the thread did are drawn as gaps. */
@@ -85,40 +82,28 @@ static const struct sample *shown_stack(const struct sample *s)
 }
 
 /*
- * Where the sample's time ends: its own end, or the next sample's start if
- * that comes first. An on-CPU sample's extent is one period by assumption;
- * the next sample's start is a measurement, so it wins.
- */
-static uint64_t clipped_end(const struct thread_profile *t, size_t i)
-{
-	uint64_t end = sample_end(&t->samples[i]);
-
-	if (i + 1 < t->nsamples && t->samples[i + 1].start_ns < end)
-		end = t->samples[i + 1].start_ns;
-	return end;
-}
-
-/*
  * The thread's timeline over [0, axis_end): its samples in start order,
  * each cut where the next begins so that time only moves forward, and the
  * time between them as gaps.
  */
-static int build_timeline(const struct thread_profile *t, uint64_t axis_end,
-			  struct timeline *tl)
+static int build_timeline(const struct profile *p, const struct thread_profile *t,
+			  uint64_t axis_end, struct timeline *tl)
 {
 	uint64_t cursor = 0, start, end;
-	const struct sample *s;
-	size_t i;
+	struct sample_iter it;
+	struct sample s;
 
 	tl->n = 0;
-	for (i = 0; i < t->nsamples; i++) {
-		s = &t->samples[i];
-		start = s->start_ns > cursor ? s->start_ns : cursor;
-		end = clipped_end(t, i) < axis_end ? clipped_end(t, i) : axis_end;
+	sample_iter_init(&it, p, t);
+	while (sample_iter_next(&it, &s)) {
+		start = s.start_ns > cursor ? s.start_ns : cursor;
+		end = sample_clipped_end(&s, sample_iter_peek(&it));
+		if (end > axis_end)
+			end = axis_end;
 		if (end <= start)
 			continue;
 		if (timeline_add(tl, NULL, start - cursor) ||
-		    timeline_add(tl, shown_stack(s), end - start))
+		    timeline_add(tl, shown_stack(&s), end - start))
 			return -1;
 		cursor = end;
 	}
@@ -128,26 +113,20 @@ static int build_timeline(const struct thread_profile *t, uint64_t axis_end,
 /* The time axis: the session's length or, if unknown, the last sample's end. */
 static uint64_t axis_end(const struct profile *p)
 {
+	struct sample_iter it;
+	struct sample s;
 	uint64_t end = 0;
-	size_t i, j;
+	size_t i;
 
 	if (p->duration_ns)
 		return p->duration_ns;
-	for (i = 0; i < p->nthreads; i++)
-		for (j = 0; j < p->threads[i].nsamples; j++)
-			if (sample_end(&p->threads[i].samples[j]) > end)
-				end = sample_end(&p->threads[i].samples[j]);
+	for (i = 0; i < p->nthreads; i++) {
+		sample_iter_init(&it, p, &p->threads[i]);
+		while (sample_iter_next(&it, &s))
+			if (sample_end(&s) > end)
+				end = sample_end(&s);
+	}
 	return end;
-}
-
-static int many_processes(const struct profile *p)
-{
-	size_t i;
-
-	for (i = 1; i < p->nthreads; i++)
-		if (p->threads[i].pid != p->threads[0].pid)
-			return 1;
-	return 0;
 }
 
 /* py-spy's naming: Thread 4242 "MainThread", after the process if several. */
@@ -167,19 +146,6 @@ static char *profile_name(const struct thread_profile *t, int with_process)
 	else
 		n = asprintf(&name, "%s%sThread %d", process, pid, t->tid);
 	return n < 0 ? NULL : name;
-}
-
-/* Profiles in a stable order: by process, its main thread first, then by tid. */
-static int thread_cmp(const void *a, const void *b)
-{
-	const struct thread_profile *x = *(const struct thread_profile *const *)a;
-	const struct thread_profile *y = *(const struct thread_profile *const *)b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if ((x->tid == x->pid) != (y->tid == y->pid))
-		return x->tid == x->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
 static int write_frame(FILE *f, const struct frame_info *fr)
@@ -211,14 +177,14 @@ static int write_frames(const struct profile *p, FILE *f)
 	return fputs("]},\n", f) < 0 ? -1 : 0;
 }
 
-static int write_stack(FILE *f, const struct sample *s, uint32_t nframes)
+static int write_stack(FILE *f, const struct span *s, uint32_t nframes)
 {
 	const char *sep = "";
 	uint32_t i;
 
 	if (fputc('[', f) == EOF)
 		return -1;
-	for (i = 0; s && i < s->nframes; i++) {
+	for (i = 0; i < s->nframes; i++) {
 		/* An id no frame was interned for would make speedscope reject the file. */
 		if (s->frames[i] >= nframes)
 			continue;
@@ -238,7 +204,7 @@ static int write_spans(FILE *f, const struct timeline *tl, uint32_t nframes)
 	for (i = 0; i < tl->n; i++) {
 		if (i && fputc(',', f) == EOF)
 			return -1;
-		if (write_stack(f, tl->spans[i].stack, nframes))
+		if (write_stack(f, &tl->spans[i], nframes))
 			return -1;
 	}
 	if (fputs("],\"weights\":[", f) < 0)
@@ -256,7 +222,7 @@ static int write_thread(FILE *f, const struct profile *p,
 	char *name = profile_name(t, with_process);
 	int err;
 
-	if (!name || build_timeline(t, end, tl)) {
+	if (!name || build_timeline(p, t, end, tl)) {
 		free(name);
 		return -1;
 	}
@@ -273,16 +239,14 @@ static int write_profiles(const struct profile *p, FILE *f)
 {
 	const struct thread_profile **order;
 	struct timeline tl = { 0 };
-	int with_process = many_processes(p), err = 0;
+	int with_process = profile_many_processes(p), err = 0;
 	uint64_t end = axis_end(p);
 	size_t i;
 
-	order = calloc(p->nthreads ? p->nthreads : 1, sizeof(*order));
+	/* profiles in a stable order */
+	order = profile_sorted_threads(p);
 	if (!order)
 		return -1;
-	for (i = 0; i < p->nthreads; i++)
-		order[i] = &p->threads[i];
-	qsort(order, p->nthreads, sizeof(*order), thread_cmp);
 	if (fputs("\"profiles\":[", f) < 0)
 		err = -1;
 	for (i = 0; !err && i < p->nthreads; i++) {

@@ -45,13 +45,21 @@ def measure(workloads, tmp_path, warmup_s, measured_s, *extra):
     rss1, sw1 = rss_anon_kib(prof.pid), switches(w.pid)
     _, err = prof.communicate(timeout=120)
     assert prof.returncode == 0, err
-    return (rss1 - rss0) * 1024, sw1 - sw0, err
+    return (rss1 - rss0) * 1024, sw1 - sw0, samples_in(tmp_path / "p.json", measured_s), err
+
+
+def samples_in(path, seconds):
+    """The samples the profile kept in `seconds` of the recording, at its
+    average rate: what the profile's own storage grows by."""
+    info = json.loads(path.read_text())["ebpfprof"]
+    return info["samples"] * seconds / info["duration_s"]
 
 
 @pytest.mark.parametrize("extra", [(), ("--idle",)])
 def test_memory_does_not_grow_with_switches(workloads, tmp_path, extra):
-    grown, switched, err = measure(workloads, tmp_path, 4, 12, *extra)
-    print(f"memory{extra}: {grown} bytes over {switched} switches: {grown / switched:.3f} B/switch")
+    grown, switched, samples, err = measure(workloads, tmp_path, 4, 12, *extra)
+    print(f"memory{extra}: {grown} bytes over {switched} switches: {grown / switched:.3f} B/switch, "
+          f"{samples:.0f} samples: {grown / samples:.1f} B/sample")
     assert switched > 50000, switched
     # 157 bytes per switch before; the profile's own samples remain
     assert grown / switched < 8, (grown, switched, err)
@@ -60,15 +68,16 @@ def test_memory_does_not_grow_with_switches(workloads, tmp_path, extra):
 def test_soak_ten_minutes(workloads, tmp_path):
     if not os.environ.get("EBPFPROF_SOAK"):
         pytest.skip("10-minute test: run by `make soak`")
-    grown, switched, err = measure(workloads, tmp_path, 30, 600)
+    grown, switched, samples, err = measure(workloads, tmp_path, 30, 600)
     per_hour = grown * 3600 / 600
     print(f"soak: {grown / 2**20:.2f} MiB in 600 s over {switched} switches, "
-          f"{per_hour / 2**20:.1f} MiB/h, {grown / switched:.3f} B/switch")
+          f"{per_hour / 2**20:.1f} MiB/h, {grown / switched:.3f} B/switch, "
+          f"{grown / samples:.1f} B/sample")
     # for docs/benchmarks.md (bench/report.py reads it)
     figures = conftest.ROOT / "build" / "bench" / "soak.json"
     figures.parent.mkdir(parents=True, exist_ok=True)
     figures.write_text(json.dumps({
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "seconds": 600, "grown_bytes": grown,
         "switches": switched, "switches_per_s": switched / 600, "mib_per_hour": per_hour / 2**20,
-        "bytes_per_switch": grown / switched}))
+        "bytes_per_switch": grown / switched, "bytes_per_sample": grown / samples}))
     assert grown / switched < 2, (grown, switched, err)

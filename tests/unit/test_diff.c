@@ -236,6 +236,7 @@ static void test_read_a_recording(void **state)
 		"\"gc\":[{\"pid\":7,\"generation\":2,\"count\":3,\"total_s\":0.5,\"p50_s\":0.1,"
 		"\"p99_s\":0.3,\"max_s\":0.3}]}}");
 	struct recording r;
+	struct sample *samples;
 	char err[256];
 
 	assert_int_equal(recording_read(&r, path, err, sizeof(err)), 0);
@@ -244,7 +245,10 @@ static void test_read_a_recording(void **state)
 	assert_int_equal(r.prof.nthreads, 1);
 	assert_string_equal(r.prof.threads[0].name, "worker");
 	assert_int_equal(r.prof.threads[0].nsamples, 2);	/* the gap is not a sample */
-	assert_int_equal(r.prof.threads[0].samples[1].frames[0], 0);
+	samples = profile_thread_samples(&r.prof, &r.prof.threads[0]);
+	assert_non_null(samples);
+	assert_int_equal(samples[1].frames[0], 0);
+	free(samples);
 	assert_string_equal(r.gcs[0].process, "py");
 	assert_true(r.gcs[0].count == 3 && r.threads[0].states_s[STATE_GC] == 0.5);
 	recording_free(&r);

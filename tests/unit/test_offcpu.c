@@ -110,14 +110,14 @@ static void add(struct profile *p, struct thread_profile *t, uint64_t start, uin
 	assert_int_equal(profile_add_sample(p, t, &s), 0);
 }
 
-static uint64_t weight_of(const struct thread_profile *t, uint32_t frame)
+static uint64_t weight_of(const struct sample *samples, size_t n, uint32_t frame)
 {
 	uint64_t w = 0;
 	size_t i;
 
-	for (i = 0; i < t->nsamples; i++)
-		if (t->samples[i].frames[0] == frame)
-			w += t->samples[i].weight_ns;
+	for (i = 0; i < n; i++)
+		if (samples[i].frames[0] == frame)
+			w += samples[i].weight_ns;
 	return w;
 }
 
@@ -125,6 +125,7 @@ static void test_fit_keeps_weights_and_exact_places(void **state)
 {
 	struct profile p;
 	struct thread_profile *t;
+	struct sample *s;
 	size_t i;
 
 	(void)state;
@@ -139,20 +140,21 @@ static void test_fit_keeps_weights_and_exact_places(void **state)
 	add(&p, t, 101 * MS, 10 * MS, 0, 3);
 	assert_int_equal(analysis_fit_timeline(&p), 0);
 	t = &p.threads[0];
-	assert_int_equal(weight_of(t, 1), 10 * MS);
-	assert_int_equal(weight_of(t, 2), 10 * MS);
-	assert_int_equal(weight_of(t, 3), 10 * MS);
-	assert_int_equal(weight_of(t, 9), 70 * MS);
+	s = profile_thread_samples(&p, t);
+	assert_non_null(s);
+	assert_int_equal(weight_of(s, t->nsamples, 1), 10 * MS);
+	assert_int_equal(weight_of(s, t->nsamples, 2), 10 * MS);
+	assert_int_equal(weight_of(s, t->nsamples, 3), 10 * MS);
+	assert_int_equal(weight_of(s, t->nsamples, 9), 70 * MS);
 	for (i = 0; i + 1 < t->nsamples; i++)	/* nothing overlaps */
-		assert_true(t->samples[i].start_ns + t->samples[i].weight_ns <=
-			    t->samples[i + 1].start_ns);
+		assert_true(s[i].start_ns + s[i].weight_ns <= s[i + 1].start_ns);
 	for (i = 0; i < t->nsamples; i++)
-		if (t->samples[i].exact)
-			assert_true(t->samples[i].start_ns == 20 * MS ||
-				    t->samples[i].start_ns == 60 * MS);
+		if (s[i].exact)
+			assert_true(s[i].start_ns == 20 * MS || s[i].start_ns == 60 * MS);
 	/* the first sample was cut around the wait: 15..20, then 50..55 */
-	assert_int_equal(t->samples[0].start_ns, 15 * MS);
-	assert_int_equal(t->samples[0].weight_ns, 5 * MS);
+	assert_int_equal(s[0].start_ns, 15 * MS);
+	assert_int_equal(s[0].weight_ns, 5 * MS);
+	free(s);
 	profile_free(&p);
 }
 
@@ -343,8 +345,9 @@ static void test_recorder_sampled_waits(void **state)
 	struct ep_totals_key key = { .pid = f->pid, .tid = 9, .reason = EP_OFF_GIL };
 	struct ep_totals val = { 40, 80 * MS };
 	const struct thread_profile *t;
+	struct sample_iter it;
+	struct sample s;
 	uint64_t gil = 0, gc = 0;
-	size_t i;
 
 	send_stack(f, 9, 0x77, 1);
 	send_offcpu(f, 9, EP_OFF_GIL, 0, 10, 12, 10, 1, 0x77);	/* 2 ms, half behind GC */
@@ -354,13 +357,13 @@ static void test_recorder_sampled_waits(void **state)
 	assert_int_equal(f->r.analysis.waits.n, 0);
 	assert_int_equal(f->r.profile.nthreads, 1);
 	t = &f->r.profile.threads[0];
-	for (i = 0; i < t->nsamples; i++) {
-		if (t->samples[i].state == STATE_GIL_WAIT)
-			gil += t->samples[i].weight_ns;
-		if (t->samples[i].state == STATE_GIL_WAIT_GC)
-			gc += t->samples[i].weight_ns;
+	for (sample_iter_init(&it, &f->r.profile, t); sample_iter_next(&it, &s);) {
+		if (s.state == STATE_GIL_WAIT)
+			gil += s.weight_ns;
+		if (s.state == STATE_GIL_WAIT_GC)
+			gc += s.weight_ns;
 		/* the stack, then the reason's marker */
-		assert_int_equal(t->samples[i].nframes, 2);
+		assert_int_equal(s.nframes, 2);
 	}
 	assert_int_equal(gil, 15 * MS);
 	assert_int_equal(gc, 5 * MS);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
+#include "analysis.h"
 #include "profile.h"
 #include "writer.h"
 
@@ -477,7 +478,7 @@ static char *write_stem_opts(struct fixture *fx, const char *format, const char 
 
 static char *write_stem(struct fixture *fx, const char *format, const char *stem)
 {
-	struct writer_options o = { .gaps_as_idle = 1 };
+	struct writer_options o = { 0 };
 
 	return write_stem_opts(fx, format, stem, &o);
 }
@@ -547,15 +548,19 @@ static void test_threads_and_sort(void **state)
 	const struct thread_profile *t = profile_thread(p, 100, 100);
 	struct profile q;
 	struct thread_profile *u;
+	struct sample *s;
 	size_t i;
 
 	assert_int_equal(p->nthreads, 2);
 	assert_ptr_equal(profile_thread(p, 100, 100), t);
 	assert_int_equal(t->nsamples, 5);
+	s = profile_thread_samples(p, t);
+	assert_non_null(s);
 	for (i = 1; i < t->nsamples; i++)
-		assert_true(t->samples[i - 1].start_ns <= t->samples[i].start_ns);
-	assert_int_equal(t->samples[0].nframes, 2);
-	assert_int_equal(t->samples[0].frames[1], fx->work_f);
+		assert_true(s[i - 1].start_ns <= s[i].start_ns);
+	assert_int_equal(s[0].nframes, 2);
+	assert_int_equal(s[0].frames[1], fx->work_f);
+	free(s);
 
 	/* Stable: samples with one start keep the order they were added in. */
 	profile_init(&q);
@@ -564,11 +569,14 @@ static void test_threads_and_sort(void **state)
 	}
 	profile_sort(&q);
 	u = profile_thread(&q, 1, 2);
+	s = profile_thread_samples(&q, u);
+	assert_non_null(s);
 	for (i = 1; i < u->nsamples; i++) {
-		assert_true(u->samples[i - 1].start_ns <= u->samples[i].start_ns);
-		if (u->samples[i - 1].start_ns == u->samples[i].start_ns)
-			assert_true(u->samples[i - 1].frames[0] < u->samples[i].frames[0]);
+		assert_true(s[i - 1].start_ns <= s[i].start_ns);
+		if (s[i - 1].start_ns == s[i].start_ns)
+			assert_true(s[i - 1].frames[0] < s[i].frames[0]);
 	}
+	free(s);
 	assert_int_not_equal(profile_thread(&q, 1, 3), profile_thread(&q, 1, 2));
 	assert_int_not_equal(profile_thread(&q, 2, 2), profile_thread(&q, 1, 2));
 	assert_int_equal(q.nthreads, 3);
@@ -744,7 +752,7 @@ static void test_speedscope_processes(void **state)
 static void test_collapsed(void **state)
 {
 	struct fixture *fx = *state;
-	struct writer_options o = { .gaps_as_idle = 1, .threads = 1 };
+	struct writer_options o = { .threads = 1 };
 	char *path = write_stem_opts(fx, "collapsed", "threads", &o), *text, *line, *save, *sp;
 	unsigned long total = 0;
 	int lines = 0;
@@ -1171,7 +1179,7 @@ static void test_write_file_failures(void **state)
 {
 	struct fixture *fx = *state;
 	char path[PATH_MAX * 2], *text;
-	struct writer_options o = { .gaps_as_idle = 1 };
+	struct writer_options o = { 0 };
 
 	/* A directory that does not exist: nothing can be made. */
 	snprintf(path, sizeof(path), "%s/missing/out.json", fx->dir);
@@ -1249,6 +1257,173 @@ static void test_empty_profile(void **state)
 	profile_free(&p);
 }
 
+/* ------------------------------------------------------------- golden */
+
+static uint64_t lcg_state;
+
+static uint32_t lcg(uint32_t below)
+{
+	lcg_state = lcg_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(lcg_state >> 33) % below;
+}
+
+/* One thread's samples: mostly one period apart, some long exact intervals
+ * (over 4 s), huge jumps, zero and odd weights, stacks from a small pool
+ * so that they repeat and share prefixes; added in runs out of order. */
+static void golden_thread(struct profile *p, int pid, int tid, uint32_t nframes)
+{
+	struct thread_profile *t = profile_thread(p, pid, tid);
+	uint32_t frames[12], i, j, n = 300 + lcg(200);
+	uint64_t at = lcg(20) * MS;
+	struct sample s;
+
+	assert_non_null(t);
+	for (i = 0; i < n; i++) {
+		memset(&s, 0, sizeof(s));
+		s.start_ns = at + lcg(7) * 1000;
+		s.weight_ns = 10 * MS;
+		switch (lcg(16)) {
+		case 0: s.weight_ns = 4 * 1000 * MS + lcg(1000) * MS; s.exact = 1; break;
+		case 1: s.weight_ns = 0; break;
+		case 2: s.weight_ns = lcg(30000) * 1000 + 1; s.exact = lcg(2); break;
+		case 3: at += (uint64_t)lcg(100) * 1000 * MS; break;
+		default: break;
+		}
+		s.state = (uint8_t)(lcg(5) ? STATE_ON_CPU : lcg(STATE_MAX));
+		s.holds_gil = (uint8_t)lcg(2);
+		s.nframes = lcg(9);
+		for (j = 0; j < s.nframes; j++)
+			frames[j] = j < 2 ? j : lcg(4) ? j + lcg(3) : lcg(nframes + 2);
+		s.frames = frames;
+		assert_int_equal(profile_add_sample(p, t, &s), 0);
+		at += lcg(4) ? 10 * MS : lcg(20) * MS;
+		if (lcg(40) == 0 && at > 500 * MS)
+			at -= 500 * MS;	/* a run that starts in the past */
+	}
+}
+
+static void golden_profile(struct profile *p, struct analysis *a)
+{
+	static const char *const names[] = { "MainThread", "worker-1", "pool \"b\"", NULL };
+	char name[32], file[32];
+	int pid, tid, i;
+	uint32_t nframes = 30;
+
+	lcg_state = 42;
+	profile_init(p);
+	analysis_init(a);
+	p->rate_hz = 100;
+	p->command = "python3 golden.py";
+	for (i = 0; i < (int)nframes; i++) {
+		snprintf(name, sizeof(name), i % 7 == 6 ? "[marker %d]" : "f%d", i);
+		snprintf(file, sizeof(file), "mod%d.py", i % 5);
+		profile_frame(p, name, i % 7 == 6 ? NULL : file, i % 11,
+			      i % 7 == 6 ? FRAME_MARKER : FRAME_PYTHON);
+	}
+	for (pid = 300; pid > 100; pid -= 100) {
+		if (pid == 200)
+			analysis_set_exact_gc(a, pid);
+		for (tid = pid + 4; tid >= pid; tid--) {
+			golden_thread(p, pid, tid, nframes);
+			profile_thread(p, pid, tid)->process = strdup(pid == 200 ? "python3" : "worker");
+			if (names[tid % 4])
+				profile_thread(p, pid, tid)->name = strdup(names[tid % 4]);
+		}
+		for (i = 0; i < 20; i++) {
+			uint64_t start = lcg(5000) * MS;
+			uint32_t gc_frames[2] = { 0, lcg(nframes) };
+			struct interval iv = { .pid = pid, .tid = pid + (int)lcg(5),
+					       .start_ns = start, .end_ns = start + lcg(300) * MS,
+					       .state = STATE_GC, .generation = (int)lcg(3),
+					       .collected = lcg(1000), .frames = gc_frames, .nframes = 2 };
+			struct interval w = iv;
+
+			assert_int_equal(analysis_add(&a->gcs, &iv), 0);
+			w.state = STATE_LOCK_WAIT + (int)lcg(3);
+			w.start_ns = lcg(9000) * MS;
+			w.end_ns = w.start_ns + lcg(5000) * MS;
+			w.generation = lcg(3) ? -1 : 2;
+			assert_int_equal(analysis_add(&a->waits, &w), 0);
+			assert_int_equal(analysis_add_totals(a, pid, w.tid, w.state, 0, 1,
+							     w.end_ns - w.start_ns), 0);
+		}
+	}
+	profile_sort(p);
+	p->duration_ns = 30000 * MS;
+}
+
+/* FNV-1a of the output; pprof's is of the gunzipped message. */
+static uint64_t golden_hash(const struct profile *p, const struct writer_options *o,
+			    const struct output_writer *w)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint8_t *raw = NULL;
+	size_t len = 0, i;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(w->write(p, o, f), 0);
+	assert_int_equal(fclose(f), 0);
+	if (w->binary) {
+		raw = gunzip((uint8_t *)buf, len, &len);
+		free(buf);
+		buf = (char *)raw;
+	}
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)buf[i]) * 0x100000001b3ull;
+	free(buf);
+	return h;
+}
+
+/*
+ * Every format's bytes from a large made-up profile, against what the writers
+ * wrote before the profile's storage changed: a change of the storage or of
+ * a writer's structure must not change the output.
+ */
+static void test_golden_outputs(void **state)
+{
+	static const uint64_t want[2][5] = {
+		{ 0xd62b53cb4027979bull, 0x83911e49664017daull, 0x60b4720da6220d70ull,
+		  0xed3b01a4782ba693ull, 0x0d38966d47382969ull },
+		{ 0x7e3f47004cd8af50ull, 0x84dc9b9c4dcd1427ull, 0x1d56a8a045d70886ull,
+		  0x63c0ab4fc9c58540ull, 0xd826006f20b8ec80ull },
+	};
+	struct profile p;
+	struct analysis a;
+	struct writer_options o = { .gc_min_ns = MS };
+	uint64_t got[5];
+	int round;
+
+	(void)state;
+	golden_profile(&p, &a);
+	o.analysis = &a;
+	for (round = 0; round < 2; round++) {
+		if (round) {	/* --idle's way: waits as samples, fitted */
+			assert_int_equal(analysis_add_idle_samples(&a, &p), 0);
+			assert_int_equal(analysis_fit_timeline(&p), 0);
+		}
+		got[0] = golden_hash(&p, &o, &speedscope_writer);
+		got[1] = golden_hash(&p, &o, &chrome_trace_writer);
+		got[2] = golden_hash(&p, &o, &collapsed_writer);
+		o.threads = 1;
+		got[3] = golden_hash(&p, &o, &collapsed_writer);
+		o.threads = 0;
+		p.duration_ns = UINT64_MAX;	/* pprof's start time: 0, not now */
+		got[4] = golden_hash(&p, &o, &pprof_writer);
+		p.duration_ns = 30000 * MS;
+		if (memcmp(got, want[round], sizeof(got)))
+			print_message("round %d: 0x%016llxull, 0x%016llxull, 0x%016llxull, "
+				      "0x%016llxull, 0x%016llxull\n", round,
+				      (unsigned long long)got[0], (unsigned long long)got[1],
+				      (unsigned long long)got[2], (unsigned long long)got[3],
+				      (unsigned long long)got[4]);
+		assert_memory_equal(got, want[round], sizeof(got));
+	}
+	analysis_free(&a);
+	profile_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1265,6 +1440,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_file_failures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_relative, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_profile, setup, teardown),
+		cmocka_unit_test(test_golden_outputs),
 	};
 
 	return cmocka_run_group_tests_name("writers", tests, NULL, NULL);
