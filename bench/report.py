@@ -110,10 +110,14 @@ def breakdown_lines(R):
     b = sample_breakdown(R)
     if not b:
         return []
+    def rest(r):
+        if r >= 0:
+            return f"the rest {r:.1f} (program dispatch, ring buffer, reader, cache)"
+        return (f"nothing measurable beyond those two (they add up to {-r:.1f} us more than the "
+                "whole: the tick varies by that much between phases)")
     return ["Where a sample's cost goes at 1 kHz (undisturbed, us per sample): " + "; ".join(
         f"{d}-frame stack {t:.1f} = timer tick {k:.1f} (a bare cpu-clock event, no handler) + "
-        f"BPF program {p:.1f} + the rest {r:.1f} (program dispatch, ring buffer, reader, cache)"
-        for d, t, k, p, r in b) + "."]
+        f"BPF program {p:.1f} + {rest(r)}" for d, t, k, p, r in b) + "."]
 
 
 def targets_section(R):
