@@ -601,6 +601,16 @@ uint64_t sample_clipped_end(const struct sample *s, const struct sample *next)
 	return end;
 }
 
+int profile_stack_cmp(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb)
+{
+	uint32_t i, n = na < nb ? na : nb;
+
+	for (i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return na < nb ? -1 : na > nb;
+}
+
 uint64_t profile_sample_count(const struct profile *p, const struct sample *s)
 {
 	uint64_t period, n;

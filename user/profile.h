@@ -127,6 +127,8 @@ uint64_t sample_end(const struct sample *s);
  * next sample's start (next: NULL for the last sample) if that comes first.
  */
 uint64_t sample_clipped_end(const struct sample *s, const struct sample *next);
+/* Stacks in frame id order, a stack before the longer ones it starts. */
+int profile_stack_cmp(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb);
 /* How many samples at the profile's rate the weight stands for; at least one. */
 uint64_t profile_sample_count(const struct profile *p, const struct sample *s);
 /* The threads in the writers' order: by process, its main thread first, then

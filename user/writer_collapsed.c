@@ -31,17 +31,10 @@ struct ref_list {
 static int ref_cmp(const void *a, const void *b)
 {
 	const struct stack_ref *x = a, *y = b;
-	uint32_t i, n;
 
 	if (x->thread_rank != y->thread_rank)
 		return x->thread_rank < y->thread_rank ? -1 : 1;
-	n = x->nframes < y->nframes ? x->nframes : y->nframes;
-	for (i = 0; i < n; i++)
-		if (x->frames[i] != y->frames[i])
-			return x->frames[i] < y->frames[i] ? -1 : 1;
-	if (x->nframes != y->nframes)
-		return x->nframes < y->nframes ? -1 : 1;
-	return 0;
+	return profile_stack_cmp(x->frames, x->nframes, y->frames, y->nframes);
 }
 
 static int same_stack(const struct stack_ref *x, const struct stack_ref *y)

@@ -366,15 +366,10 @@ static int sample_cmp(const void *a, const void *b)
 {
 	const struct sample *x = *(const struct sample *const *)a;
 	const struct sample *y = *(const struct sample *const *)b;
-	uint32_t i, n;
 
 	if (x->state != y->state)
 		return x->state < y->state ? -1 : 1;
-	n = x->nframes < y->nframes ? x->nframes : y->nframes;
-	for (i = 0; i < n; i++)
-		if (x->frames[i] != y->frames[i])
-			return x->frames[i] < y->frames[i] ? -1 : 1;
-	return x->nframes < y->nframes ? -1 : x->nframes > y->nframes;
+	return profile_stack_cmp(x->frames, x->nframes, y->frames, y->nframes);
 }
 
 static void put_label(struct pprof *pp, const char *key, const char *str,

@@ -81,3 +81,5 @@ def test_soak_ten_minutes(workloads, tmp_path):
         "switches": switched, "switches_per_s": switched / 600, "mib_per_hour": per_hour / 2**20,
         "bytes_per_switch": grown / switched, "bytes_per_sample": grown / samples}))
     assert grown / switched < 2, (grown, switched, err)
+    # issue 8: samples in a compact log (~6 bytes each); 22-26 MiB/h before
+    assert per_hour / 2**20 <= 10, (per_hour, samples, err)
