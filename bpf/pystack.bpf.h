@@ -9,6 +9,7 @@
 #define EP_PYSTACK_BPF_H
 
 #include <bpf/bpf_core_read.h>
+#include "ep_frame.h"
 
 extern const volatile __u64 ep_pidns_dev;
 extern const volatile __u64 ep_pidns_ino;
@@ -154,38 +155,6 @@ static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
 }
 
 /*
- * Fields of a frame read into a buffer. Plain loads, not memcpy: clang
- * cannot assume a buffer offset is aligned and turns a memcpy into eight
- * byte loads and shifts, ~30 instructions per field, which made up most of
- * a frame's cost. x86-64 loads unaligned words, and the verifier allows
- * them in map values there (no strict alignment).
- */
-static __always_inline __u64 buf_u64(const __u8 *buf, __u32 off)
-{
-	return *(const __u64 *)(buf + (off & (EP_FRAME_READ_MAX - 1)));
-}
-
-static __always_inline __s32 buf_s32(const __u8 *buf, __u32 off)
-{
-	return *(const __s32 *)(buf + (off & (EP_FRAME_READ_MAX - 1)));
-}
-
-/* Byte offset of the frame's current instruction in its code, or -1 for a
- * frame that has not started yet (3.11+: "incomplete" frames). */
-static __always_inline __s64 frame_instr_offset(const struct ep_proc_cfg *cfg,
-						const __u8 *buf, __u64 code)
-{
-	switch (cfg->instr_kind) {
-	case EP_INSTR_LASTI_BYTES:
-		return buf_s32(buf, cfg->frame_instr);
-	case EP_INSTR_LASTI_UNITS:
-		return (__s64)buf_s32(buf, cfg->frame_instr) * 2;
-	default:
-		return (__s64)(buf_u64(buf, cfg->frame_instr) - (code + cfg->code_adaptive));
-	}
-}
-
-/*
  * Where to read from so that one read holds the frame at `frame` and as much
  * of the memory below it as is useful: on 3.11+ frames live on the thread's
  * data stack, each caller just below its callee, so the read reaches down to
@@ -255,16 +224,14 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 		ev->flags |= EP_F_READ_ERROR;
 		return 1;
 	}
-	w->frame = buf_u64(buf, cfg->frame_previous);
-	/* 3.12+: frames owned by the C stack are shims between calls, not Python code */
-	if (cfg->frame_owner != EP_NO_OFFSET && cfg->owner_skip_min &&
-	    buf[cfg->frame_owner & (EP_FRAME_READ_MAX - 1)] >= cfg->owner_skip_min)
+	w->frame = ep_frame_previous(cfg, buf);
+	if (ep_frame_is_shim(cfg, buf))
 		return 0;
-	code = buf_u64(buf, cfg->frame_code) & ~cfg->code_tag_mask;
+	code = ep_frame_code(cfg, buf);
 	if (!code)
 		return 0;
-	instr = frame_instr_offset(cfg, buf, code);
-	if (instr < 0 && cfg->instr_kind == EP_INSTR_POINTER)
+	instr = ep_frame_instr_offset(cfg, buf, code);
+	if (!ep_frame_started(cfg, instr))
 		return 0;
 	ev->frames[depth].code = code;
 	ev->frames[depth].instr = instr < 0 ? ~0u : (__u32)instr;
@@ -319,9 +286,9 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 			size = EP_FRAME_READ_MAX;
 		if (bpf_probe_read_user(buf, size, (void *)frame))
 			return 0;
-		key = ep_stack_mix(key, frame, (__u32)buf_u64(buf, cfg->frame_instr),
-				   (__u32)buf_u64(buf, cfg->frame_code));
-		frame = buf_u64(buf, cfg->frame_previous);
+		key = ep_stack_mix(key, frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
+				   (__u32)ep_frame_u64(buf, cfg->frame_code));
+		frame = ep_frame_previous(cfg, buf);
 	}
 	return ep_stack_mix(key, frame, 0, 0) | 1;
 }

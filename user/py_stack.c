@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <string.h>
+#include "ep_frame.h"
 #include "py_stack.h"
 #include "remote.h"
 
@@ -22,29 +23,6 @@ uint64_t py_tstate_of_tid(const struct py_target *t, int tid)
 			return 0;
 	}
 	return 0;
-}
-
-static uint64_t get_u64(const uint8_t *buf, unsigned off)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
-static int64_t instr_offset(const struct ep_proc_cfg *c, const uint8_t *buf, uint64_t code)
-{
-	int32_t lasti;
-
-	memcpy(&lasti, buf + c->frame_instr, sizeof(lasti));
-	switch (c->instr_kind) {
-	case EP_INSTR_LASTI_BYTES:
-		return lasti;
-	case EP_INSTR_LASTI_UNITS:
-		return (int64_t)lasti * 2;
-	default:
-		return (int64_t)(get_u64(buf, c->frame_instr) - (code + c->code_adaptive));
-	}
 }
 
 /* The configuration's frame fields lie inside the bytes read of a frame
@@ -72,15 +50,14 @@ static uint64_t walk_one(const struct py_target *t, uint64_t frame, struct ep_st
 		ev->flags |= EP_F_READ_ERROR;
 		return 0;
 	}
-	prev = get_u64(buf, c->frame_previous);
-	if (c->frame_owner != EP_NO_OFFSET && c->owner_skip_min &&
-	    buf[c->frame_owner] >= c->owner_skip_min)
+	prev = ep_frame_previous(c, buf);
+	if (ep_frame_is_shim(c, buf))
 		return prev;
-	code = get_u64(buf, c->frame_code) & ~c->code_tag_mask;
+	code = ep_frame_code(c, buf);
 	if (!code)
 		return prev;
-	instr = instr_offset(c, buf, code);
-	if (instr < 0 && c->instr_kind == EP_INSTR_POINTER)
+	instr = ep_frame_instr_offset(c, buf, code);
+	if (!ep_frame_started(c, instr))
 		return prev;
 	remote_read_i32(t->pid, code + c->code_firstlineno, &firstlineno);
 	remote_read_u64(t->pid, code + c->code_filename, &filename);
