@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "profile.h"
 
 /* What profile_frame() returns when it cannot allocate. */
@@ -85,23 +86,6 @@ void profile_free(struct profile *p)
 	profile_init(p);
 }
 
-/* Grows *arr (of *cap elements of size elem) to hold at least want. */
-static int grow(void **arr, size_t *cap, size_t want, size_t elem)
-{
-	size_t n = *cap ? *cap : 16;
-	void *a;
-
-	if (want <= *cap)
-		return 0;
-	while (n < want)
-		n *= 2;
-	a = realloc(*arr, n * elem);
-	if (!a)
-		return -1;
-	*arr = a;
-	*cap = n;
-	return 0;
-}
 
 /* FNV-1a, continued from h over len bytes. */
 static uint64_t fnv(uint64_t h, const void *data, size_t len)
@@ -195,7 +179,7 @@ static uint32_t frame_append(struct profile *p, const char *name,
 	struct frame_info *f;
 	char *name_copy, *file_copy = NULL;
 
-	if (grow((void **)&p->frames, &p->frames_cap, p->nframes + 1, sizeof(*f)))
+	if (GROW_ARRAY(p->frames, p->frames_cap, p->nframes + 1))
 		return FRAME_NONE;
 	name_copy = strdup(name);
 	if (file)
@@ -264,7 +248,7 @@ struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 		if (t->pid == pid && t->tid == tid)
 			return t;
 	}
-	if (grow((void **)&p->threads, &p->threads_cap, p->nthreads + 1, sizeof(*t)))
+	if (GROW_ARRAY(p->threads, p->threads_cap, p->nthreads + 1))
 		return NULL;
 	t = &p->threads[p->nthreads++];
 	memset(t, 0, sizeof(*t));
@@ -350,7 +334,7 @@ static uint32_t stack_id(struct profile *p, const uint32_t *frames, uint32_t n)
 		return 0;
 	st = stack_store_get(p);
 	if (!st || stack_index_grow(st) ||
-	    grow((void **)&st->v, &st->cap, st->n + 1, sizeof(*st->v)))
+	    GROW_ARRAY(st->v, st->cap, st->n + 1))
 		return STACK_NONE;
 	slot = stack_slot(st, st->slots, st->nslots, frames, n);
 	if (*slot)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "analysis.h"
 #include "json.h"
 #include "writer.h"
@@ -48,17 +49,8 @@ struct call_list {
 
 static int push(struct call **arr, size_t *n, size_t *cap, const struct call *c)
 {
-	struct call *a;
-	size_t want;
-
-	if (*n == *cap) {
-		want = *cap ? *cap * 2 : 64;
-		a = realloc(*arr, want * sizeof(*a));
-		if (!a)
-			return -1;
-		*arr = a;
-		*cap = want;
-	}
+	if (GROW_ARRAY(*arr, *cap, *n + 1))
+		return -1;
 	(*arr)[(*n)++] = *c;
 	return 0;
 }
@@ -124,7 +116,6 @@ static int collect_gcs(const struct writer_options *o, const struct thread_profi
 		       struct gc_cuts *gc)
 {
 	const struct interval_list *gcs;
-	const struct interval **v;
 	size_t i;
 
 	gc->n = gc->next = 0;
@@ -137,13 +128,8 @@ static int collect_gcs(const struct writer_options *o, const struct thread_profi
 		if (g->pid != t->pid || g->tid != t->tid || g->end_ns <= g->start_ns ||
 		    g->end_ns - g->start_ns < o->gc_min_ns)
 			continue;
-		if (gc->n == gc->cap) {
-			gc->cap = gc->cap ? gc->cap * 2 : 64;
-			v = realloc(gc->v, gc->cap * sizeof(*v));
-			if (!v)
-				return -1;
-			gc->v = v;
-		}
+		if (GROW_ARRAY(gc->v, gc->cap, gc->n + 1))
+			return -1;
 		gc->v[gc->n++] = g;
 	}
 	qsort(gc->v, gc->n, sizeof(*gc->v), by_start);

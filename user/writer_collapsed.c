@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "writer.h"
 
 /* A stack's samples counted, with its thread's place in the output order. */
@@ -56,17 +57,8 @@ struct roots {
 
 static int ref_push(struct ref_list *l, const struct stack_ref *r)
 {
-	struct stack_ref *v;
-	size_t cap;
-
-	if (l->n == l->cap) {
-		cap = l->cap ? l->cap * 2 : 256;
-		v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (GROW_ARRAY(l->v, l->cap, l->n + 1))
+		return -1;
 	l->v[l->n++] = *r;
 	return 0;
 }

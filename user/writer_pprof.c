@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
+#include "grow.h"
 #include "json.h"
 #include "writer.h"
 
@@ -72,20 +73,8 @@ struct pbuf {
 
 static void pb_reserve(struct pbuf *b, size_t more)
 {
-	size_t cap = b->cap ? b->cap : 256;
-	uint8_t *d;
-
-	if (b->failed || b->len + more <= b->cap)
-		return;
-	while (cap < b->len + more)
-		cap *= 2;
-	d = realloc(b->data, cap);
-	if (!d) {
+	if (b->failed || more > SIZE_MAX - b->len || GROW_ARRAY(b->data, b->cap, b->len + more))
 		b->failed = 1;
-		return;
-	}
-	b->data = d;
-	b->cap = cap;
 }
 
 static void pb_raw(struct pbuf *b, const void *data, size_t len)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "analysis.h"
 #include "json.h"
 #include "writer.h"
@@ -49,8 +50,6 @@ static int same_stack(const struct span *a, const struct sample *b)
 static int timeline_add(struct timeline *tl, const struct sample *stack,
 			uint64_t weight)
 {
-	struct span *s;
-	size_t cap;
 
 	if (!weight)
 		return 0;
@@ -58,14 +57,8 @@ static int timeline_add(struct timeline *tl, const struct sample *stack,
 		tl->spans[tl->n - 1].weight += weight;
 		return 0;
 	}
-	if (tl->n == tl->cap) {
-		cap = tl->cap ? tl->cap * 2 : 64;
-		s = realloc(tl->spans, cap * sizeof(*s));
-		if (!s)
-			return -1;
-		tl->spans = s;
-		tl->cap = cap;
-	}
+	if (GROW_ARRAY(tl->spans, tl->cap, tl->n + 1))
+		return -1;
 	tl->spans[tl->n].frames = stack ? stack->frames : NULL;
 	tl->spans[tl->n].nframes = stack ? stack->nframes : 0;
 	tl->spans[tl->n].weight = weight;
