@@ -50,7 +50,6 @@ static int same_stack(const struct span *a, const struct sample *b)
 static int timeline_add(struct timeline *tl, const struct sample *stack,
 			uint64_t weight)
 {
-
 	if (!weight)
 		return 0;
 	if (tl->n && same_stack(&tl->spans[tl->n - 1], stack)) {
