@@ -40,11 +40,11 @@ struct ep_ident_slot {
  * most a page): 3.11+ allocates frames on the thread's data stack, callers
  * below callees, so one read of the frame's page below it holds ~30 of them. */
 #define EP_WINDOW_BYTES		4096
+/* ... and for the fingerprint of a switch-out's two innermost frames. */
+#define EP_KEY_WINDOW_BYTES	512
 
 struct ep_scratch {
 	struct ep_stack_event ev;
-	/* one interpreter frame, read whole; sized so a masked offset + 8 stays inside */
-	__u8 frame_buf[EP_FRAME_READ_MAX + 16];
 	/* the memory below and including the frame being walked: on 3.11+ the
 	 * callers' frames sit there, so one read serves many frames; sized so
 	 * a masked frame offset plus a masked field offset + 8 stays inside */

@@ -52,8 +52,10 @@ struct {
 
 static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_struct *prev)
 {
+	/* prev and its pt_regs are BTF pointers the verifier trusts: plain
+	 * (CO-RE relocated) loads, not a helper call per field */
+	unsigned int state = prev->__state;
 	struct pt_regs *regs;
-	unsigned int state = BPF_CORE_READ(prev, __state);
 	long nr;
 	__u64 arg0;
 
@@ -62,8 +64,8 @@ static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return EP_OFF_OTHER;
-	nr = BPF_CORE_READ(regs, orig_ax);
-	arg0 = BPF_CORE_READ(regs, di);
+	nr = regs->orig_ax;
+	arg0 = regs->di;
 	return ep_classify_blocked(nr, arg0, state & TASK_UNINTERRUPTIBLE,
 				   cfg->gil_start, cfg->gil_end);
 }

@@ -53,7 +53,7 @@ static __always_inline __u64 current_pthread_id(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
-	return BPF_CORE_READ(task, thread.fsbase);
+	return task->thread.fsbase;	/* a trusted BTF pointer: a plain load */
 }
 
 static __always_inline __u64 read_u64(__u64 addr)
@@ -133,6 +133,7 @@ struct frame_walk {
 	__u64 now;		/* for the identity cache */
 	__u64 win_base;		/* target address of sc->window[0] */
 	__u64 win_len;		/* bytes of sc->window read from there, 0: none */
+	__u64 span;		/* bytes a read reaches below a frame's end (<= EP_WINDOW_BYTES) */
 	int want_id;		/* fold the frames into ev.stack_id as they are read */
 };
 
@@ -158,20 +159,21 @@ static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
  * Where to read from so that one read holds the frame at `frame` and as much
  * of the memory below it as is useful: on 3.11+ frames live on the thread's
  * data stack, each caller just below its callee, so the read reaches down to
- * EP_WINDOW_BYTES below the frame's end, but not below the frame's own page:
+ * span bytes below the frame's end, but not below the frame's own page:
  * the page before a data-stack chunk may be unmapped, and a failed read
  * costs more than the one it saves. Before 3.11 frames are heap objects,
  * read one at a time.
  */
-static __always_inline __u64 window_base(const struct ep_proc_cfg *cfg, __u64 frame, __u64 end)
+static __always_inline __u64 window_base(const struct ep_proc_cfg *cfg, __u64 frame, __u64 end,
+					 __u64 span)
 {
 	__u64 page = frame & ~4095ull;
 
 	if (cfg->instr_kind != EP_INSTR_POINTER)
 		return frame;
-	if (end < EP_WINDOW_BYTES || end - EP_WINDOW_BYTES < page)
+	if (end < span || end - span < page)
 		return page;
-	return end - EP_WINDOW_BYTES;
+	return end - span;
 }
 
 /* The bytes of the frame at w->frame: from the last read when it holds them,
@@ -185,7 +187,7 @@ static __always_inline const __u8 *frame_bytes(struct frame_walk *w)
 		size = EP_FRAME_READ_MAX;
 	if (frame < w->win_base || frame - w->win_base > w->win_len ||
 	    w->win_len - (frame - w->win_base) < size) {
-		w->win_base = window_base(w->cfg, frame, frame + size);
+		w->win_base = window_base(w->cfg, frame, frame + size, w->span);
 		len = frame + size - w->win_base;
 		/* the compiler spills len; 6.1's verifier does not carry a bound
 		 * checked before the spill to the reloaded copy */
@@ -251,7 +253,7 @@ static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
 					      struct ep_scratch *sc, __u64 tstate, int want_id)
 {
 	struct frame_walk w = { .cfg = cfg, .sc = sc, .now = bpf_ktime_get_ns(),
-				.want_id = want_id };
+				.span = EP_WINDOW_BYTES, .want_id = want_id };
 
 	w.frame = current_frame(cfg, tstate);
 	sc->ev.depth = 0;
@@ -273,24 +275,22 @@ static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
 static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
 				       __u64 tstate)
 {
-	__u8 *buf = sc->frame_buf;
-	__u64 size = cfg->frame_read_size;	/* 64-bit: no zero-extended copy to check instead */
-	__u64 frame = current_frame(cfg, tstate), key = 0;
+	/* a small window: the caller's frame usually sits within it, below */
+	struct frame_walk w = { .cfg = cfg, .sc = sc, .span = EP_KEY_WINDOW_BYTES };
+	const __u8 *buf;
+	__u64 key = 0;
 	int i;
 
-	for (i = 0; i < 2 && frame; i++) {
-		/* in the loop, next to the read: the compiler spills size, and
-		 * 6.1's verifier does not carry the bound to the reloaded copy */
-		barrier_var(size);
-		if (size > EP_FRAME_READ_MAX)
-			size = EP_FRAME_READ_MAX;
-		if (bpf_probe_read_user(buf, size, (void *)frame))
+	w.frame = current_frame(cfg, tstate);
+	for (i = 0; i < 2 && w.frame; i++) {
+		buf = frame_bytes(&w);
+		if (!buf)
 			return 0;
-		key = ep_stack_mix(key, frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
+		key = ep_stack_mix(key, w.frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
 				   (__u32)ep_frame_u64(buf, cfg->frame_code));
-		frame = ep_frame_previous(cfg, buf);
+		w.frame = ep_frame_previous(cfg, buf);
 	}
-	return ep_stack_mix(key, frame, 0, 0) | 1;
+	return ep_stack_mix(key, w.frame, 0, 0) | 1;
 }
 
 static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)
