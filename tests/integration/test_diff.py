@@ -39,20 +39,26 @@ FAVOURED = ["nice", "-n", "-10"]
 
 
 def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=100, tag="r",
-                        need_truth=False, prefix=REALTIME):
+                        need_truth=False, prefix=REALTIME, whole_work=False):
     """Starts one workload per variant (a list of extra argument lists), then
-    records them all at once for `seconds`; returns [(speedscope path, truth)]."""
+    records them all at once for `seconds`, or with whole_work until each has
+    done `seconds` of work after the go and exited (every recording then
+    holds all of it, however long each took to attach: a fixed window holds
+    more of one side's work than the other's); returns [(speedscope path,
+    truth)]."""
     debian = require_interpreter("debian-3.11")
     interp = Interpreter(debian.name, prefix + debian.argv, debian.version)
     ws, go = [], tmp_path / f"go-{tag}"
     for i, extra in enumerate(variants):
-        # long enough for a loaded machine's slow attach; the fixture ends them
-        ws.append(workloads(interp, script, "--go", str(go), *extra, seconds=seconds + 15,
+        # else long enough for a loaded machine's slow attach; the fixture ends them
+        ws.append(workloads(interp, script, "--go", str(go), *extra,
+                            seconds=seconds if whole_work else seconds + 15,
                             truth=str(tmp_path / f"truth-{tag}{i}.json")))
     time.sleep(1.0)  # the interpreters are up and past their imports
     paths = [tmp_path / f"{tag}{i}.speedscope.json" for i in range(len(variants))]
     logs = [tmp_path / f"{tag}{i}.gc.jsonl" for i in range(len(variants))]
-    procs = [subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "-d", str(seconds), "-r", str(rate),
+    duration = seconds + 60 if whole_work else seconds
+    procs = [subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "-d", str(duration), "-r", str(rate),
                                "--gc-log", str(log), "-o", str(p)], stderr=subprocess.PIPE, text=True)
              for w, p, log in zip(ws, paths, logs)]
     time.sleep(3)  # attached: probes in place before the measured part
@@ -278,7 +284,8 @@ def chromium():
 
 def test_html_collapsed_and_pprof_outputs(workloads, tmp_path):
     (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
-                                         [[], ["--slower", "2"]], seconds=4, rate=1000, tag="out")
+                                         [[], ["--slower", "2"]], seconds=4, rate=1000, tag="out",
+                                         whole_work=True)
     html = tmp_path / "diff.html"
     diff(a, b, "-o", html)
     page = html.read_text()
