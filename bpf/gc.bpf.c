@@ -74,7 +74,7 @@ static __always_inline void gc_end(long collected)
 		ev->flags = EP_F_GC_GEN_KNOWN;
 		ev->collected = collected;
 		/* the collection runs inside the frame that allocated: its stack is the trigger */
-		capture_python_stack(cfg, sc, tid, 1);
+		capture_python_stack(cfg, sc, tid);
 		emit_stack_by_id(ev);
 	}
 	bpf_map_delete_elem(&gc_running, &tid);

@@ -111,7 +111,7 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	}
 	ev = start_stack_event(sc, EP_EV_STACK, pid, tid, bpf_ktime_get_ns());
 	ev->tstate = tstate;
-	walk_python_stack(cfg, sc, tstate, 1);
+	walk_python_stack(cfg, sc, tstate);
 	count(EP_CNT_STACK_WALKS);
 	st->stack_key = 0;
 	if (emit_stack_event(ev))

@@ -134,7 +134,6 @@ struct frame_walk {
 	__u64 win_base;		/* target address of sc->window[0] */
 	__u64 win_len;		/* bytes of sc->window read from there, 0: none */
 	__u64 span;		/* bytes a read reaches below a frame's end (<= EP_WINDOW_BYTES) */
-	int want_id;		/* fold the frames into ev.stack_id as they are read */
 };
 
 /* The identity of the code object at `code`: cached per CPU while fresh. */
@@ -238,36 +237,33 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	ev->frames[depth].code = code;
 	ev->frames[depth].instr = instr < 0 ? ~0u : (__u32)instr;
 	ev->frames[depth].ident = code_ident(w, code);
-	if (w->want_id)
-		ev->stack_id = ep_stack_mix(ev->stack_id, code, ev->frames[depth].instr,
-					    ev->frames[depth].ident);
+	ev->stack_id = ep_stack_mix(ev->stack_id, code, ev->frames[depth].instr,
+				    ev->frames[depth].ident);
 	ev->depth = depth + 1;
 	return 0;
 }
 
-/* Fills sc->ev.frames (innermost first) and depth, and with want_id the
- * stack_id that names the stack in later records (only the off-CPU tracker
- * sends stacks by id: a sample's or a collection's carries its frames, so
- * they skip the hashing); flags a truncated stack. */
+/* Fills sc->ev.frames (innermost first), depth, and the stack_id that names
+ * the stack in later records (emit_stack_by_id, the off-CPU tracker's stack
+ * records); flags a truncated stack. */
 static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
-					      struct ep_scratch *sc, __u64 tstate, int want_id)
+					      struct ep_scratch *sc, __u64 tstate)
 {
 	struct frame_walk w = { .cfg = cfg, .sc = sc, .now = bpf_ktime_get_ns(),
-				.span = EP_WINDOW_BYTES, .want_id = want_id };
+				.span = EP_WINDOW_BYTES };
 
 	w.frame = current_frame(cfg, tstate);
 	sc->ev.depth = 0;
 	sc->ev.stack_id = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
 	bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
-	if (want_id)
-		sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
+	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
 }
 
 /*
  * A fingerprint of where the thread stands, from its two innermost frames
- * (address, code, current instruction, caller's address): two probe reads
- * instead of a walk. The same fingerprint as at the last walk means the
+ * (address, code, current instruction, caller's address): one or two probe
+ * reads instead of a walk. The same fingerprint as at the last walk means the
  * same stack in practice: the frames below could only differ if other
  * callers had placed frames at exactly the same addresses, running exactly
  * the same instructions. 0: no frame.
@@ -332,17 +328,17 @@ static __always_inline struct ep_stack_event *start_stack_event(struct ep_scratc
 	return ev;
 }
 
-/* Fills tstate and the stack of the current thread (or flags it has none);
- * with want_id its stack_id too. */
+/* Fills tstate, the stack and its stack_id of the current thread (or flags
+ * it has none). */
 static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
-						 struct ep_scratch *sc, __u32 tid, int want_id)
+						 struct ep_scratch *sc, __u32 tid)
 {
 	sc->ev.tstate = find_tstate(cfg, tid);
 	if (!sc->ev.tstate) {
 		sc->ev.flags |= EP_F_NO_TSTATE;
 		return;
 	}
-	walk_python_stack(cfg, sc, sc->ev.tstate, want_id);
+	walk_python_stack(cfg, sc, sc->ev.tstate);
 }
 
 /*

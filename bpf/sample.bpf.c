@@ -49,7 +49,7 @@ int sample_on_cpu(struct bpf_perf_event_data *ctx)
 	ev = start_stack_event(sc, EP_EV_SAMPLE, pid, tid, bpf_ktime_get_ns());
 	ev->gil_holder = gil_holder(cfg);
 	count(EP_CNT_SAMPLES);
-	capture_python_stack(cfg, sc, tid, 1);
+	capture_python_stack(cfg, sc, tid);
 	if (ev->flags & EP_F_NO_TSTATE)
 		count(EP_CNT_NO_TSTATE);
 	else
