@@ -77,41 +77,47 @@ static __always_inline int holder_collecting(const struct ep_proc_cfg *cfg)
 	return cfg->gc_collecting_addr && read_s32(cfg->gc_collecting_addr);
 }
 
-/* The thread's PyThreadState: the one its storage remembers while it still
- * names this thread (one read), else the shared lookup. */
-static __always_inline __u64 task_tstate(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
-					 __u32 tid)
+/* The thread's innermost frame: through the PyThreadState its storage
+ * remembers while that still names this thread (one read for both), else
+ * through the shared lookup. 0 for none. */
+static __always_inline __u64 task_frame(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+					struct ep_offcpu_task *st, __u32 tid)
 {
-	if (st->tstate && read_u64(st->tstate + cfg->tstate_thread_id) == current_pthread_id())
-		return st->tstate;
-	st->tstate = find_tstate(cfg, tid);
-	return st->tstate;
+	__u64 field;
+
+	if (!st->tstate || !tstate_frame_field(cfg, sc, st->tstate, &field)) {
+		st->tstate = find_tstate(cfg, tid);
+		if (!st->tstate)
+			return 0;
+		field = read_u64(st->tstate + cfg->tstate_frame);
+	}
+	return frame_from_field(cfg, field);
 }
 
 /* The stack the thread leaves the CPU with: the last walk's if the
  * fingerprint matches, else a new walk, sent as an EP_EV_STACK record. */
 static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
-				       __u32 pid, __u32 tid)
+				       __u32 pid, __u32 tid, __u64 now)
 {
 	struct ep_scratch *sc = scratch_slot(EP_SCRATCH_OFFCPU);
 	struct ep_stack_event *ev;
-	__u64 tstate, key;
+	__u64 frame, key;
 
 	st->stack_id = 0;
 	if (!sc)
 		return;
-	tstate = task_tstate(cfg, st, tid);
-	if (!tstate)
+	frame = task_frame(cfg, sc, st, tid);
+	if (!frame)
 		return;
-	key = stack_key(cfg, sc, tstate);
+	key = stack_key(cfg, sc, frame);
 	if (key && key == st->stack_key) {
 		st->stack_id = st->stack_id_cached;
 		count(EP_CNT_STACK_REUSED);
 		return;
 	}
-	ev = start_stack_event(sc, EP_EV_STACK, pid, tid, bpf_ktime_get_ns());
-	ev->tstate = tstate;
-	walk_python_stack(cfg, sc, tstate);
+	ev = start_stack_event(sc, EP_EV_STACK, pid, tid, now);
+	ev->tstate = st->tstate;
+	walk_python_stack(cfg, sc, st->tstate);
 	count(EP_CNT_STACK_WALKS);
 	st->stack_key = 0;
 	if (emit_stack_event(ev))
@@ -121,7 +127,16 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	st->stack_id = ev->stack_id;
 }
 
-static __always_inline void on_switch_out(struct task_struct *prev)
+/* One clock read per program run, taken when first needed: most switches
+ * on the machine are of other processes and need none. */
+static __always_inline __u64 clock_now(__u64 *now)
+{
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	return *now;
+}
+
+static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now)
 {
 	struct ep_offcpu_task *st;
 	struct ep_gc_running *own_gc;
@@ -140,7 +155,7 @@ static __always_inline void on_switch_out(struct task_struct *prev)
 		count(EP_CNT_MAP_FULL);
 		return;
 	}
-	st->off_ts = bpf_ktime_get_ns();
+	st->off_ts = clock_now(now);
 	st->pid = pid;
 	st->tid = tid;
 	st->flags = 0;
@@ -162,7 +177,7 @@ static __always_inline void on_switch_out(struct task_struct *prev)
 	if (st->reason == EP_OFF_PREEMPTED)
 		st->stack_id = 0;
 	else
-		note_stack(cfg, st, pid, tid);
+		note_stack(cfg, st, pid, tid, st->off_ts);
 }
 
 static __always_inline void add_total(const struct ep_offcpu_task *st, __u8 reason, __u64 ns)
@@ -210,14 +225,14 @@ static __always_inline void maybe_send(const struct ep_offcpu_task *st, __u64 no
 		count(EP_CNT_OFFCPU_SENT);
 }
 
-static __always_inline void on_switch_in(struct task_struct *next)
+static __always_inline void on_switch_in(struct task_struct *next, __u64 *now_once)
 {
 	struct ep_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
 	__u64 now, len, gc_ns = 0, *clock;
 
 	if (!st || !st->off_ts)
 		return;
-	now = bpf_ktime_get_ns();
+	now = clock_now(now_once);
 	len = now > st->off_ts ? now - st->off_ts : 0;
 	if (st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC)) {
 		clock = bpf_map_lookup_elem(&gc_clocks, &st->pid);
@@ -238,7 +253,9 @@ static __always_inline void on_switch_in(struct task_struct *next)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch_out(prev);
-	on_switch_in(next);
+	__u64 now = 0;
+
+	on_switch_out(prev, &now);
+	on_switch_in(next, &now);
 	return 0;
 }

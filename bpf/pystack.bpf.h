@@ -109,14 +109,52 @@ static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 ti
 	return s.found;
 }
 
+/* The innermost frame from the value of the thread state's frame field:
+ * through the C frame on 3.11 and 3.12, the frame itself elsewhere. */
+static __always_inline __u64 frame_from_field(const struct ep_proc_cfg *cfg, __u64 field)
+{
+	if (cfg->cframe_current_frame != EP_NO_OFFSET && field)
+		return read_u64(field + cfg->cframe_current_frame);
+	return field;
+}
+
 /* The frame the thread is executing now (innermost), or 0. */
 static __always_inline __u64 current_frame(const struct ep_proc_cfg *cfg, __u64 tstate)
 {
-	__u64 frame = read_u64(tstate + cfg->tstate_frame);
+	return frame_from_field(cfg, read_u64(tstate + cfg->tstate_frame));
+}
 
-	if (cfg->cframe_current_frame != EP_NO_OFFSET && frame)
-		frame = read_u64(frame + cfg->cframe_current_frame);
-	return frame;
+/* Bytes of a thread state read at once for its thread id and frame field,
+ * which sit 100 to 160 bytes apart in every version (3.8-3.14). */
+#define EP_TSTATE_SPAN	256
+
+/*
+ * The frame field of `tstate` if it still belongs to the current thread: one
+ * probe read covers both fields (each read costs ~0.1 us in a VM, the
+ * largest part of a switch-out). 0 when it is someone else's now (thread
+ * states are freed and reused) or unreadable.
+ */
+static __always_inline int tstate_frame_field(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+					      __u64 tstate, __u64 *field)
+{
+	__u32 id_off = cfg->tstate_thread_id, frame_off = cfg->tstate_frame;
+	__u32 lo = id_off < frame_off ? id_off : frame_off;
+	__u32 len = (id_off < frame_off ? frame_off : id_off) + 8 - lo;
+	const __u8 *buf = sc->window;
+
+	if (len > EP_TSTATE_SPAN) {
+		if (read_u64(tstate + id_off) != current_pthread_id())
+			return 0;
+		*field = read_u64(tstate + frame_off);
+		return 1;
+	}
+	barrier_var(len);	/* see frame_bytes: 6.1 loses the bound over a spill */
+	if (len > EP_TSTATE_SPAN || bpf_probe_read_user(sc->window, len, (void *)(tstate + lo)))
+		return 0;
+	if (*(const __u64 *)(buf + ((id_off - lo) & (EP_WINDOW_BYTES - 1))) != current_pthread_id())
+		return 0;
+	*field = *(const __u64 *)(buf + ((frame_off - lo) & (EP_WINDOW_BYTES - 1)));
+	return 1;
 }
 
 /*
@@ -269,7 +307,7 @@ static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
  * the same instructions. 0: no frame.
  */
 static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
-				       __u64 tstate)
+				       __u64 frame)
 {
 	/* a small window: the caller's frame usually sits within it, below */
 	struct frame_walk w = { .cfg = cfg, .sc = sc, .span = EP_KEY_WINDOW_BYTES };
@@ -277,7 +315,7 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 	__u64 key = 0;
 	int i;
 
-	w.frame = current_frame(cfg, tstate);
+	w.frame = frame;
 	for (i = 0; i < 2 && w.frame; i++) {
 		buf = frame_bytes(&w);
 		if (!buf)
