@@ -142,7 +142,9 @@ def targets_section(R):
            "| BPF time per switch (out + in), shallow / 300 frames | 2.4-3.1 / 20 us | <= 0.5 us average at both | "
            f"{num(bpf_us(o, 'offcpu'))} / {num(bpf_us(deep, 'offcpu'))} us |",
            f"| ping-pong undisturbed slowdown, shallow / 300 frames | +10-15% / +330% | <= +3% / <= +5% | {und(o)} / {und(deep)} "
-           f"({num(o['prof_rates']['switches_per_s'], '.0f')} switches/s profiled) |",
+           f"({num(o['prof_rates']['switches_per_s'], '.0f')} switches/s profiled"
+           + (f"; floor: one per-task perf event, as the GC probes' uprobes are, "
+              f"{und(o['task_event'])}" if o.get("task_event") else "") + ") |",
            f"| events lost, ping-pong (worst recording) | 27k-75k | 0 | {o['lost']} / {deep.get('lost', 'n/a')} |",
            f"| reader CPU on the 300-frame ping-pong | 95% of a CPU | <= 5% | {reader_cpu(deep) if deep else 'n/a'} |"]
     if soak:
@@ -161,17 +163,26 @@ def targets_section(R):
             f"{num(bpf_us(deep_sample, 'sample')) if deep_sample else 'n/a'} us "
             f"(1 frame: {num(bpf_us(rows.get(('1000 Hz', 1)), 'sample'))} us) |",
             "| GC probe cost per collection (undisturbed) | 12-31 us | <= 10 us | "
-            + ", ".join(f"{r['name']}: {num(r['und_us_per_event'], '.1f')} us" for r in gc) + " |", ""]
+            + ", ".join(f"{r['name']}: {num(r['und_us_per_event'], '.1f')} us (empty collection, the "
+                        f"probes alone: {num(r['empty']['und_us_per_event'], '.1f')} us)" for r in gc) + " |", ""]
     out += [f"This run's load average went from {R['loadavg_before']} to {R['loadavg_after']} on "
             f"{R['machine']['nproc']} CPUs (the 'before' column was measured at about 1): figures that "
             "are times inside the kernel (BPF run time per event) grow with such load too, through "
             "cache misses and preemption, so compare them with care.", ""]
     out += ["How the off-CPU figures are reached: the `sched_switch` program no longer walks the "
-            "Python stack on every switch-out. It notes the time and reason in task storage and "
-            "fingerprints the two innermost frames (two probe reads); a stack is walked only when the "
-            "thread blocks somewhere new, and sent once. Time is summed per thread and reason in the "
+            "Python stack on every switch-out, nor reads the target's memory there at all (each "
+            "`bpf_probe_read_user` costs ~0.1 us in this VM, the largest part of a switch). It notes "
+            "the time and reason in task storage. Time is summed per thread and reason in the "
             "kernel; only intervals over the threshold, and shorter ones with probability "
-            "length/period, are sent.", "",
+            "length/period, are sent, and only those need a stack. A blocked thread's Python stack "
+            "cannot change before it returns to user mode, and on that return the kernel notifies "
+            "the thread's rseq area (glibc 2.35+ registers one per thread), which runs the "
+            "`rseq_update` tracepoint in the thread's own context: a second small program "
+            "(`offcpu_stack_at_return`) takes the stack there for the few intervals sent, by a "
+            "fingerprint of the two innermost frames (a thread blocking where it blocked before "
+            "reuses its last walk) or a walk. Threads without rseq (older glibc, musl) are "
+            "fingerprinted at switch-out as before, the thread state and its frame field in one "
+            "read.", "",
             "How the per-sample figures are reached: on 3.11+ frames live on the thread's data stack, "
             "each caller just below its callee, so the walk reads the memory below a frame, up to its "
             "page, in one probe read (~30 frames) instead of one read per frame; fields are plain word "
@@ -393,14 +404,16 @@ def write_markdown(R, path):
     a("## 3. Off-CPU tracking cost")
     a("")
     a(f"`bench/pingpong.py`: two threads pass a token {O['round_trips']} times through two "
-      "`threading.Event`s. Every switch of a profiled thread runs the `sched_switch` BPF program: at "
-      "switch-out it classifies the wait and notes it in the task's storage, with the stack found by a "
-      "fingerprint of the two innermost frames (a new place costs one walk, sent once); at switch-in it "
-      "adds the exact time to the thread's in-kernel totals and sends a record only for an interval over "
-      "the threshold or, for shorter ones, with probability length/period. Context switches of both "
-      "threads are counted with `getrusage` (voluntary + "
-      "involuntary). Profiled with `-r 1`. The second row has both threads wait at the bottom of "
-      "a 300-frame recursion: a walk there would cost 300 frames, a fingerprint still two reads.")
+      "`threading.Event`s, pinned to one CPU (CPU 1, ebpfprof on CPU 0: unpinned, the pair runs at "
+      "34k or 55k round trips a second by placement alone). Every switch of a profiled thread runs the "
+      "`sched_switch` BPF program: at switch-out it classifies the wait and notes it in the task's "
+      "storage; at switch-in it adds the exact time to the thread's in-kernel totals and decides to "
+      "send a record only for an interval over the threshold or, for shorter ones, with probability "
+      "length/period; such a record gets its stack when the thread returns to user mode "
+      "(`offcpu_stack_at_return`, whose run time is counted here too). Context switches of both "
+      "threads are counted with `getrusage` (voluntary + involuntary). Profiled with `-r 1`. The "
+      "second row has both threads wait at the bottom of a 300-frame recursion: a walk there would "
+      "cost 300 frames.")
     a("")
     a("| stack depth | round trips | switches per run, unprofiled | unprofiled s | profiled s | wall ratio (range) | CPU ratio (range) | undisturbed ratio (range) | target switches/s unprof -> prof | profiler wake-ups/s | cost per switch us, wall / CPU / undisturbed | BPF us per switch-out |")
     a("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -411,6 +424,15 @@ def write_markdown(R, path):
         a(f"| {depth} | {O['round_trips']} | {row['switches_base']:.0f} | {row['wall']['base']:.3f} | "
           f"{row['wall']['prof']:.3f} | {fmt_ratio(row['wall'])} | {fmt_ratio(row['cpu'])} | "
           f"{fmt_ratio(row['undisturbed'], 3)} | {s} | {wk} | {costs(row)} | {num(bpf_us(row, 'offcpu'))} |")
+    te = O.get("task_event")
+    if te:
+        a("")
+        a(f"The floor under the first row: the same ping-pong with one per-task perf event on its main "
+          f"thread and nothing else (`bench/bare_clock.py` at 1 Hz, which never fires here) costs "
+          f"{pct(te['undisturbed']['ratio'], 1)} undisturbed ({num(te['und_us_per_event'])} us per "
+          "switch): perf switches a task's events out and in with the task. The GC probes' uprobes, "
+          "attached through libbpf, are such events on the main thread of the target, so every "
+          "switch of that thread pays this whether or not a collection ever runs.")
     a("")
     a(f"Events lost to a full ring buffer (worst recording): {O['lost']} at depth 1"
       + (f", {O['deep']['lost']} at 300 frames" if O.get("deep") else "") + ". The cost per switch divides by the profiled run's "
@@ -586,9 +608,9 @@ def observations(R):
     deep = o.get("deep")
     if deep and kern and bpf_us(deep, "offcpu"):
         out.append(f"The `sched_switch` program per switch (out and in): {kern:.2f} us of BPF with the "
-                   f"ping-pong's shallow stacks, {bpf_us(deep, 'offcpu'):.2f} us with 300 frames (the "
-                   f"stack is fingerprinted, not walked, when the thread blocks where it blocked "
-                   f"before), where profiling costs {pct(deep['undisturbed']['ratio'], 1)} undisturbed "
+                   f"ping-pong's shallow stacks, {bpf_us(deep, 'offcpu'):.2f} us with 300 frames (no "
+                   f"stack is read at a switch; the few sent intervals get theirs on the thread's "
+                   f"return to user mode), where profiling costs {pct(deep['undisturbed']['ratio'], 1)} undisturbed "
                    f"({num(deep['und_us_per_event'])} us per switch).")
         prof_runs = deep["runs"]["prof"]
         ep_cpu = med((r["ep_cpu_done"] - r["ep_cpu_go"]) / r["seconds"] for r in prof_runs)

@@ -260,12 +260,8 @@ static inline __u64 ep_gc_clock_stop(__u64 clock, __u64 now)
 #define EP_IV_GC_FIRST	(1u << 2)	/* a collection ran at switch-out: GC part comes first */
 #define EP_IV_SEEDED	(1u << 3)	/* opened by userspace at the start of the recording */
 #define EP_IV_OPEN	(1u << 4)	/* still off the CPU when userspace looked */
+#define EP_IV_STACK_LATER (1u << 5)	/* stack taken on the thread's return to user mode */
 
-/*
- * What the kernel keeps per profiled thread while it is off the CPU (task
- * storage, freed with the task). Userspace writes one for a thread already
- * blocked when the recording starts, and reads them when it ends.
- */
 /* A stack a sample or collection has sent whole (bpf/maps.bpf.h, sent_stacks);
  * userspace deletes one to have it sent again. */
 struct ep_sent_key {
@@ -274,19 +270,6 @@ struct ep_sent_key {
 	__u32 pad;
 };
 
-struct ep_offcpu_task {
-	__u64 off_ts;		/* switch-out time, 0: on the CPU */
-	__u64 gc_clock_out;	/* gccum at switch-out */
-	__u64 stack_id;		/* stack at switch-out, 0 if not walked */
-	__u64 stack_key;	/* fingerprint of the innermost frames at the last walk */
-	__u64 stack_id_cached;	/* ... and the stack that walk found */
-	__u64 tstate;		/* the thread's PyThreadState when last found, 0: unknown */
-	__u32 pid, tid;		/* ids in the profiler's namespace */
-	__u8 reason;		/* enum ep_offcpu_reason */
-	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED */
-	__u8 gc_gen;		/* with EP_IV_OWN_GC */
-	__u8 pad[5];
-};
 
 /*
  * An off-CPU interval sent to userspace: every one over the threshold
@@ -307,6 +290,28 @@ struct ep_offcpu_record {
 	__u64 weight_ns;
 	__u64 gc_ns;		/* of a GIL wait: the part behind a collection */
 	__u64 stack_id;		/* 0: not walked (preempted) */
+};
+
+/*
+ * What the kernel keeps per profiled thread while it is off the CPU (task
+ * storage, freed with the task). Userspace writes one for a thread already
+ * blocked when the recording starts, and reads them when it ends.
+ */
+struct ep_offcpu_task {
+	__u64 off_ts;		/* switch-out time, 0: on the CPU */
+	__u64 gc_clock_out;	/* gccum at switch-out */
+	__u64 stack_id;		/* stack at switch-out, 0 if not walked */
+	__u64 stack_key;	/* fingerprint of the innermost frames at the last walk */
+	__u64 stack_id_cached;	/* ... and the stack that walk found */
+	__u64 tstate;		/* the thread's PyThreadState when last found, 0: unknown */
+	__u32 pid, tid;		/* ids in the profiler's namespace */
+	__u8 reason;		/* enum ep_offcpu_reason */
+	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED, EP_IV_STACK_LATER */
+	__u8 gc_gen;		/* with EP_IV_OWN_GC */
+	__u8 pad[5];
+	/* kind != 0: a record to send once the stack is known, on the thread's
+	 * return to user mode (EP_IV_STACK_LATER) */
+	struct ep_offcpu_record pending;
 };
 
 /* Exact time per thread and reason, summed in the kernel (map offcpu_totals)
@@ -336,6 +341,8 @@ enum ep_counter {
 	EP_CNT_MAP_FULL = 6,	/* a map update failed: totals, task storage, GC state */
 	EP_CNT_STACK_WALKS = 7,	/* full stack walks at switch-out */
 	EP_CNT_STACK_REUSED = 8,	/* switch-outs that reused the thread's last walk */
+	EP_CNT_STACK_LATER = 9,		/* stacks of sent intervals taken on return to user mode */
+	EP_CNT_STACK_LATER_LOST = 10,	/* ... sent without: a second record came first */
 	EP_CNT_MAX = 16,
 };
 

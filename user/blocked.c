@@ -18,12 +18,35 @@ static uint64_t stack_id_of(const struct ep_stack_event *ev)
 	return ep_stack_id(h, ev->flags);
 }
 
+/* Walks the stack of thread tid, off the CPU, from here, and gives it to the
+ * recorder as the kernel would have sent it; its id, 0 if it has none. */
+static uint64_t blocked_stack(struct recorder *r, const struct py_target *t, int tid,
+			      uint64_t ts_ns)
+{
+	struct ep_stack_event *ev = calloc(1, sizeof(*ev));
+	uint64_t id = 0;
+
+	if (!ev)
+		return 0;
+	ev->kind = EP_EV_STACK;
+	ev->pid = t->pid;
+	ev->tid = tid;
+	ev->ts = ts_ns;
+	ev->tstate = py_tstate_of_tid(t, tid);
+	if (ev->tstate) {
+		py_stack_walk(t, ev->tstate, ev);
+		ev->stack_id = id = stack_id_of(ev);
+		recorder_on_event(r, ev, sizeof(*ev));
+	}
+	free(ev);
+	return id;
+}
+
 static void seed_one(struct session *s, struct recorder *r, const struct py_target *t,
 		     int tid, uint64_t ts_ns)
 {
 	struct ep_offcpu_task st = { .off_ts = ts_ns, .pid = t->pid, .tid = tid,
 				     .flags = EP_IV_SEEDED };
-	struct ep_stack_event *ev;
 	uint64_t arg0 = 0;
 	char state = procfs_task_state(t->pid, tid);
 	long nr;
@@ -32,22 +55,20 @@ static void seed_one(struct session *s, struct recorder *r, const struct py_targ
 		return;		/* running or runnable: the kernel will see it leave */
 	nr = procfs_task_syscall(t->pid, tid, &arg0);
 	st.reason = ep_classify_blocked(nr, arg0, state == 'D', t->cfg.gil_start, t->cfg.gil_end);
-	ev = calloc(1, sizeof(*ev));
-	if (!ev)
-		return;
-	ev->kind = EP_EV_STACK;
-	ev->pid = t->pid;
-	ev->tid = tid;
-	ev->ts = ts_ns;
-	ev->tstate = py_tstate_of_tid(t, tid);
-	if (ev->tstate) {
-		py_stack_walk(t, ev->tstate, ev);
-		ev->stack_id = st.stack_id = stack_id_of(ev);
-		/* the recorder first, so the kernel's record always finds the stack */
-		recorder_on_event(r, ev, sizeof(*ev));
-	}
+	/* the recorder first, so the kernel's record always finds the stack */
+	st.stack_id = blocked_stack(r, t, tid, ts_ns);
 	session_seed_offcpu(s, tid, &st);
-	free(ev);
+}
+
+int blocked_stack_of(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id)
+{
+	struct recorder *r = ctx;
+	const struct py_target *t = recorder_target(r, pid);
+
+	if (!t)
+		return -1;
+	*stack_id = blocked_stack(r, t, tid, 0);
+	return *stack_id ? 0 : -1;
 }
 
 struct seeding {

@@ -15,5 +15,8 @@
 /* Opens an off-CPU interval starting at ts_ns for every blocked thread. */
 void seed_blocked_threads(struct session *s, struct recorder *r,
 			  const struct py_target *t, uint64_t ts_ns);
+/* session_opts.stack_of_blocked, ctx a struct recorder: the stack of thread
+ * tid of pid, off the CPU, walked from here and given to the recorder. */
+int blocked_stack_of(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id);
 
 #endif

@@ -714,6 +714,7 @@ int cmd_record(int argc, char **argv)
 	sopts.on_event = recorder_on_event;
 	sopts.on_totals = recorder_on_totals;
 	sopts.next_lost_stack = recorder_next_lost_stack;
+	sopts.stack_of_blocked = blocked_stack_of;
 	/* every wait the --gc-log shows is sent whole; shorter ones sampled at the rate */
 	sopts.offcpu_period_ns = 1000000000ull / o.rate_hz;
 	sopts.offcpu_exact_ns = o.wait_threshold_ms * 1e6 < sopts.offcpu_period_ns ?

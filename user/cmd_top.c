@@ -390,7 +390,8 @@ static void start(struct top_view *v, char *err)
 {
 	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
 	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event,
-				      .next_lost_stack = recorder_next_lost_stack };
+				      .next_lost_stack = recorder_next_lost_stack,
+				      .stack_of_blocked = blocked_stack_of };
 	int in_pidns;
 
 	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "clock.h"
 #include "ebpfprof.skel.h"
@@ -34,6 +35,7 @@ struct session {
 	size_t ngc_links, gc_links_cap;
 	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
 	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
+	int (*stack_of_blocked)(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id);
 	int (*on_event)(void *ctx, void *data, size_t len);
 	void *ctx;
 	unsigned long seed_failed;	/* blocked threads whose interval could not be opened */
@@ -115,6 +117,34 @@ static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_
 	return 0;
 }
 
+/* 1 if the running kernel's BTF has the raw tracepoint `name` (tp_btf). */
+static int kernel_has_tracepoint(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	char type[128];
+	int found;
+
+	if (!btf)
+		return 0;
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) > 0;
+	btf__free(btf);
+	return found;
+}
+
+/* Where the kernel has the rseq_update tracepoint, blocked threads' stacks
+ * are taken on their return to user mode, not at every switch-out
+ * (bpf/offcpu.bpf.c); without it, or if it cannot be attached, at switch-out. */
+static void attach_stack_at_return(struct session *s)
+{
+	if (!bpf_program__autoload(s->skel->progs.offcpu_stack_at_return))
+		return;
+	s->skel->links.offcpu_stack_at_return =
+		bpf_program__attach(s->skel->progs.offcpu_stack_at_return);
+	if (s->skel->links.offcpu_stack_at_return)
+		s->skel->bss->ep_stack_at_return = 1;
+}
+
 /* Attaches prog, keeping the link in the skeleton (destroyed with it). */
 static int attach_one(struct bpf_program *prog, struct bpf_link **link, const char *what,
 		      char *err, size_t errlen)
@@ -156,6 +186,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	s->on_event = o->on_event;
 	s->on_totals = o->on_totals;
 	s->next_lost_stack = o->next_lost_stack;
+	s->stack_of_blocked = o->stack_of_blocked;
 	s->ctx = o->ctx;
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
@@ -175,6 +206,8 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		bpf_program__set_autoload(s->skel->progs.follow_exec, false);
 		bpf_program__set_autoload(s->skel->progs.follow_exit, false);
 	}
+	if (!kernel_has_tracepoint("rseq_update"))
+		bpf_program__set_autoload(s->skel->progs.offcpu_stack_at_return, false);
 	rc = ebpfprof_bpf__load(s->skel);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-rc),
@@ -186,6 +219,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	if (attach_one(s->skel->progs.offcpu_switch, &s->skel->links.offcpu_switch,
 		       "to the sched_switch tracepoint", err, errlen))
 		goto fail;
+	attach_stack_at_return(s);
 	if (o->follow_children && attach_followers(s, err, errlen))
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
@@ -273,6 +307,9 @@ static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t 
 		close(fd);
 		return;
 	}
+	/* its stack is taken when it returns to user mode: walk it from here */
+	if (!st.stack_id && (st.flags & EP_IV_STACK_LATER) && s->stack_of_blocked)
+		s->stack_of_blocked(s->ctx, st.pid, st.tid, &st.stack_id);
 	if (st.reason == EP_OFF_GIL && !(st.flags & EP_IV_OWN_GC) &&
 	    !gc_clock_now(s, pid, now, &clock_now) && clock_now > st.gc_clock_out)
 		gc_ns = clock_now - st.gc_clock_out;
@@ -539,9 +576,13 @@ void session_print_summary(struct session *s, FILE *f)
 	uint64_t c[EP_CNT_MAX];
 
 	session_counters(s, c);
-	fprintf(f, "ebpfprof: off-CPU: %llu intervals timed exactly in the kernel, %llu of them sent with their stack (over the threshold, or sampled); stacks walked %llu times, reused %llu times\n",
+	fprintf(f, "ebpfprof: off-CPU: %llu intervals timed exactly in the kernel, %llu of them sent (over the threshold, or sampled), %llu with a stack taken on the thread's return to user mode; at switch-out, stacks walked %llu times, reused %llu times\n",
 		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
+		(unsigned long long)c[EP_CNT_STACK_LATER],
 		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
+	if (c[EP_CNT_STACK_LATER_LOST])
+		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode)\n",
+			(unsigned long long)c[EP_CNT_STACK_LATER_LOST]);
 	if (c[EP_CNT_LOST] || c[EP_CNT_MAP_FULL] || c[EP_CNT_GC_LOST] || s->seed_failed ||
 	    s->drain_failed)
 		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %llu collections ended unseen, %lu blocked threads not seeded, %lu totals not drained\n",

@@ -26,6 +26,10 @@ struct session_opts {
 	 * got, one per call (1: filled, 0: none); the kernel forgets it sent
 	 * them, so the next record at such a stack carries its frames */
 	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
+	/* the stack of a thread off the CPU whose stack the kernel takes only on
+	 * its return to user mode, walked by the caller, for intervals still open
+	 * when the recording ends or is cut (0, or -1 if unknown) */
+	int (*stack_of_blocked)(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id);
 	void *ctx;
 };
 
