@@ -31,8 +31,14 @@ struct session {
 	struct bpf_link **links;	/* the sampler, one per CPU */
 	int *perf_fds;
 	int ncpu;
-	struct bpf_link **gc_links;	/* two per profiled process */
+	struct bpf_link **gc_links;	/* two per interpreter file probed */
 	size_t ngc_links, gc_links_cap;
+	struct gc_file {		/* the files probed, and how */
+		dev_t dev;
+		ino_t ino;
+		enum gc_probe_kind kind;
+	} *gc_files;
+	size_t ngc_files, gc_files_cap;
 	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
 	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
 	int (*stack_of_blocked)(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id);
@@ -477,13 +483,26 @@ static int keep_gc_pair(struct session *s, struct bpf_link *start, struct bpf_li
 	return keep_gc_link(s, done);
 }
 
+/*
+ * The GC probes are attached to the interpreter's file for every process
+ * (pid -1), and the programs keep only profiled processes (procs). Given a
+ * pid, the kernel's uprobe is a perf event of that task, and perf switches a
+ * task's events out and in with the task: measured on a two-thread ping-pong
+ * pinned to one CPU, that made every context switch ~2 us dearer (+20%)
+ * while not one collection ran (a uprobe_multi link with a pid did the
+ * same). The price of the wide attach: other processes running the same
+ * file pay the probes' traps on their collections (~2.5 us each here), the
+ * programs returning at once for them.
+ */
+#define GC_PROBE_PID	(-1)
+
 static int attach_gc_usdt(struct session *s, const struct py_target *t)
 {
 	struct bpf_link *start, *done;
 
-	start = bpf_program__attach_usdt(s->skel->progs.gc_start_usdt, t->pid, t->elf_path,
+	start = bpf_program__attach_usdt(s->skel->progs.gc_start_usdt, GC_PROBE_PID, t->elf_path,
 					 "python", "gc__start", NULL);
-	done = bpf_program__attach_usdt(s->skel->progs.gc_done_usdt, t->pid, t->elf_path,
+	done = bpf_program__attach_usdt(s->skel->progs.gc_done_usdt, GC_PROBE_PID, t->elf_path,
 					"python", "gc__done", NULL);
 	return keep_gc_pair(s, start, done);
 }
@@ -494,9 +513,9 @@ static int attach_gc_uprobe(struct session *s, const struct py_target *t, const 
 	LIBBPF_OPTS(bpf_uprobe_opts, ret, .func_name = fn, .retprobe = true);
 	struct bpf_link *start, *done;
 
-	start = bpf_program__attach_uprobe_opts(s->skel->progs.gc_start_uprobe, t->pid,
+	start = bpf_program__attach_uprobe_opts(s->skel->progs.gc_start_uprobe, GC_PROBE_PID,
 						t->elf_path, 0, &entry);
-	done = bpf_program__attach_uprobe_opts(s->skel->progs.gc_done_uprobe, t->pid,
+	done = bpf_program__attach_uprobe_opts(s->skel->progs.gc_done_uprobe, GC_PROBE_PID,
 					       t->elf_path, 0, &ret);
 	return keep_gc_pair(s, start, done);
 }
@@ -521,9 +540,25 @@ static enum gc_probe_kind attach_gc_probes(struct session *s, const struct py_ta
  * more than its 256 processes) its GIL waits are classified by the
  * collecting flag instead, as for a process without probes; the summary
  * says so through EP_CNT_MAP_FULL. */
+/* Probes once per interpreter file: attached for every process, a second
+ * attach would run the programs twice per collection. */
+static enum gc_probe_kind probe_file(struct session *s, const struct py_target *t)
+{
+	enum gc_probe_kind kind;
+	size_t i;
+
+	for (i = 0; i < s->ngc_files; i++)
+		if (s->gc_files[i].dev == t->elf_dev && s->gc_files[i].ino == t->elf_ino)
+			return s->gc_files[i].kind;
+	kind = attach_gc_probes(s, t);
+	if (kind != GC_PROBE_NONE && !GROW_ARRAY(s->gc_files, s->gc_files_cap, s->ngc_files + 1))
+		s->gc_files[s->ngc_files++] = (struct gc_file){ t->elf_dev, t->elf_ino, kind };
+	return kind;
+}
+
 enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t)
 {
-	enum gc_probe_kind kind = attach_gc_probes(s, t);
+	enum gc_probe_kind kind = probe_file(s, t);
 	__u32 key = t->pid;
 	__u64 clock = 0;
 
@@ -558,6 +593,7 @@ void session_close(struct session *s)
 	for (i = 0; i < s->ngc_links; i++)
 		bpf_link__destroy(s->gc_links[i]);
 	free(s->gc_links);
+	free(s->gc_files);
 	if (s->rb)
 		ring_buffer__free(s->rb);
 	for (cpu = 0; s->links && cpu < s->ncpu; cpu++)
