@@ -612,7 +612,7 @@ void session_print_summary(struct session *s, FILE *f)
 	uint64_t c[EP_CNT_MAX];
 
 	session_counters(s, c);
-	fprintf(f, "ebpfprof: off-CPU: %llu intervals timed exactly in the kernel, %llu of them sent (over the threshold, or sampled), %llu with a stack taken on the thread's return to user mode; at switch-out, stacks walked %llu times, reused %llu times\n",
+	fprintf(f, "ebpfprof: off-CPU: %llu intervals timed exactly in the kernel, %llu of them sent (over the threshold, or sampled), %llu of those with their stack taken on the thread's return to user mode; stacks walked %llu times, reused %llu times\n",
 		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
 		(unsigned long long)c[EP_CNT_STACK_LATER],
 		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
