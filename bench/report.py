@@ -143,8 +143,8 @@ def targets_section(R):
            f"{num(bpf_us(o, 'offcpu'))} / {num(bpf_us(deep, 'offcpu'))} us |",
            f"| ping-pong undisturbed slowdown, shallow / 300 frames | +10-15% / +330% | <= +3% / <= +5% | {und(o)} / {und(deep)} "
            f"({num(o['prof_rates']['switches_per_s'], '.0f')} switches/s profiled"
-           + (f"; floor: one per-task perf event, as the GC probes' uprobes are, "
-              f"{und(o['task_event'])}" if o.get("task_event") else "") + ") |",
+           + (f"; what one per-task perf event alone costs it, as a uprobe attached for the pid "
+              f"would: {und(o['task_event'])}" if o.get("task_event") else "") + ") |",
            f"| events lost, ping-pong (worst recording) | 27k-75k | 0 | {o['lost']} / {deep.get('lost', 'n/a')} |",
            f"| reader CPU on the 300-frame ping-pong | 95% of a CPU | <= 5% | {reader_cpu(deep) if deep else 'n/a'} |"]
     if soak:
@@ -427,12 +427,13 @@ def write_markdown(R, path):
     te = O.get("task_event")
     if te:
         a("")
-        a(f"The floor under the first row: the same ping-pong with one per-task perf event on its main "
+        a(f"For comparison, the same ping-pong with one per-task perf event on its main "
           f"thread and nothing else (`bench/bare_clock.py` at 1 Hz, which never fires here) costs "
           f"{pct(te['undisturbed']['ratio'], 1)} undisturbed ({num(te['und_us_per_event'])} us per "
-          "switch): perf switches a task's events out and in with the task. The GC probes' uprobes, "
-          "attached through libbpf, are such events on the main thread of the target, so every "
-          "switch of that thread pays this whether or not a collection ever runs.")
+          "switch): perf switches a task's events out and in with the task. A uprobe attached for "
+          "one process is such an event on its main thread, which is why ebpfprof attaches the GC "
+          "probes to the interpreter's file for every process and filters by pid in BPF instead "
+          "(the programs return at once for other processes).")
     a("")
     a(f"Events lost to a full ring buffer (worst recording): {O['lost']} at depth 1"
       + (f", {O['deep']['lost']} at 300 frames" if O.get("deep") else "") + ". The cost per switch divides by the profiled run's "
