@@ -322,4 +322,3 @@ int BPF_PROG(offcpu_stack_at_return, struct task_struct *t)
 	st->pending.kind = 0;
 	return 0;
 }
-

@@ -270,7 +270,6 @@ struct ep_sent_key {
 	__u32 pad;
 };
 
-
 /*
  * An off-CPU interval sent to userspace: every one over the threshold
  * (EP_IV_EXACT, weight = end - start), and shorter ones sampled with a

@@ -372,10 +372,9 @@ static void close_open_intervals(struct session *s, pid_t pid, int keep)
 	procfs_each_task(pid, close_task_interval, &c);
 }
 
-/* Moves the kernel's off-CPU totals to on_totals, entry by entry, each read
- * and deleted in one step so that nothing added meanwhile is lost. */
 /*
- * The kernel's totals, taken out of the map: the keys first, then each entry.
+ * Moves the kernel's off-CPU totals to on_totals: the keys first, then each
+ * entry, read and deleted in one step so that nothing added meanwhile is lost.
  * A switch-heavy thread re-creates its entry microseconds after it is taken
  * out, so taking entries one by one from the first key chased those
  * re-creations, up to the map's size each drain (59% of a CPU on a pinned
