@@ -33,8 +33,12 @@ def test_wait_stacks_with_and_without_rseq(workloads, out, tmp_path, monkeypatch
                   truth=str(tmp_path / "truth.json"))
     env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     path = out()
+    # -r 400: a 2.5 ms sampling period, so the 2 ms naps are sent 4 times in 5 and the
+    # shares carry little sampling noise (which test_idle_shares covers): what is
+    # tested here is the stack each sent wait gets
     proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "30", "--idle",
-                             "-o", str(path)], stderr=subprocess.PIPE, text=True, env=env)
+                             "-r", "400", "-o", str(path)], stderr=subprocess.PIPE, text=True,
+                            env=env)
     time.sleep(1.5)
     wait_for_go(go)
     _, err = proc.communicate(timeout=90)
@@ -47,7 +51,7 @@ def test_wait_stacks_with_and_without_rseq(workloads, out, tmp_path, monkeypatch
         assert c["walked"] + c["reused"] <= c["on_return"] + 10, c
     else:
         # every blocking switch-out was fingerprinted, sent or not
-        assert c["on_return"] == 0 and c["walked"] + c["reused"] > 2 * c["sent"], c
+        assert c["on_return"] == 0 and c["walked"] + c["reused"] > 0.9 * c["sent"], c
     assert "sent without their stack" not in err
     truth = w.truth()["spent"]
     prof = Profile(path)
