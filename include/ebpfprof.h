@@ -20,6 +20,9 @@
 #define EP_RINGBUF_BYTES	(16u << 20)
 #define EP_WAKEUP_BYTES		(EP_RINGBUF_BYTES / 4)
 #define EP_DRAIN_MS		50
+/* One read() of the totals' drain iterator: far below the kernel's iterator
+ * buffer (8 pages), so one task's records (at most 14) always fit after it. */
+#define EP_DRAIN_READ_BYTES	8192
 /* Bytes of one interpreter frame read in a single probe read. */
 #define EP_FRAME_READ_MAX	128
 
@@ -61,6 +64,7 @@ struct ep_proc_cfg {
 	__u16 code_filename;
 	__u8 instr_kind;		/* enum ep_instr_kind */
 	__u8 owner_skip_min;		/* skip frames with owner >= this (C-stack shims), 0: none */
+	__u8 totals_in_task;		/* its threads' totals are drained by offcpu_drain_totals */
 };
 
 enum ep_event_kind {
@@ -136,6 +140,7 @@ enum ep_offcpu_reason {
 	EP_OFF_SLEEP = 4,
 	EP_OFF_OTHER = 5,
 	EP_OFF_GIL_GC = 6,	/* GIL wait while the holder was collecting */
+	EP_OFF_REASONS = 7,
 };
 
 /* x86-64 syscall numbers the off-CPU classifier knows */
@@ -291,6 +296,29 @@ struct ep_offcpu_record {
 	__u64 stack_id;		/* 0: not walked (preempted) */
 };
 
+/* Exact time per thread and reason, summed in the kernel and drained by
+ * userspace: in the thread's task storage, taken out by the drain iterator
+ * (offcpu_drain_totals, one struct ep_totals_entry per nonzero total), or
+ * in the map offcpu_totals for threads exiting, and processes without an
+ * iterator. A GIL wait is split into its GIL-wait and waiting-for-GC parts. */
+struct ep_totals_key {
+	__u32 pid;
+	__u32 tid;
+	__u8 reason;		/* enum ep_offcpu_reason */
+	__u8 flags;		/* EP_IV_OWN_GC or 0 */
+	__u8 pad[6];
+};
+
+struct ep_totals {
+	__u64 count;
+	__u64 ns;
+};
+
+struct ep_totals_entry {
+	struct ep_totals_key key;
+	struct ep_totals val;
+};
+
 /*
  * What the kernel keeps per profiled thread while it is off the CPU (task
  * storage, freed with the task). Userspace writes one for a thread already
@@ -307,26 +335,14 @@ struct ep_offcpu_task {
 	__u8 reason;		/* enum ep_offcpu_reason */
 	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED, EP_IV_STACK_LATER */
 	__u8 gc_gen;		/* with EP_IV_OWN_GC */
-	__u8 pad[5];
+	__u8 totals_in_task;	/* the process's cfg->totals_in_task at switch-out */
+	__u8 pad[4];
 	/* kind != 0: a record to send once the stack is known, on the thread's
 	 * return to user mode (EP_IV_STACK_LATER) */
 	struct ep_offcpu_record pending;
-};
-
-/* Exact time per thread and reason, summed in the kernel (map offcpu_totals)
- * and drained by userspace. A GIL wait is split there into its GIL-wait and
- * waiting-for-GC parts. */
-struct ep_totals_key {
-	__u32 pid;
-	__u32 tid;
-	__u8 reason;		/* enum ep_offcpu_reason */
-	__u8 flags;		/* EP_IV_OWN_GC or 0 */
-	__u8 pad[6];
-};
-
-struct ep_totals {
-	__u64 count;
-	__u64 ns;
+	/* exact time per [own collection][reason] not yet drained: taken out
+	 * by the drain iterator, or at the thread's exit into offcpu_totals */
+	struct ep_totals totals[2][EP_OFF_REASONS];
 };
 
 /* Per-CPU counters, indexed by enum ep_counter. */
@@ -341,7 +357,7 @@ enum ep_counter {
 	EP_CNT_STACK_WALKS = 7,	/* full stack walks at switch-out */
 	EP_CNT_STACK_REUSED = 8,	/* switch-outs that reused the thread's last walk */
 	EP_CNT_STACK_LATER = 9,		/* stacks of sent intervals taken on return to user mode */
-	EP_CNT_STACK_LATER_LOST = 10,	/* ... sent without: a second record came first */
+	EP_CNT_STACK_LATER_LOST = 10,	/* ... sent without: a second record, or the thread's exit, came first */
 	EP_CNT_MAX = 16,
 };
 

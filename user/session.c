@@ -47,6 +47,12 @@ struct session {
 	unsigned long seed_failed;	/* blocked threads whose interval could not be opened */
 	unsigned long drain_failed;
 	struct ep_totals_key *drain_keys;	/* drain_totals' snapshot, the map's size */
+	int thread_exit_attached;	/* offcpu_thread_exit: totals may stay in task storage */
+	struct drain_iter {		/* per process: takes its threads' totals out */
+		pid_t pid;
+		struct bpf_link *link;
+	} *iters;
+	size_t niters, iters_cap;
 };
 
 static int verbose_libbpf;
@@ -227,6 +233,10 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		       "to the sched_switch tracepoint", err, errlen))
 		goto fail;
 	attach_stack_at_return(s);
+	/* without it, an exiting thread's totals would go with its storage:
+	 * they are then kept in the map, as on kernels without task iterators */
+	s->skel->links.offcpu_thread_exit = bpf_program__attach(s->skel->progs.offcpu_thread_exit);
+	s->thread_exit_attached = s->skel->links.offcpu_thread_exit != NULL;
 	if (o->follow_children && attach_followers(s, err, errlen))
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
@@ -240,11 +250,50 @@ fail:
 	return NULL;
 }
 
+static struct drain_iter *find_iter(struct session *s, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < s->niters; i++)
+		if (s->iters[i].pid == pid)
+			return &s->iters[i];
+	return NULL;
+}
+
+/* A task iterator over pid's threads (Linux 6.1+) for offcpu_drain_totals:
+ * 0 once it exists, so the kernel keeps their totals in task storage. */
+static int attach_drain_iter(struct session *s, pid_t pid)
+{
+	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+	union bpf_iter_link_info linfo = { 0 };
+	struct bpf_link *link;
+
+	if (find_iter(s, pid))
+		return 0;
+	if (!s->thread_exit_attached ||
+	    GROW_ARRAY(s->iters, s->iters_cap, s->niters + 1))
+		return -1;
+	linfo.task.pid = pid;
+	opts.link_info = &linfo;
+	opts.link_info_len = sizeof(linfo);
+	link = bpf_program__attach_iter(s->skel->progs.offcpu_drain_totals, &opts);
+	if (!link)
+		return -1;
+	s->iters[s->niters++] = (struct drain_iter){ pid, link };
+	return 0;
+}
+
 int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *cfg)
 {
+	struct ep_proc_cfg with_iter = *cfg;
 	__u32 key = pid;
 
-	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, cfg, BPF_ANY);
+	with_iter.totals_in_task = !attach_drain_iter(s, pid);
+	if (verbose_libbpf)
+		fprintf(stderr, "ebpfprof: off-CPU totals of %d: %s\n", pid, with_iter.totals_in_task ?
+			"per thread in task storage, drained by a task iterator" :
+			"in a hash map (no task iterator for the process)");
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY);
 }
 
 /* A descriptor naming thread tid, for task storage: a pidfd of the thread
@@ -407,19 +456,69 @@ static void drain_totals(struct session *s)
 	}
 }
 
+/* Runs the process's drain iterator: each ep_totals_entry read is taken out
+ * of the kernel (offcpu_drain_totals), so each goes to on_totals once. */
+static void drain_task_totals(struct session *s, struct drain_iter *it)
+{
+	char buf[EP_DRAIN_READ_BYTES];
+	struct ep_totals_entry e;
+	size_t have = 0, at;
+	ssize_t n;
+	int fd = bpf_iter_create(bpf_link__fd(it->link));
+
+	if (fd < 0) {
+		s->drain_failed++;
+		return;
+	}
+	while ((n = read(fd, buf + have, sizeof(buf) - have)) > 0 || (n < 0 && errno == EINTR)) {
+		if (n < 0)
+			continue;
+		have += n;
+		for (at = 0; at + sizeof(e) <= have; at += sizeof(e)) {
+			memcpy(&e, buf + at, sizeof(e));
+			if (s->on_totals)
+				s->on_totals(s->ctx, &e.key, &e.val);
+		}
+		memmove(buf, buf + at, have - at);	/* a record cut by the read */
+		have -= at;
+	}
+	if (n < 0)
+		s->drain_failed++;
+	close(fd);
+}
+
+static void drain_all(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->niters; i++)
+		drain_task_totals(s, &s->iters[i]);
+	drain_totals(s);
+}
+
 void session_remove_process(struct session *s, pid_t pid)
 {
+	struct drain_iter *it = find_iter(s, pid);
 	__u32 key = pid;
 
 	close_open_intervals(s, pid, 0);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key);
+	if (it) {
+		drain_task_totals(s, it);
+		bpf_link__destroy(it->link);
+		*it = s->iters[--s->niters];
+	}
 	drain_totals(s);
 }
 
 void session_cut_period(struct session *s, pid_t pid)
 {
+	struct drain_iter *it = find_iter(s, pid);
+
 	close_open_intervals(s, pid, 1);
+	if (it)
+		drain_task_totals(s, it);
 	drain_totals(s);
 }
 
@@ -440,7 +539,7 @@ int session_poll(struct session *s, int timeout_ms)
 
 	if (n == 0 || n == -EINTR)
 		n = ring_buffer__consume(s->rb);
-	drain_totals(s);
+	drain_all(s);
 	resend_lost_stacks(s);
 	return n;
 }
@@ -607,6 +706,9 @@ void session_close(struct session *s)
 	for (i = 0; i < s->ngc_links; i++)
 		bpf_link__destroy(s->gc_links[i]);
 	free(s->gc_links);
+	for (i = 0; i < s->niters; i++)
+		bpf_link__destroy(s->iters[i].link);
+	free(s->iters);
 	free(s->gc_files);
 	free(s->drain_keys);
 	if (s->rb)
@@ -632,7 +734,7 @@ void session_print_summary(struct session *s, FILE *f)
 		(unsigned long long)c[EP_CNT_STACK_LATER],
 		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
 	if (c[EP_CNT_STACK_LATER_LOST])
-		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode)\n",
+		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode, or exited)\n",
 			(unsigned long long)c[EP_CNT_STACK_LATER_LOST]);
 	if (c[EP_CNT_LOST] || c[EP_CNT_MAP_FULL] || c[EP_CNT_GC_LOST] || s->seed_failed ||
 	    s->drain_failed)

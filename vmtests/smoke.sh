@@ -6,7 +6,9 @@
 #   btf      /sys/kernel/btf/vmlinux exists (CO-RE needs the kernel's BTF)
 #   cpu      two_hot.py under ebpfprof -d 2 (speedscope): samples in crunch_a and crunch_b
 #   gc       gc_churn.py under ebpfprof --gc-log: GC events recorded, "GC timed by USDT probes"
-#   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight
+#   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight, and
+#            the exact totals in the thread table (kept in task storage, taken out by
+#            a task iterator): the locker thread mostly in lock wait
 #
 # ebpfprof always runs with -v, so a load failure leaves libbpf's and the
 # verifier's log in its stderr; that log is printed when a check fails.
@@ -212,9 +214,18 @@ else
     if [ $ERC -ne 0 ]; then
         fail idle "ebpfprof exit $ERC: $(first_error "$T/idle.ebpfprof.err")"
         show_log idle "$T/idle.ebpfprof.err"
-    elif res=$("$CHECKPY" - "$T/thread_mix.speedscope.json" <<'EOF' 2>&1
-import json, sys
+    elif res=$("$CHECKPY" - "$T/thread_mix.speedscope.json" "$T/idle.ebpfprof.err" <<'EOF' 2>&1
+import json, re, sys
 doc = json.load(open(sys.argv[1]))
+err = open(sys.argv[2]).read()
+if "totals not drained" in err:
+    sys.exit("the summary says totals were not drained")
+if "drained by a task iterator" not in err:
+    sys.exit("the totals are not kept per thread (-v says how they are kept)")
+locker = [l for l in err.splitlines() if re.match(r"\s+\d+ locker ", l)]
+cells = re.findall(r"\d+\.\d+s\s+(\d+)%", locker[0]) if locker else []
+if len(cells) != 9 or int(cells[4]) < 80:
+    sys.exit("the thread table has no locker row mostly in lock wait: %s" % (locker or err[-800:]))
 frames = doc["shared"]["frames"]
 ids = {i for i, f in enumerate(frames) if f["name"] == "[GIL wait]"}
 if not ids:
@@ -228,7 +239,8 @@ for p in doc["profiles"]:
             threads.add(p["name"])
 if not weight:
     sys.exit("the [GIL wait] frame is in no sample")
-print(f"[GIL wait] weight {weight:g} {doc['profiles'][0].get('unit', '')} in {len(threads)} thread(s)")
+print(f"[GIL wait] weight {weight:g} {doc['profiles'][0].get('unit', '')} in {len(threads)} thread(s), "
+      f"locker {cells[4]}% in lock wait")
 EOF
     ); then
         ok idle "$res, $(took "$t0")"
