@@ -24,6 +24,7 @@ Writes a compact table to stdout, docs/benchmarks.md, and the raw numbers
 to build/bench/results.json. Needs root. This module measures; report.py
 writes the table and the markdown (also from a saved run: --report)."""
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -225,9 +226,12 @@ def _session(py, script, wargs, plan, target_cpu, label, names, timeout=600):
         for k, step in enumerate(plan):
             out = {}
             inst = None
-            if step is not None and step[0] == "clock":
-                # the floor: the same clock with no handler at all (bench/bare_clock.py)
-                ep = subprocess.Popen([sys.executable, str(BENCH / "bare_clock.py"), str(pid), str(step[1])],
+            if step is not None and step[0] in ("clock", "cpu clock"):
+                # the floor: the same clock with no handler at all (bench/bare_clock.py),
+                # on the target's main thread, or on every CPU as ebpfprof opens it
+                per_cpu = ["--per-cpu"] if step[0] == "cpu clock" else []
+                ep = subprocess.Popen([sys.executable, str(BENCH / "bare_clock.py"), str(pid), str(step[1]),
+                                       *per_cpu],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(0.5)
                 if ep.poll() is not None:
@@ -278,7 +282,7 @@ def _session(py, script, wargs, plan, target_cpu, label, names, timeout=600):
             with open(result) as f:
                 out.update(json.load(f))
             out["switches"] = out["voluntary"] + out["involuntary"]
-            if step is not None and step[0] in ("perf", "clock"):
+            if step is not None and step[0] in ("perf", "clock", "cpu clock"):
                 ep.send_signal(signal.SIGINT)
                 ep.wait(timeout=60)
                 ep = None
@@ -491,14 +495,18 @@ def bench_sampling(cfg):
     log(f"  calibrated: {rounds} rounds of crunch(1000) ~ {cfg.cpu_seconds:.1f} s of CPU")
     rows = []
     perf = shutil.which("perf")
+    # pinned as the GC and ping-pong benchmarks are: unpinned, the target's speed moves
+    # with where the scheduler puts it and the profiler
+    target_cpu, ep_cpu = pinning()
     for depth in (1, 300):
-        configs = [("none", None), ("100 Hz", (["-r", 100], None)), ("1000 Hz", (["-r", 1000], None))]
+        configs = [("none", None), ("100 Hz", (["-r", 100], ep_cpu)), ("1000 Hz", (["-r", 1000], ep_cpu))]
         if depth == 1:
             configs.append(("clock 1000 Hz", ("clock", 1000)))
+            configs.append(("cpu clock 1000 Hz", ("cpu clock", 1000)))
         if perf and depth == 1:
             configs.append(("perf 1000 Hz", ("perf", ["-F", 1000])))
         res = phases(DEBIAN_PY, "cpu.py", ["--rounds", rounds, "--depth", depth], configs,
-                     cfg.reps, label=f"depth {depth}")
+                     cfg.reps, target_cpu=target_cpu, label=f"depth {depth}")
         for rate in ("100 Hz", "1000 Hz"):
             row = versus(res["none"][rate], res[rate], events_key="samples")
             row.update(depth=depth, rate=rate)
@@ -513,6 +521,11 @@ def bench_sampling(cfg):
             row = versus(res["none"]["clock 1000 Hz"], res["clock 1000 Hz"],
                          events=med(r["cpu_seconds"] for r in res["clock 1000 Hz"]) * 1000)
             row.update(depth=depth, rate="bare cpu-clock 1000 Hz (floor)")
+            rows.append(row)
+        if "cpu clock 1000 Hz" in res:
+            row = versus(res["none"]["cpu clock 1000 Hz"], res["cpu clock 1000 Hz"],
+                         events=med(r["cpu_seconds"] for r in res["cpu clock 1000 Hz"]) * 1000)
+            row.update(depth=depth, rate="bare per-CPU cpu-clock 1000 Hz (ebpfprof's floor)")
             rows.append(row)
     return {"rounds": rounds, "rows": rows}
 
@@ -585,28 +598,58 @@ def bench_gc(cfg):
     return {"rows": rows}
 
 
+@contextlib.contextmanager
+def bpf_stats_off():
+    """kernel.bpf_stats_enabled times every program run with two clock reads
+    (~0.14 us per ping-pong switch here, whose programs run ~4 times a switch):
+    phases timing the off-CPU slowdown run without it, as users do."""
+    was = STATS["on"]
+    if was:
+        STATS_SYSCTL.write_text("0\n")
+        STATS["on"] = False
+    try:
+        yield
+    finally:
+        if was:
+            STATS_SYSCTL.write_text("1\n")
+            STATS["on"] = True
+
+
 def bench_offcpu(cfg):
     log("3. off-CPU tracking cost (ping-pong, fixed round trips)")
     target_cpu, ep_cpu = pinning()
     probe = session(DEBIAN_PY, "pingpong.py", ["--round-trips", 5000], [None], target_cpu)[0]
     trips = max(1000, int(5000 * cfg.pingpong_seconds / probe["seconds"]))
     log(f"  calibrated: {trips} round trips ~ {cfg.pingpong_seconds:.1f} s")
+    prof = ("profiled -r 1", (["-r", 1], ep_cpu))
+
+    def slowdown(wargs, configs, label):
+        res = phases(DEBIAN_PY, "pingpong.py", wargs, configs, cfg.reps, target_cpu=target_cpu,
+                     label=label)
+        row = versus(res["none"]["profiled -r 1"], res["profiled -r 1"], events_key="switches")
+        row["switches_base"] = med(r["switches"] for r in res["none"]["profiled -r 1"])
+        return row, res
+
     # the floor: one per-task perf event on the main thread, no handler (bare_clock.py at
     # 1 Hz: it never fires here). libbpf's uprobes for the GC probes are such events, and
     # perf switches a task's events out and in with the task.
-    res = phases(DEBIAN_PY, "pingpong.py", ["--round-trips", trips],
-                 [("none", None), ("profiled -r 1", (["-r", 1], ep_cpu)),
-                  ("per-task perf event", ("clock", 1))], cfg.reps,
-                 target_cpu=target_cpu, label="ping-pong")
-    row = versus(res["none"]["profiled -r 1"], res["profiled -r 1"], events_key="switches")
-    row["task_event"] = versus(res["none"]["per-task perf event"], res["per-task perf event"],
-                               events_key="switches")
-    row.update(round_trips=trips, switches_base=med(r["switches"] for r in res["none"]["profiled -r 1"]))
-    deep = phases(DEBIAN_PY, "pingpong.py", ["--round-trips", trips, "--depth", 300],
-                  [("profiled -r 1", (["-r", 1], ep_cpu))], cfg.reps, target_cpu=target_cpu,
-                  label="ping-pong 300 frames")
-    row["deep"] = versus(deep["none"]["profiled -r 1"], deep["profiled -r 1"], events_key="switches")
-    row["deep"]["switches_base"] = med(r["switches"] for r in deep["none"]["profiled -r 1"])
+    with bpf_stats_off():
+        row, res = slowdown(["--round-trips", trips],
+                            [("none", None), prof, ("per-task perf event", ("clock", 1))], "ping-pong")
+        row["task_event"] = versus(res["none"]["per-task perf event"], res["per-task perf event"],
+                                   events_key="switches")
+        row["deep"], _ = slowdown(["--round-trips", trips, "--depth", 300], [prof],
+                                  "ping-pong 300 frames")
+    row["round_trips"] = trips
+    # BPF run time per switch: phases of their own, with kernel.bpf_stats_enabled on
+    if STATS["on"]:
+        for target, extra in ((row, []), (row["deep"], ["--depth", 300])):
+            r = phases(DEBIAN_PY, "pingpong.py", ["--round-trips", trips] + extra, [prof],
+                       max(2, cfg.reps // 2), target_cpu=target_cpu,
+                       label="ping-pong, BPF run time" + (" 300 frames" if extra else ""))
+            target["with_stats"] = versus(r["none"]["profiled -r 1"], r["profiled -r 1"],
+                                          events_key="switches")
+            target["bpf"] = target["with_stats"]["bpf"]
     return row
 
 
