@@ -63,6 +63,14 @@ struct {
 	__type(value, struct ep_totals);
 } offcpu_totals SEC(".maps");
 
+/* tid -> an operation userspace wants done on that thread's storage */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct ep_task_op);
+} offcpu_task_ops SEC(".maps");
+
 static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_struct *prev)
 {
 	/* prev and its pt_regs are BTF pointers the verifier trusts: plain
@@ -420,5 +428,80 @@ int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 		send_record(&st->pending);
 		st->pending.kind = 0;
 	}
+	return 0;
+}
+
+/* task's thread id in the profiler's PID namespace, 0 if it has none there.
+ * Runs in the profiler's context (an iterator being read): the depth of its
+ * own PID namespace is that of its own pid. */
+static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	unsigned int level = BPF_CORE_READ(me, thread_pid, level);
+	struct pid *pid;
+	struct upid upid;
+	__u64 at;
+
+	if (!ep_pidns_ino)
+		return task->pid;
+	pid = BPF_CORE_READ(task, thread_pid);
+	if (!pid || BPF_CORE_READ(pid, level) < level)
+		return 0;
+	at = bpf_core_field_offset(struct pid, numbers) + (__u64)(level & 63) * sizeof(upid);
+	if (bpf_core_read(&upid, sizeof(upid), (void *)pid + at) ||
+	    BPF_CORE_READ(upid.ns, ns.inum) != ep_pidns_ino)
+		return 0;
+	return upid.nr;
+}
+
+static __always_inline void apply_task_op(struct task_struct *task, const struct ep_task_op *op)
+{
+	struct ep_offcpu_task *st;
+
+	if (op->op == EP_TASK_SEED) {
+		/* no storage yet (pid 0): the thread has not left the CPU since
+		 * it was found blocked, so the seed's interval is still its own */
+		st = bpf_task_storage_get(&offcpu_tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st)
+			count(EP_CNT_MAP_FULL);
+		else if (!st->pid)
+			__builtin_memcpy(st, &op->seed, sizeof(*st));
+		return;
+	}
+	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	/* the same interval as userspace read (it has not run since) */
+	if (st && st->off_ts == op->expect_off_ts) {
+		st->off_ts = op->off_ts;
+		st->gc_clock_out = op->gc_clock_out;
+	}
+}
+
+/* Applies the operation queued for each thread of the process (then
+ * forgets it), and writes the storage of each thread that has one. */
+SEC("iter/task")
+int offcpu_task_io(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct ep_task_dump head = { 0 };
+	struct ep_offcpu_task *st;
+	struct ep_task_op *op;
+	__u32 tid;
+
+	if (!task)
+		return 0;
+	tid = task_tid_in_ns(task);
+	if (!tid)
+		return 0;
+	op = bpf_map_lookup_elem(&offcpu_task_ops, &tid);
+	if (op) {
+		apply_task_op(task, op);
+		bpf_map_delete_elem(&offcpu_task_ops, &tid);
+	}
+	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	if (!st)
+		return 0;
+	head.tid = tid;
+	if (!bpf_seq_write(ctx->meta->seq, &head, offsetof(struct ep_task_dump, st)))
+		bpf_seq_write(ctx->meta->seq, st, sizeof(*st));
 	return 0;
 }

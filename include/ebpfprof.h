@@ -345,6 +345,32 @@ struct ep_offcpu_task {
 	struct ep_totals totals[2][EP_OFF_REASONS];
 };
 
+/*
+ * Userspace reaches a thread's off-CPU storage through the task iterator
+ * offcpu_task_io, not through a pidfd of the thread (Linux 6.9+ only): it
+ * queues an operation under the thread's tid (map offcpu_task_ops), and the
+ * iterator applies it, then writes an ep_task_dump per thread with storage.
+ */
+enum ep_task_op_kind {
+	EP_TASK_SEED = 1,	/* open seed's interval, unless the thread has storage */
+	EP_TASK_RESTART = 2,	/* interval at expect_off_ts: now starts at off_ts (0: closed) */
+};
+
+struct ep_task_op {
+	__u32 op;		/* enum ep_task_op_kind */
+	__u32 pad;
+	__u64 expect_off_ts;
+	__u64 off_ts;
+	__u64 gc_clock_out;
+	struct ep_offcpu_task seed;
+};
+
+struct ep_task_dump {
+	__u32 tid;		/* in the profiler's PID namespace */
+	__u32 pad;
+	struct ep_offcpu_task st;
+};
+
 /* Per-CPU counters, indexed by enum ep_counter. */
 enum ep_counter {
 	EP_CNT_SAMPLES = 0,	/* on-CPU samples taken */

@@ -440,9 +440,8 @@ static void record(struct run *run)
 		die("out of memory");
 	if (session_add_process(run->session, run->pid, &run->target.cfg))
 		die("cannot configure the BPF maps for the target");
-	/* host pids only: inside a PID namespace the kernel's keys are not ours */
-	if (!run->in_pidns)
-		seed_blocked_threads(run->session, &run->rec, &run->target, t0);
+	/* inside a PID namespace too: offcpu_task_io finds threads by our tids */
+	seed_blocked_threads(run->session, &run->rec, &run->target, t0);
 	if (run->o->subprocesses)
 		session_follow(run->session, run->pid);
 	if (run->o->duration > 0)

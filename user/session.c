@@ -21,9 +21,6 @@
 #include "procfs.h"
 #include "session.h"
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD	O_EXCL	/* Linux 6.9: a pidfd for a thread, not only a leader */
-#endif
 
 struct session {
 	struct ebpfprof_bpf *skel;	/* single links are in skel->links */
@@ -296,17 +293,6 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY);
 }
 
-/* A descriptor naming thread tid, for task storage: a pidfd of the thread
- * (Linux 6.9+), or of the process when tid is its leader. -1 if neither. */
-static int thread_pidfd(int tid)
-{
-	int fd = syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-
-	if (fd < 0)
-		fd = syscall(SYS_pidfd_open, tid, 0);
-	return fd;
-}
-
 /* The GC clock of pid at now into *out; -1 if its collections are not probed. */
 static int gc_clock_now(struct session *s, pid_t pid, uint64_t now, uint64_t *out)
 {
@@ -319,71 +305,128 @@ static int gc_clock_now(struct session *s, pid_t pid, uint64_t now, uint64_t *ou
 	return 0;
 }
 
-int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_task *st)
+/* Reads the records of size rec_size an iterator link writes, each to fn;
+ * 0, or -1 if the iterator could not be run or read to its end. A record
+ * cut by a read is put back together. */
+static int read_iter(struct bpf_link *link, size_t rec_size,
+		     void (*fn)(void *arg, const void *rec), void *arg)
 {
-	struct ep_offcpu_task copy = *st;
-	int fd = thread_pidfd(host_tid), rc;
+	char buf[EP_DRAIN_READ_BYTES];
+	size_t have = 0, at;
+	ssize_t n;
+	int fd = bpf_iter_create(bpf_link__fd(link));
 
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf + have, sizeof(buf) - have)) > 0 || (n < 0 && errno == EINTR)) {
+		if (n < 0)
+			continue;
+		have += n;
+		for (at = 0; at + rec_size <= have; at += rec_size)
+			fn(arg, buf + at);
+		memmove(buf, buf + at, have - at);
+		have -= at;
+	}
+	close(fd);
+	return n < 0 ? -1 : 0;
+}
+
+static void ignore_dump(void *arg, const void *rec)
+{
+	(void)arg;
+	(void)rec;
+}
+
+/* Forgets the operations left in offcpu_task_ops: their threads are gone. */
+static void clear_task_ops(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.offcpu_task_ops);
+	__u32 key;
+
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+}
+
+/* Runs offcpu_task_io over pid's threads: the operations queued in
+ * offcpu_task_ops are applied, and each thread's storage (struct
+ * ep_task_dump) goes to fn. Task iterators reach every thread on every
+ * kernel we support; a pidfd of a thread, the other way to its storage,
+ * needs Linux 6.9. */
+static int task_io(struct session *s, pid_t pid, void (*fn)(void *arg, const void *rec), void *arg)
+{
+	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+	union bpf_iter_link_info linfo = { 0 };
+	struct bpf_link *link;
+	int rc;
+
+	linfo.task.pid = pid;
+	opts.link_info = &linfo;
+	opts.link_info_len = sizeof(linfo);
+	link = bpf_program__attach_iter(s->skel->progs.offcpu_task_io, &opts);
+	if (!link) {
+		clear_task_ops(s);
+		return -1;
+	}
+	rc = read_iter(link, sizeof(struct ep_task_dump), fn ? fn : ignore_dump, arg);
+	bpf_link__destroy(link);
+	clear_task_ops(s);
+	return rc;
+}
+
+int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task *st)
+{
+	struct ep_task_op op = { .op = EP_TASK_SEED, .seed = *st };
+	__u32 key = tid;
 	/* the GC clock as the kernel would have read it at the switch-out */
 	uint64_t clock = 0;
 
 	gc_clock_now(s, st->pid, st->off_ts, &clock);
-	copy.gc_clock_out = clock;
-	if (fd < 0) {
-		if (errno == ESRCH)	/* it exited meanwhile: nothing to seed */
-			return 0;
+	op.seed.gc_clock_out = clock;
+	/* a thread gone meanwhile leaves its operation unused: nothing to seed */
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_task_ops), &key, &op, BPF_ANY) ||
+	    task_io(s, st->pid, NULL, NULL)) {
 		s->seed_failed++;
 		return -1;
 	}
-	rc = bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &copy, BPF_NOEXIST);
-	if (rc && (errno == EEXIST || errno == ESRCH))
-		rc = 0;		/* it ran meanwhile (the kernel has its own record) or exited */
-	else if (rc)
-		s->seed_failed++;
-	close(fd);
-	return rc;
+	return 0;
 }
 
-/* Thread tid of pid is off the CPU now: deliver its interval up to now as the
+/* Thread st->tid is off the CPU now: delivers its interval up to now as the
  * kernel would at its switch-in (record with its stack, and totals). keep:
- * the interval goes on from now (--rotate's cut), else it is closed. */
-static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t now, int keep)
+ * the interval goes on from now (--rotate's cut: st gets its new start),
+ * else it is closed (st->off_ts 0). */
+static void deliver_open_interval(struct session *s, struct ep_offcpu_task *st, uint64_t now,
+				  int keep)
 {
-	struct ep_offcpu_task st;
-	struct ep_offcpu_record rec = { .kind = EP_EV_OFFCPU };
-	struct ep_totals_key key = { 0 };
+	struct ep_offcpu_record rec;
+	struct ep_totals_key key;
 	struct ep_totals val = { 1, 0 };
-	int fd = thread_pidfd(tid);
 	uint64_t gc_ns = 0, clock_now;
+	pid_t pid = st->pid;
 
-	if (fd < 0)
-		return;
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &st) ||
-	    !st.off_ts || (pid_t)st.pid != pid || now <= st.off_ts) {
-		close(fd);
-		return;
-	}
 	/* its stack is taken when it returns to user mode: walk it from here */
-	if (!st.stack_id && (st.flags & EP_IV_STACK_LATER) && s->stack_of_blocked)
-		s->stack_of_blocked(s->ctx, st.pid, st.tid, &st.stack_id);
-	if (st.reason == EP_OFF_GIL && !(st.flags & EP_IV_OWN_GC) &&
-	    !gc_clock_now(s, pid, now, &clock_now) && clock_now > st.gc_clock_out)
-		gc_ns = clock_now - st.gc_clock_out;
-	if (gc_ns > now - st.off_ts)
-		gc_ns = now - st.off_ts;
+	if (!st->stack_id && (st->flags & EP_IV_STACK_LATER) && s->stack_of_blocked)
+		s->stack_of_blocked(s->ctx, st->pid, st->tid, &st->stack_id);
+	if (st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC) &&
+	    !gc_clock_now(s, pid, now, &clock_now) && clock_now > st->gc_clock_out)
+		gc_ns = clock_now - st->gc_clock_out;
+	if (gc_ns > now - st->off_ts)
+		gc_ns = now - st->off_ts;
 	rec = (struct ep_offcpu_record){
-		.kind = EP_EV_OFFCPU, .pid = st.pid, .tid = st.tid, .reason = st.reason,
-		.flags = st.flags | EP_IV_EXACT | EP_IV_OPEN, .gc_gen = st.gc_gen,
-		.start_ts = st.off_ts, .end_ts = now, .weight_ns = now - st.off_ts,
-		.gc_ns = gc_ns, .stack_id = st.stack_id };
-	key = (struct ep_totals_key){ .pid = st.pid, .tid = st.tid, .flags = st.flags & EP_IV_OWN_GC };
+		.kind = EP_EV_OFFCPU, .pid = st->pid, .tid = st->tid, .reason = st->reason,
+		.flags = st->flags | EP_IV_EXACT | EP_IV_OPEN, .gc_gen = st->gc_gen,
+		.start_ts = st->off_ts, .end_ts = now, .weight_ns = now - st->off_ts,
+		.gc_ns = gc_ns, .stack_id = st->stack_id };
+	key = (struct ep_totals_key){ .pid = st->pid, .tid = st->tid,
+				      .flags = st->flags & EP_IV_OWN_GC };
 	if (gc_ns && s->on_totals) {
 		key.reason = EP_OFF_GIL_GC;
 		val.ns = gc_ns;
 		s->on_totals(s->ctx, &key, &val);
 	}
 	if (rec.weight_ns > gc_ns && s->on_totals) {
-		key.reason = st.reason;
+		key.reason = st->reason;
 		val.ns = rec.weight_ns - gc_ns;
 		s->on_totals(s->ctx, &key, &val);
 	}
@@ -391,12 +434,10 @@ static void close_open_interval(struct session *s, pid_t pid, int tid, uint64_t 
 		s->on_event(s->ctx, &rec, sizeof(rec));
 	/* closed here: the kernel must not count it again when the thread runs,
 	 * or, at a cut, only what comes after it */
-	st.off_ts = keep ? now : 0;
-	if (keep && st.reason == EP_OFF_GIL && !(st.flags & EP_IV_OWN_GC) &&
+	st->off_ts = keep ? now : 0;
+	if (keep && st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC) &&
 	    !gc_clock_now(s, pid, now, &clock_now))
-		st.gc_clock_out = clock_now;
-	bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_tasks), &fd, &st, BPF_EXIST);
-	close(fd);
+		st->gc_clock_out = clock_now;
 }
 
 struct closing {
@@ -404,21 +445,54 @@ struct closing {
 	pid_t pid;
 	uint64_t now;
 	int keep;
+	struct closed {			/* what the kernel is to be told */
+		__u32 tid;
+		struct ep_task_op op;
+	} *closed;
+	size_t nclosed, closed_cap;
+	int failed;
 };
 
-static int close_task_interval(pid_t tid, void *ctx)
+static void close_dumped(void *arg, const void *rec)
 {
-	struct closing *c = ctx;
+	struct closing *c = arg;
+	const struct ep_task_dump *d = rec;
+	struct ep_offcpu_task st = d->st;
+	struct closed *out;
 
-	close_open_interval(c->s, c->pid, tid, c->now, c->keep);
-	return 0;
+	if (!st.off_ts || (pid_t)st.pid != c->pid || c->now <= st.off_ts)
+		return;
+	if (GROW_ARRAY(c->closed, c->closed_cap, c->nclosed + 1)) {
+		c->failed = 1;
+		return;
+	}
+	out = &c->closed[c->nclosed++];
+	*out = (struct closed){ .tid = d->tid,
+				.op = { .op = EP_TASK_RESTART, .expect_off_ts = st.off_ts } };
+	deliver_open_interval(c->s, &st, c->now, c->keep);
+	out->op.off_ts = st.off_ts;
+	out->op.gc_clock_out = st.gc_clock_out;
 }
 
+/* Reads the storage of pid's threads, delivers the intervals open now, then
+ * has the kernel close them (or, keep, restart them now): two iterator runs,
+ * the second applying what the first found. */
 static void close_open_intervals(struct session *s, pid_t pid, int keep)
 {
-	struct closing c = { s, pid, monotonic_ns(), keep };
+	struct closing c = { .s = s, .pid = pid, .now = monotonic_ns(), .keep = keep };
+	int fd = bpf_map__fd(s->skel->maps.offcpu_task_ops);
+	size_t i;
 
-	procfs_each_task(pid, close_task_interval, &c);
+	if (task_io(s, pid, close_dumped, &c))
+		c.failed = 1;
+	for (i = 0; i < c.nclosed; i++)
+		if (bpf_map_update_elem(fd, &c.closed[i].tid, &c.closed[i].op, BPF_ANY))
+			c.failed = 1;
+	if (c.nclosed && task_io(s, pid, NULL, NULL))
+		c.failed = 1;
+	if (c.failed)
+		s->drain_failed++;
+	free(c.closed);
 }
 
 /*
@@ -456,35 +530,22 @@ static void drain_totals(struct session *s)
 	}
 }
 
+static void deliver_totals_entry(void *arg, const void *rec)
+{
+	struct session *s = arg;
+	struct ep_totals_entry e;
+
+	memcpy(&e, rec, sizeof(e));
+	if (s->on_totals)
+		s->on_totals(s->ctx, &e.key, &e.val);
+}
+
 /* Runs the process's drain iterator: each ep_totals_entry read is taken out
  * of the kernel (offcpu_drain_totals), so each goes to on_totals once. */
 static void drain_task_totals(struct session *s, struct drain_iter *it)
 {
-	char buf[EP_DRAIN_READ_BYTES];
-	struct ep_totals_entry e;
-	size_t have = 0, at;
-	ssize_t n;
-	int fd = bpf_iter_create(bpf_link__fd(it->link));
-
-	if (fd < 0) {
+	if (read_iter(it->link, sizeof(struct ep_totals_entry), deliver_totals_entry, s))
 		s->drain_failed++;
-		return;
-	}
-	while ((n = read(fd, buf + have, sizeof(buf) - have)) > 0 || (n < 0 && errno == EINTR)) {
-		if (n < 0)
-			continue;
-		have += n;
-		for (at = 0; at + sizeof(e) <= have; at += sizeof(e)) {
-			memcpy(&e, buf + at, sizeof(e));
-			if (s->on_totals)
-				s->on_totals(s->ctx, &e.key, &e.val);
-		}
-		memmove(buf, buf + at, have - at);	/* a record cut by the read */
-		have -= at;
-	}
-	if (n < 0)
-		s->drain_failed++;
-	close(fd);
 }
 
 static void drain_all(struct session *s)

@@ -63,9 +63,10 @@ void session_remove_process(struct session *s, pid_t pid);
 void session_cut_period(struct session *s, pid_t pid);
 /* --subprocesses: follow pid's future children (forks and execs). */
 int session_follow(struct session *s, pid_t pid);
-/* Marks host thread tid as off the CPU since st->off_ts, so the kernel closes
- * the interval when it runs again. 0 or -1 (errno). */
-int session_seed_offcpu(struct session *s, int host_tid, const struct ep_offcpu_task *st);
+/* Marks thread tid (of process st->pid, both in our PID namespace) as off the
+ * CPU since st->off_ts, so the kernel closes the interval when it runs again;
+ * nothing if it has left the CPU since it was found blocked. 0 or -1. */
+int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task *st);
 /* Delivers ready records to on_event and the kernel's totals to on_totals;
  * waits up to timeout_ms. <0 on error. */
 int session_poll(struct session *s, int timeout_ms);

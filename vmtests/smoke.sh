@@ -8,7 +8,8 @@
 #   gc       gc_churn.py under ebpfprof --gc-log: GC events recorded, "GC timed by USDT probes"
 #   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight, and
 #            the exact totals in the thread table (kept in task storage, taken out by
-#            a task iterator): the spinner threads' GIL waits
+#            a task iterator): the spinner threads' GIL waits, and the locker blocked
+#            throughout (seeded and closed through a task iterator, on every kernel)
 #
 # ebpfprof always runs with -v, so a load failure leaves libbpf's and the
 # verifier's log in its stderr; that log is printed when a check fails.
@@ -223,13 +224,18 @@ if undrained and int(undrained.group(1)):
     sys.exit("the summary says %s totals were not drained" % undrained.group(1))
 if "drained by a task iterator" not in err:
     sys.exit("the totals are not kept per thread (-v says how they are kept)")
-# the spinners' many short GIL waits (the locker and reader block for the whole
-# recording: before 6.9 only the main thread of those is seeded)
-spinners = [re.findall(r"(\d+\.\d+)s\s+\d+%", l) for l in err.splitlines()
-            if re.match(r"\s+\d+ spinner-\d ", l)]
-gil = [float(c[2]) for c in spinners if len(c) == 9]
+# the spinners' many short GIL waits, and the locker blocked from before the
+# recording to after it (seeded at the start, closed at the end)
+def row(name):
+    return [re.findall(r"(\d+\.\d+)s\s+(\d+)%", l) for l in err.splitlines()
+            if re.match(r"\s+\d+ %s " % name, l)]
+spinners = row(r"spinner-\d")
+gil = [float(c[2][0]) for c in spinners if len(c) == 9]
 if len(gil) != 2 or min(gil) < 0.05:
     sys.exit("the thread table has no two spinners with GIL wait: %s" % (spinners or err[-800:]))
+locker = row("locker")
+if len(locker) != 1 or len(locker[0]) != 9 or int(locker[0][4][1]) < 80:
+    sys.exit("the thread table has no locker mostly in lock wait: %s" % (locker or err[-800:]))
 frames = doc["shared"]["frames"]
 ids = {i for i, f in enumerate(frames) if f["name"] == "[GIL wait]"}
 if not ids:
@@ -244,7 +250,7 @@ for p in doc["profiles"]:
 if not weight:
     sys.exit("the [GIL wait] frame is in no sample")
 print(f"[GIL wait] weight {weight:g} {doc['profiles'][0].get('unit', '')} in {len(threads)} thread(s), "
-      f"spinners {gil[0]:.2f} s and {gil[1]:.2f} s in GIL wait")
+      f"spinners {gil[0]:.2f} s and {gil[1]:.2f} s in GIL wait, locker {locker[0][4][1]}% in lock wait")
 EOF
     ); then
         ok idle "$res, $(took "$t0")"

@@ -1,5 +1,6 @@
 """Issue 4: PID namespaces both ways, and --subprocesses."""
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -52,6 +53,29 @@ def test_profiler_inside_a_pid_namespace_takes_the_namespaced_pid(tmp_path):
     prof = Profile(path)
     assert prof.threads() == [f'Thread {ns_pid} "MainThread"']
     assert prof.weight_with("crunch_a") > 0
+
+
+def test_threads_blocked_throughout_are_seeded_inside_a_pid_namespace(tmp_path):
+    """The kernel side finds a thread's storage by its tid in the profiler's
+    namespace (a task iterator translates): the locker and the reader, blocked
+    from before the recording to after it, are in the thread table, all in
+    lock wait and I/O."""
+    require_interpreter("debian-3.11")
+    err = tmp_path / "err.txt"
+    script = (f'/usr/bin/python3.11 {WORKLOADS}/thread_mix.py --seconds 30 2>/dev/null & '
+              f'sleep 1; {EBPFPROF} --pid $! -d 1.5 -o {tmp_path / "p.json"} 2>{err}; '
+              f'echo "rc=$?"; kill $! 2>/dev/null; wait')
+    res = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", script],
+                         capture_output=True, text=True, timeout=60)
+    text = err.read_text()
+    assert "rc=0" in res.stdout, res.stdout + res.stderr + text
+    rows = [re.findall(r"(\d+\.\d+)s\s+(\d+)%", line) for line in text.splitlines()
+            if re.match(r"\s+\d+ ", line)]
+    rows = [r for r in rows if len(r) == 9]
+    # (by share: thread names are not all known inside the namespace)
+    assert any(int(r[4][1]) >= 90 for r in rows), text     # lock wait: holder, locker
+    assert any(int(r[5][1]) >= 90 for r in rows), text     # I/O: reader
+    assert not re.search(r"[1-9]\d* blocked threads not seeded", text), text
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
