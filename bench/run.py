@@ -525,7 +525,7 @@ def bench_sampling(cfg):
         if "cpu clock 1000 Hz" in res:
             row = versus(res["none"]["cpu clock 1000 Hz"], res["cpu clock 1000 Hz"],
                          events=med(r["cpu_seconds"] for r in res["cpu clock 1000 Hz"]) * 1000)
-            row.update(depth=depth, rate="bare per-CPU cpu-clock 1000 Hz (ebpfprof's floor)")
+            row.update(depth=depth, rate="bare per-CPU cpu-clock 1000 Hz (perf's handler)")
             rows.append(row)
     return {"rounds": rounds, "rows": rows}
 
