@@ -65,6 +65,13 @@ static void thread_free(struct thread_profile *t)
 	free(t->process);
 }
 
+static void drop_labels(struct profile *p)
+{
+	for (size_t i = 0; i < p->nlabels; i++)
+		free(p->labels[i].name);
+	p->nlabels = 0;
+}
+
 void profile_free(struct profile *p)
 {
 	struct frame_index *idx = p->frame_index;
@@ -83,6 +90,8 @@ void profile_free(struct profile *p)
 	for (i = 0; i < p->nthreads; i++)
 		thread_free(&p->threads[i]);
 	free(p->threads);
+	drop_labels(p);
+	free(p->labels);
 	profile_init(p);
 }
 
@@ -235,6 +244,42 @@ void profile_drop_threads(struct profile *p)
 	for (size_t i = 0; i < p->nthreads; i++)
 		thread_free(&p->threads[i]);
 	p->nthreads = 0;
+	drop_labels(p);
+}
+
+int profile_label_thread(struct profile *p, int pid, int tid, const char *name)
+{
+	struct thread_label *l;
+	char *copy;
+	size_t i;
+
+	for (i = 0; i < p->nlabels; i++)
+		if (p->labels[i].pid == pid && p->labels[i].tid == tid)
+			break;
+	copy = strdup(name);
+	if (!copy || (i == p->nlabels && GROW_ARRAY(p->labels, p->labels_cap, p->nlabels + 1))) {
+		free(copy);
+		return -1;
+	}
+	if (i == p->nlabels)
+		p->labels[p->nlabels++] = (struct thread_label){ pid, tid, NULL };
+	l = &p->labels[i];
+	free(l->name);
+	l->name = copy;
+	return 0;
+}
+
+const char *profile_thread_name(const struct profile *p, int pid, int tid)
+{
+	const struct thread_profile *t = profile_find_thread(p, pid, tid);
+	size_t i;
+
+	if (t && t->name)
+		return t->name;
+	for (i = 0; i < p->nlabels; i++)
+		if (p->labels[i].pid == pid && p->labels[i].tid == tid)
+			return p->labels[i].name;
+	return NULL;
 }
 
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid)

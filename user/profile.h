@@ -68,6 +68,13 @@ struct profile {
 	void *stack_store;	/* every sample's stack, stored once: private to profile.c */
 	struct thread_profile *threads;
 	size_t nthreads, threads_cap;
+	/* names of the threads with no samples (only off-CPU time without
+	 * --idle), for the thread table; the writers show thread profiles only */
+	struct thread_label {
+		int pid, tid;
+		char *name;
+	} *labels;
+	size_t nlabels, labels_cap;
 	uint64_t duration_ns;	/* session length: the common time axis */
 	uint64_t start_monotonic_ns;	/* CLOCK_MONOTONIC at the session start */
 	unsigned rate_hz;
@@ -82,6 +89,10 @@ uint32_t profile_frame(struct profile *p, const char *name, const char *file,
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid);
 /* The thread's profile if it has one, else NULL (never adds one). */
 const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid);
+/* Names thread tid of pid for the thread table (copied); 0 or -1. */
+int profile_label_thread(struct profile *p, int pid, int tid, const char *name);
+/* The thread's name: its profile's, else its label's; NULL if neither. */
+const char *profile_thread_name(const struct profile *p, int pid, int tid);
 /* Forgets every thread and its samples; the frames stay (--rotate). */
 void profile_drop_threads(struct profile *p);
 /* Appends a sample; frames (root first) are copied. */

@@ -514,26 +514,58 @@ void recorder_refresh_names(struct recorder *r)
 		refresh_process_names(r->procs[i]);
 }
 
-static void name_thread(struct recorder *r, struct thread_profile *tp)
+/* What the recorder knows thread tid of p as: its Python name, else its
+ * comm (a thread's own: the main thread's is the program's), else NULL. */
+static const char *known_name(const struct rec_process *p, int tid)
 {
-	struct rec_process *p = find_process(r, tp->pid);
 	const char *name = NULL;
 	size_t i;
 
 	for (i = 0; p && i < p->nthreads; i++) {
-		if (p->threads[i].tid != tp->tid)
+		if (p->threads[i].tid != tid)
 			continue;
 		if (p->threads[i].py_name[0])
 			name = p->threads[i].py_name;
-		else if (tp->tid != tp->pid && p->threads[i].comm[0])
+		else if (tid != p->target.pid && p->threads[i].comm[0])
 			name = p->threads[i].comm;
 	}
+	if (!name && p && tid == p->target.pid)
+		name = "MainThread";
+	return name;
+}
+
+static void name_thread(struct recorder *r, struct thread_profile *tp)
+{
+	struct rec_process *p = find_process(r, tp->pid);
+	const char *name = known_name(p, tp->tid);
+
 	if (!name && tp->tid == tp->pid)
 		name = "MainThread";
 	free(tp->name);
 	tp->name = strdup(name ? name : "?");
 	free(tp->process);
 	tp->process = strdup(p && p->comm[0] ? p->comm : "python");
+}
+
+/* Threads with no samples (only off-CPU time, without --idle) have no
+ * profile to carry their name: the thread table finds it in a label. */
+static void label_threads(struct recorder *r)
+{
+	const struct rec_process *p;
+	const char *name;
+	size_t i, j;
+
+	for (i = 0; i < r->nprocs; i++) {
+		p = r->procs[i];
+		for (j = 0; j < p->nthreads; j++) {
+			if (profile_find_thread(&r->profile, p->target.pid, p->threads[j].tid))
+				continue;
+			name = known_name(p, p->threads[j].tid);
+			if (name && profile_label_thread(&r->profile, p->target.pid,
+							 p->threads[j].tid, name))
+				r->failed++;
+		}
+	}
 }
 
 static int by_start(const void *x, const void *y)
@@ -558,6 +590,7 @@ static void finish(struct recorder *r, uint64_t end_ns)
 
 	for (i = 0; i < r->profile.nthreads; i++)
 		name_thread(r, &r->profile.threads[i]);
+	label_threads(r);
 	r->profile.duration_ns = since_start(r, end_ns);
 	r->profile.start_monotonic_ns = r->t0_ns;
 	profile_sort(&r->profile);

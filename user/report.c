@@ -23,21 +23,13 @@ static const struct {
 };
 #define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
 
-static const struct thread_profile *find_thread(const struct profile *p, int pid, int tid)
-{
-	size_t i;
-
-	for (i = 0; i < p->nthreads; i++)
-		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
-			return &p->threads[i];
-	return NULL;
-}
-
 static const char *thread_name(const struct profile *p, int pid, int tid)
 {
-	const struct thread_profile *t = find_thread(p, pid, tid);
+	const char *name = profile_thread_name(p, pid, tid);
 
-	return t && t->name ? t->name : "?";
+	if (!name && pid == tid)
+		name = "MainThread";
+	return name ? name : "?";
 }
 
 /* Names come from the target: on a terminal, escapes must stay text. */

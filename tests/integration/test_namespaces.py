@@ -69,12 +69,11 @@ def test_threads_blocked_throughout_are_seeded_inside_a_pid_namespace(tmp_path):
                          capture_output=True, text=True, timeout=60)
     text = err.read_text()
     assert "rc=0" in res.stdout, res.stdout + res.stderr + text
-    rows = [re.findall(r"(\d+\.\d+)s\s+(\d+)%", line) for line in text.splitlines()
-            if re.match(r"\s+\d+ ", line)]
-    rows = [r for r in rows if len(r) == 9]
-    # (by share: without --idle, a thread never on the CPU has no name in the table)
-    assert any(int(r[4][1]) >= 90 for r in rows), text     # lock wait: holder, locker
-    assert any(int(r[5][1]) >= 90 for r in rows), text     # I/O: reader
+    rows = {m.group(1): re.findall(r"(\d+\.\d+)s\s+(\d+)%", line) for line in text.splitlines()
+            if (m := re.match(r"\s+\d+ (\S+) ", line))}
+    # by name: threads never on the CPU are named too (from Python's threading)
+    assert int(rows["locker"][4][1]) >= 90 and int(rows["holder"][4][1]) >= 90, text
+    assert int(rows["reader"][5][1]) >= 90, text
     assert not re.search(r"[1-9]\d* blocked threads not seeded", text), text
 
 
