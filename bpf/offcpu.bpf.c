@@ -437,13 +437,14 @@ int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
 {
 	struct task_struct *me = bpf_get_current_task_btf();
-	unsigned int level = BPF_CORE_READ(me, thread_pid, level);
+	unsigned int level;
 	struct pid *pid;
 	struct upid upid;
 	__u64 at;
 
 	if (!ep_pidns_ino)
 		return task->pid;
+	level = BPF_CORE_READ(me, thread_pid, level);
 	pid = BPF_CORE_READ(task, thread_pid);
 	if (!pid || BPF_CORE_READ(pid, level) < level)
 		return 0;

@@ -18,9 +18,7 @@
 #include "ebpfprof.skel.h"
 #include "grow.h"
 #include "py_target.h"
-#include "procfs.h"
 #include "session.h"
-
 
 struct session {
 	struct ebpfprof_bpf *skel;	/* single links are in skel->links */
@@ -257,12 +255,22 @@ static struct drain_iter *find_iter(struct session *s, pid_t pid)
 	return NULL;
 }
 
-/* A task iterator over pid's threads (Linux 6.1+) for offcpu_drain_totals:
- * 0 once it exists, so the kernel keeps their totals in task storage. */
-static int attach_drain_iter(struct session *s, pid_t pid)
+/* prog as a task iterator over the threads of process pid (Linux 6.1+). */
+static struct bpf_link *attach_task_iter(struct bpf_program *prog, pid_t pid)
 {
 	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	union bpf_iter_link_info linfo = { 0 };
+
+	linfo.task.pid = pid;
+	opts.link_info = &linfo;
+	opts.link_info_len = sizeof(linfo);
+	return bpf_program__attach_iter(prog, &opts);
+}
+
+/* The iterator of pid's threads for offcpu_drain_totals: 0 once it exists,
+ * so the kernel keeps their totals in task storage. */
+static int attach_drain_iter(struct session *s, pid_t pid)
+{
 	struct bpf_link *link;
 
 	if (find_iter(s, pid))
@@ -270,10 +278,7 @@ static int attach_drain_iter(struct session *s, pid_t pid)
 	if (!s->thread_exit_attached ||
 	    GROW_ARRAY(s->iters, s->iters_cap, s->niters + 1))
 		return -1;
-	linfo.task.pid = pid;
-	opts.link_info = &linfo;
-	opts.link_info_len = sizeof(linfo);
-	link = bpf_program__attach_iter(s->skel->progs.offcpu_drain_totals, &opts);
+	link = attach_task_iter(s->skel->progs.offcpu_drain_totals, pid);
 	if (!link)
 		return -1;
 	s->iters[s->niters++] = (struct drain_iter){ pid, link };
@@ -305,9 +310,9 @@ static int gc_clock_now(struct session *s, pid_t pid, uint64_t now, uint64_t *ou
 	return 0;
 }
 
-/* Reads the records of size rec_size an iterator link writes, each to fn;
- * 0, or -1 if the iterator could not be run or read to its end. A record
- * cut by a read is put back together. */
+/* Reads the records of size rec_size an iterator link writes, each to fn
+ * (if any); 0, or -1 if the iterator could not be run or read to its end.
+ * A record cut by a read is put back together. */
 static int read_iter(struct bpf_link *link, size_t rec_size,
 		     void (*fn)(void *arg, const void *rec), void *arg)
 {
@@ -323,18 +328,13 @@ static int read_iter(struct bpf_link *link, size_t rec_size,
 			continue;
 		have += n;
 		for (at = 0; at + rec_size <= have; at += rec_size)
-			fn(arg, buf + at);
+			if (fn)
+				fn(arg, buf + at);
 		memmove(buf, buf + at, have - at);
 		have -= at;
 	}
 	close(fd);
 	return n < 0 ? -1 : 0;
-}
-
-static void ignore_dump(void *arg, const void *rec)
-{
-	(void)arg;
-	(void)rec;
 }
 
 /* Forgets the operations left in offcpu_task_ops: their threads are gone. */
@@ -355,20 +355,14 @@ static void clear_task_ops(struct session *s)
  * needs Linux 6.9. */
 static int task_io(struct session *s, pid_t pid, void (*fn)(void *arg, const void *rec), void *arg)
 {
-	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
-	union bpf_iter_link_info linfo = { 0 };
-	struct bpf_link *link;
+	struct bpf_link *link = attach_task_iter(s->skel->progs.offcpu_task_io, pid);
 	int rc;
 
-	linfo.task.pid = pid;
-	opts.link_info = &linfo;
-	opts.link_info_len = sizeof(linfo);
-	link = bpf_program__attach_iter(s->skel->progs.offcpu_task_io, &opts);
 	if (!link) {
 		clear_task_ops(s);
 		return -1;
 	}
-	rc = read_iter(link, sizeof(struct ep_task_dump), fn ? fn : ignore_dump, arg);
+	rc = read_iter(link, sizeof(struct ep_task_dump), fn, arg);
 	bpf_link__destroy(link);
 	clear_task_ops(s);
 	return rc;
