@@ -98,3 +98,5 @@ def test_subprocesses_gives_a_profile_per_process(method, workloads, out, tmp_pa
     for worker in workers:
         worker_profile = next(p for p in prof.doc["profiles"] if f"(pid {worker})" in p["name"])
         assert prof.weight_with("pool_work", worker_profile) > 0.3e9
+    parent_profile = prof.profile(f"(pid {w.pid})")
+    assert prof.weight_with("parent_work", parent_profile) > 0.2e9
