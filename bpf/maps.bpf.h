@@ -22,18 +22,20 @@ enum ep_scratch_slot {
 	EP_SCRATCH_SLOTS = 3,
 };
 
-/* A code object's identity (ep_code_ident) as read at `ts`: reused while
- * fresh, so a frame costs one probe read instead of three. Code objects are
- * freed and their addresses reused; EP_IDENT_FRESH_NS bounds how long a
- * stale identity could name a new object at the same address. */
+/* A code object's identity (ep_code_ident), reused within one epoch of
+ * 2^EP_IDENT_EPOCH_SHIFT ns (~67 ms) so a frame costs one probe read instead
+ * of three. Code objects are freed and their addresses reused; the epoch
+ * bounds how long a stale identity could name a new object there. One tag
+ * holds the process (another one can have other code at that address) and
+ * the epoch, so a lookup is two compares. */
 #define EP_IDENT_CACHE		256
-#define EP_IDENT_FRESH_NS	(50ull * 1000 * 1000)
+#define EP_IDENT_EPOCH_SHIFT	26
 
 struct ep_ident_slot {
 	__u64 code;
-	__u64 ts;
+	__u64 tag;		/* pid | epoch << 32 (ident_tag()) */
 	__u32 ident;
-	__u32 pid;		/* another process can have other code there */
+	__u32 unused;
 };
 
 /* Bytes read at most below a frame in one probe read (a power of two, at

@@ -168,27 +168,39 @@ struct frame_walk {
 	const struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	__u64 frame;
-	__u64 now;		/* for the identity cache */
-	__u64 win_base;		/* target address of sc->window[0] */
-	__u64 win_len;		/* bytes of sc->window read from there, 0: none */
+	__u64 ident_tag;	/* ident_tag() of this walk */
+	__u64 last_code;	/* the previous frame's code and identity: a */
+	__u32 last_ident;	/* recursion repeats them, and skips the cache */
+	__u32 win_room;		/* bytes past frame_read_size the window holds from win_base */
+	__u64 win_base;		/* target address of sc->window[0]; win_room 0 and */
+				/* win_base 0: no window (any frame is past it) */
 	__u64 span;		/* bytes a read reaches below a frame's end (<= EP_WINDOW_BYTES) */
 };
 
-/* The identity of the code object at `code`: cached per CPU while fresh. */
+/* The identity cache's tag for process pid at time now (see ep_ident_slot). */
+static __always_inline __u64 ident_tag(__u32 pid, __u64 now)
+{
+	return pid | (now >> EP_IDENT_EPOCH_SHIFT) << 32;
+}
+
+/* The identity of the code object at `code`: the previous frame's when it
+ * runs the same code, else cached per CPU within the epoch. */
 static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
 {
-	struct ep_ident_slot *slot = &w->sc->idents[(code >> 4) & (EP_IDENT_CACHE - 1)];
+	struct ep_ident_slot *slot;
 	const struct ep_proc_cfg *cfg = w->cfg;
 
-	__u32 pid = w->sc->ev.pid;
-
-	if (slot->code == code && slot->pid == pid && w->now - slot->ts < EP_IDENT_FRESH_NS)
-		return slot->ident;
-	slot->ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
-				    read_u64(code + cfg->code_filename));
-	slot->code = code;
-	slot->pid = pid;
-	slot->ts = w->now;
+	if (code == w->last_code)
+		return w->last_ident;
+	slot = &w->sc->idents[(code >> 4) & (EP_IDENT_CACHE - 1)];
+	if (slot->code != code || slot->tag != w->ident_tag) {
+		slot->ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
+					    read_u64(code + cfg->code_filename));
+		slot->code = code;
+		slot->tag = w->ident_tag;
+	}
+	w->last_code = code;
+	w->last_ident = slot->ident;
 	return slot->ident;
 }
 
@@ -213,17 +225,22 @@ static __always_inline __u64 window_base(const struct ep_proc_cfg *cfg, __u64 fr
 	return end - span;
 }
 
-/* The bytes of the frame at w->frame: from the last read when it holds them,
- * else from a new read (see window_base); NULL when it cannot be read. */
-static __always_inline const __u8 *frame_bytes(struct frame_walk *w)
+static __always_inline __u64 frame_read_size(const struct ep_proc_cfg *cfg)
 {
-	__u64 frame = w->frame, size = w->cfg->frame_read_size, len;
+	__u64 size = cfg->frame_read_size;
+
+	return size > EP_FRAME_READ_MAX ? EP_FRAME_READ_MAX : size;
+}
+
+/* The bytes of the frame at w->frame: from the last read when it holds them
+ * (one compare: below win_base the offset wraps past any room), else from a
+ * new read (see window_base); NULL when it cannot be read. */
+static __always_inline const __u8 *frame_bytes(struct frame_walk *w, __u64 size)
+{
+	__u64 frame = w->frame, len;
 	__u8 *window = w->sc->window;
 
-	if (size > EP_FRAME_READ_MAX)
-		size = EP_FRAME_READ_MAX;
-	if (frame < w->win_base || frame - w->win_base > w->win_len ||
-	    w->win_len - (frame - w->win_base) < size) {
+	if (frame - w->win_base > w->win_room) {
 		w->win_base = window_base(w->cfg, frame, frame + size, w->span);
 		len = frame + size - w->win_base;
 		/* the compiler spills len; 6.1's verifier does not carry a bound
@@ -231,18 +248,24 @@ static __always_inline const __u8 *frame_bytes(struct frame_walk *w)
 		barrier_var(len);
 		if (len > EP_WINDOW_BYTES)
 			len = EP_WINDOW_BYTES;
-		w->win_len = 0;
-		if (bpf_probe_read_user(window, len, (void *)w->win_base))
+		w->win_room = 0;
+		if (len < size || bpf_probe_read_user(window, len, (void *)w->win_base)) {
+			w->win_base = 0;
 			return NULL;
-		w->win_len = len;
+		}
+		w->win_room = len - size;
 	}
 	return window + ((frame - w->win_base) & (EP_WINDOW_BYTES - 1));
 }
 
+/* bpf_loop's callback: one frame of the walk into sc->ev; 1 when the walk
+ * ends. (Several frames a turn saved ~4% of a deep walk, but tripled the
+ * time the verifier takes to load the programs.) */
 static long frame_walk_one(__u32 i, struct frame_walk *w)
 {
 	const struct ep_proc_cfg *cfg = w->cfg;
 	struct ep_stack_event *ev = &w->sc->ev;
+	struct ep_frame *out;
 	const __u8 *buf;
 	__u32 depth = ev->depth;
 	__u64 code;
@@ -258,7 +281,7 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	 * carry the bound to the reloaded copy (6.12's does), so restate it */
 	barrier_var(depth);
 	depth &= EP_MAX_FRAMES - 1;
-	buf = frame_bytes(w);
+	buf = frame_bytes(w, frame_read_size(cfg));
 	if (!buf) {
 		ev->flags |= EP_F_READ_ERROR;
 		return 1;
@@ -272,30 +295,35 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	instr = ep_frame_instr_offset(cfg, buf, code);
 	if (!ep_frame_started(cfg, instr))
 		return 0;
-	ev->frames[depth].code = code;
-	ev->frames[depth].instr = instr < 0 ? ~0u : (__u32)instr;
-	ev->frames[depth].ident = code_ident(w, code);
-	ev->stack_id = ep_stack_mix(ev->stack_id, code, ev->frames[depth].instr,
-				    ev->frames[depth].ident);
+	out = &ev->frames[depth];
+	out->code = code;
+	out->instr = instr < 0 ? ~0u : (__u32)instr;
+	out->ident = code_ident(w, code);
+	ev->stack_id = ep_stack_mix(ev->stack_id, code, out->instr, out->ident);
 	ev->depth = depth + 1;
 	return 0;
 }
 
-/* Fills sc->ev.frames (innermost first), depth, and the stack_id that names
- * the stack in later records (emit_stack_by_id, the off-CPU tracker's stack
- * records); flags a truncated stack. */
-static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
-					      struct ep_scratch *sc, __u64 tstate)
+/* Fills sc->ev.frames (innermost first, from `frame`), depth, and the
+ * stack_id that names the stack in later records (emit_stack_by_id, the
+ * off-CPU tracker's stack records); flags a truncated stack. */
+static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+					__u64 frame)
 {
-	struct frame_walk w = { .cfg = cfg, .sc = sc, .now = bpf_ktime_get_ns(),
-				.span = EP_WINDOW_BYTES };
+	struct frame_walk w = { .cfg = cfg, .sc = sc, .frame = frame, .span = EP_WINDOW_BYTES,
+				.ident_tag = ident_tag(sc->ev.pid, bpf_ktime_get_ns()) };
 
-	w.frame = current_frame(cfg, tstate);
 	sc->ev.depth = 0;
 	sc->ev.stack_id = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
 	bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
 	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
+}
+
+static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
+					      struct ep_scratch *sc, __u64 tstate)
+{
+	walk_frames(cfg, sc, current_frame(cfg, tstate));
 }
 
 /*
@@ -317,7 +345,7 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 
 	w.frame = frame;
 	for (i = 0; i < 2 && w.frame; i++) {
-		buf = frame_bytes(&w);
+		buf = frame_bytes(&w, frame_read_size(cfg));
 		if (!buf)
 			return 0;
 		key = ep_stack_mix(key, w.frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
@@ -334,12 +362,24 @@ static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot
 	return bpf_map_lookup_elem(&scratch, &key);
 }
 
-/* Who holds the GIL now: its PyThreadState, or 0 when it is free. */
+/* Who holds the GIL now: its PyThreadState, or 0 when it is free. The flag
+ * and the holder sit side by side in every version (8 bytes apart): one
+ * read for both. */
 static __always_inline __u64 gil_holder(const struct ep_proc_cfg *cfg)
 {
-	if (!cfg->gil_locked_addr || !read_s32(cfg->gil_locked_addr))
+	__u64 locked = cfg->gil_locked_addr, holder = cfg->gil_holder_addr;
+	__u64 pair[2] = {};
+
+	if (!locked)
 		return 0;
-	return read_u64(cfg->gil_holder_addr);
+	if (holder + 8 == locked) {
+		if (bpf_probe_read_user(pair, sizeof(pair), (void *)holder) || !(__s32)pair[1])
+			return 0;
+		return pair[0];
+	}
+	if (!read_s32(locked))
+		return 0;
+	return read_u64(holder);
 }
 
 /* A fresh record of `kind` for the current thread in scratch slot sc. */
@@ -367,16 +407,26 @@ static __always_inline struct ep_stack_event *start_stack_event(struct ep_scratc
 }
 
 /* Fills tstate, the stack and its stack_id of the current thread (or flags
- * it has none). */
+ * it has none). The thread state cached for the thread is checked and its
+ * frame field read in one probe read; the lookup runs only when it fails. */
 static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
 						 struct ep_scratch *sc, __u32 tid)
 {
-	sc->ev.tstate = find_tstate(cfg, tid);
-	if (!sc->ev.tstate) {
-		sc->ev.flags |= EP_F_NO_TSTATE;
-		return;
+	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
+	__u64 field, frame;
+
+	if (cached && *cached && tstate_frame_field(cfg, sc, *cached, &field)) {
+		sc->ev.tstate = *cached;
+		frame = frame_from_field(cfg, field);
+	} else {
+		sc->ev.tstate = find_tstate(cfg, tid);
+		if (!sc->ev.tstate) {
+			sc->ev.flags |= EP_F_NO_TSTATE;
+			return;
+		}
+		frame = current_frame(cfg, sc->ev.tstate);
 	}
-	walk_python_stack(cfg, sc, sc->ev.tstate);
+	walk_frames(cfg, sc, frame);
 }
 
 /*

@@ -217,13 +217,17 @@ static inline __u8 ep_classify_blocked(long nr, __u64 arg0, int uninterruptible,
  */
 static inline __u64 ep_stack_mix(__u64 h, __u64 code, __u32 instr, __u32 ident)
 {
-	h ^= code + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h ^= ((__u64)instr << 32 | ident) * 0xff51afd7ed558ccdull;
-	return h * 0xc4ceb9fe1a85ec53ull;
+	/* the frame's own word is mixed off the chain through h, which then
+	 * waits on one xor and one multiply per frame (a bijection of h for a
+	 * given frame: stacks that differ in one frame never share an id) */
+	__u64 v = code * 0x9e3779b97f4a7c15ull + ((__u64)instr << 32 | ident);
+
+	return (h ^ v) * 0xff51afd7ed558ccdull;
 }
 
 static inline __u64 ep_stack_id(__u64 h, __u16 flags)
 {
+	h ^= h >> 29;		/* the multiplies leave the low bits weak */
 	h ^= flags & (EP_F_TRUNCATED | EP_F_READ_ERROR);
 	return h ? h : 1;
 }
