@@ -23,20 +23,32 @@ enum ep_scratch_slot {
 };
 
 /* A code object's identity (ep_code_ident), reused within one epoch of
- * 2^EP_IDENT_EPOCH_SHIFT ns (~67 ms) so a frame costs one probe read instead
- * of three. Code objects are freed and their addresses reused; the epoch
- * bounds how long a stale identity could name a new object there. One tag
- * holds the process (another one can have other code at that address) and
- * the epoch, so a lookup is two compares. */
-#define EP_IDENT_CACHE		256
+ * 2^EP_IDENT_EPOCH_SHIFT ns (~67 ms) so a frame costs no probe read of its
+ * own. Code objects are freed and their addresses reused; the epoch bounds
+ * how long a stale identity could name a new object there. One 32-bit tag
+ * holds the process (another one can have other code at that address: pids
+ * stay below 2^22) and the epoch's low 10 bits, so a lookup is two compares.
+ * 2048 slots: a 300-frame stack of distinct functions missed ~70% of a 256-slot
+ * cache on every walk, at two probe reads a miss (68 us a sample). */
+#define EP_IDENT_CACHE_BITS	11
+#define EP_IDENT_CACHE		(1u << EP_IDENT_CACHE_BITS)
 #define EP_IDENT_EPOCH_SHIFT	26
 
 struct ep_ident_slot {
 	__u64 code;
-	__u64 tag;		/* pid | epoch << 32 (ident_tag()) */
 	__u32 ident;
-	__u32 unused;
+	__u32 tag;		/* ident_tag() */
 };
+
+/* One per scratch slot (programs on one CPU can nest), per CPU: 32 KiB,
+ * the most a per-CPU value may hold. */
+struct ep_ident_cache {
+	struct ep_ident_slot slots[EP_IDENT_CACHE];
+};
+
+/* Bytes of a code object read at once for its first line and file name
+ * (40 to 120 bytes in, in every version). */
+#define EP_CODE_SPAN		128
 
 /* Bytes read at most below a frame in one probe read (a power of two, at
  * most a page): 3.11+ allocates frames on the thread's data stack, callers
@@ -51,7 +63,8 @@ struct ep_scratch {
 	 * callers' frames sit there, so one read serves many frames; sized so
 	 * a masked frame offset plus a masked field offset + 8 stays inside */
 	__u8 window[EP_WINDOW_BYTES + EP_FRAME_READ_MAX + 16];
-	struct ep_ident_slot idents[EP_IDENT_CACHE];	/* direct-mapped by code address */
+	__u8 code_span[EP_CODE_SPAN + 8];	/* see read_code_ident */
+	__u32 slot;		/* this scratch's index: its identity cache's too */
 };
 
 /* tgid (in the profiler's PID namespace) -> how to walk its stacks */
@@ -81,6 +94,14 @@ EP_MAP struct {
 	__type(key, __u32);
 	__type(value, struct ep_scratch);
 } scratch SEC(".maps");
+
+/* direct-mapped by code address, one per scratch slot */
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EP_SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ep_ident_cache);
+} ident_cache SEC(".maps");
 
 EP_MAP struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -167,20 +167,48 @@ static __always_inline int tstate_frame_field(const struct ep_proc_cfg *cfg, str
 struct frame_walk {
 	const struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
+	struct ep_ident_cache *idents;	/* NULL: every identity read afresh */
 	__u64 frame;
-	__u64 ident_tag;	/* ident_tag() of this walk */
-	__u64 last_code;	/* the previous frame's code and identity: a */
+	__u64 last_code;	/* the previous frame's code and identity: */
 	__u32 last_ident;	/* recursion repeats them, and skips the cache */
-	__u32 win_room;		/* bytes past frame_read_size the window holds from win_base */
+	__u32 ident_tag;	/* ident_tag() of this walk */
 	__u64 win_base;		/* target address of sc->window[0]; win_room 0 and */
 				/* win_base 0: no window (any frame is past it) */
-	__u64 span;		/* bytes a read reaches below a frame's end (<= EP_WINDOW_BYTES) */
+	__u32 win_room;		/* bytes past frame_read_size the window holds from win_base */
+	__u32 span;		/* bytes a read reaches below a frame's end (<= EP_WINDOW_BYTES) */
 };
 
 /* The identity cache's tag for process pid at time now (see ep_ident_slot). */
-static __always_inline __u64 ident_tag(__u32 pid, __u64 now)
+static __always_inline __u32 ident_tag(__u32 pid, __u64 now)
 {
-	return pid | (now >> EP_IDENT_EPOCH_SHIFT) << 32;
+	return pid | (__u32)(now >> EP_IDENT_EPOCH_SHIFT) << 22;
+}
+
+/* ep_code_ident() of the code object at `code`, read from it: one read
+ * covers both fields. A field that cannot be read counts as 0. */
+static __always_inline __u32 read_code_ident(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+					     __u64 code)
+{
+	__u32 line_off = cfg->code_firstlineno, file_off = cfg->code_filename;
+	__u32 lo = line_off < file_off ? line_off : file_off;
+	__u32 len = (line_off < file_off ? file_off : line_off) + 8 - lo;
+	const __u8 *buf = sc->code_span;
+
+	if (len > EP_CODE_SPAN)
+		return ep_code_ident(read_s32(code + line_off), read_u64(code + file_off));
+	barrier_var(len);	/* see frame_bytes: 6.1 loses the bound over a spill */
+	if (len > EP_CODE_SPAN || bpf_probe_read_user(sc->code_span, len, (void *)(code + lo)))
+		return ep_code_ident(0, 0);
+	return ep_code_ident(*(const __s32 *)(buf + ((line_off - lo) & (EP_CODE_SPAN - 1))),
+			     *(const __u64 *)(buf + ((file_off - lo) & (EP_CODE_SPAN - 1))));
+}
+
+/* The cache slot of a code object: a multiplicative hash, since code objects
+ * sit at regular strides (224 bytes apart for a run of small functions) that
+ * the address bits alone fold onto a few slots (300 such functions: 144). */
+static __always_inline __u32 ident_slot(__u64 code)
+{
+	return (code * 0x9e3779b97f4a7c15ull) >> (64 - EP_IDENT_CACHE_BITS);
 }
 
 /* The identity of the code object at `code`: the previous frame's when it
@@ -188,18 +216,20 @@ static __always_inline __u64 ident_tag(__u32 pid, __u64 now)
 static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
 {
 	struct ep_ident_slot *slot;
-	const struct ep_proc_cfg *cfg = w->cfg;
 
 	if (code == w->last_code)
 		return w->last_ident;
-	slot = &w->sc->idents[(code >> 4) & (EP_IDENT_CACHE - 1)];
+	w->last_code = code;
+	if (!w->idents) {
+		w->last_ident = read_code_ident(w->cfg, w->sc, code);
+		return w->last_ident;
+	}
+	slot = &w->idents->slots[ident_slot(code)];
 	if (slot->code != code || slot->tag != w->ident_tag) {
-		slot->ident = ep_code_ident(read_s32(code + cfg->code_firstlineno),
-					    read_u64(code + cfg->code_filename));
+		slot->ident = read_code_ident(w->cfg, w->sc, code);
 		slot->code = code;
 		slot->tag = w->ident_tag;
 	}
-	w->last_code = code;
 	w->last_ident = slot->ident;
 	return slot->ident;
 }
@@ -312,6 +342,9 @@ static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep
 {
 	struct frame_walk w = { .cfg = cfg, .sc = sc, .frame = frame, .span = EP_WINDOW_BYTES,
 				.ident_tag = ident_tag(sc->ev.pid, bpf_ktime_get_ns()) };
+	__u32 slot = sc->slot;
+
+	w.idents = bpf_map_lookup_elem(&ident_cache, &slot);
 
 	sc->ev.depth = 0;
 	sc->ev.stack_id = 0;
@@ -358,8 +391,11 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)
 {
 	__u32 key = slot;
+	struct ep_scratch *sc = bpf_map_lookup_elem(&scratch, &key);
 
-	return bpf_map_lookup_elem(&scratch, &key);
+	if (sc)
+		sc->slot = key;
+	return sc;
 }
 
 /* Who holds the GIL now: its PyThreadState, or 0 when it is free. The flag
