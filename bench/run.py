@@ -530,6 +530,84 @@ def bench_sampling(cfg):
     return {"rounds": rounds, "rows": rows}
 
 
+# (label, depth, cpu.py --shape): what a sample's BPF time grows with
+WALK_SHAPES = (("1 frame", 1, "thin"), ("300 frames", 300, "thin"),
+               ("300 fat frames", 300, "fat"), ("300 distinct functions", 300, "distinct"))
+
+
+def frame_slots(shape):
+    """cpu.py's slots per repeated frame for a shape (a tiny unprofiled run)."""
+    res = subprocess.run([DEBIAN_PY, str(BENCH / "cpu.py"), "--rounds", "20", "--depth", "3",
+                          "--shape", shape], capture_output=True, text=True, timeout=60)
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line).get("frame_slots")
+    return None
+
+
+def walk_once(depth, shape, seconds, target_cpu, ep_cpu):
+    """BPF time per sample of a CPU-bound target at 1000 Hz whose stack has
+    this shape: the sampler's run time (bpf_stats) over `seconds`, divided by
+    the target's samples. The target runs cpu.py's warm-up, long enough."""
+    pin = (lambda cpu: ["taskset", "-c", str(cpu)] if cpu is not None else [])
+    target = subprocess.Popen(pin(target_cpu) + [DEBIAN_PY, str(BENCH / "cpu.py"), "--rounds",
+                              "10000000", "--depth", str(depth), "--shape", shape],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = Path(tempfile.mkdtemp(prefix="ebpfprof-walk-")) / "p.json"
+    prof = None
+    try:
+        time.sleep(0.5)
+        newest = max_procs_id()
+        prof = subprocess.Popen(pin(ep_cpu) + [str(EBPFPROF), "--pid", str(target.pid), "-r", "1000",
+                                "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        inst = None
+        while inst is None and time.monotonic() < deadline and prof.poll() is None:
+            time.sleep(0.2)
+            inst = find_instance(target.pid, newest)
+        if inst is None:
+            raise BenchError(f"ebpfprof did not attach to cpu.py --shape {shape}")
+        time.sleep(SETTLE_S)
+        s0 = inst.snapshot()
+        time.sleep(seconds)
+        f = bpf_figures(s0, inst.snapshot())
+        return f["ns"]["sample"] / f["samples"] / 1e3 if f["samples"] else None
+    finally:
+        for p in (prof, target):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGINT if p is prof else signal.SIGKILL)
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def bench_walk(cfg):
+    """Where a sample's BPF time goes: the same CPU-bound loop under stacks of
+    four shapes, interleaved, medians of cfg.walk_reps. Needs bpf_stats."""
+    if not STATS["on"]:
+        return {"skipped": "needs kernel.bpf_stats_enabled"}
+    log("1c. BPF time per sample by stack shape (1000 Hz)")
+    target_cpu, ep_cpu = pinning()
+    runs = {label: [] for label, _, _ in WALK_SHAPES}
+    for rep in range(cfg.walk_reps):
+        for label, depth, shape in (WALK_SHAPES if rep % 2 == 0 else WALK_SHAPES[::-1]):
+            us = walk_once(depth, shape, cfg.walk_seconds, target_cpu, ep_cpu)
+            if us is not None:
+                runs[label].append(us)
+    shapes = {label: {"depth": depth, "shape": shape, "slots": frame_slots(shape),
+                      "us": med(runs[label]), "lo": min(runs[label], default=None),
+                      "hi": max(runs[label], default=None), "runs": runs[label]}
+              for label, depth, shape in WALK_SHAPES}
+    log("  " + "; ".join(f"{k}: {num_or(v['us'])} us" for k, v in shapes.items()))
+    return {"shapes": shapes, "reps": cfg.walk_reps, "seconds": cfg.walk_seconds}
+
+
+def num_or(v):
+    return "n/a" if v is None else f"{v:.2f}"
+
+
 def bench_placement(cfg, rounds):
     """Where the profiler runs: on the target's CPU, or on the other."""
     if (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
@@ -785,6 +863,8 @@ def main():
     cfg.reps = 2 if args.quick else max(1, args.reps)
     cfg.placement_reps = 1 if args.quick else 3
     cfg.self_reps = 1 if args.quick else 3
+    cfg.walk_reps = 1 if args.quick else 5
+    cfg.walk_seconds = 2.0 if args.quick else 4.0
     cfg.cpu_seconds = 0.5 if args.quick else 1.0
     cfg.gc_rate = 1000
     cfg.collections = 1000 if args.quick else 2000
@@ -815,6 +895,7 @@ def main():
             R["bpf_stats_why"] = f"cannot turn on kernel.bpf_stats_enabled: {e}"
         R["sampling"] = bench_sampling(cfg)
         R["placement"] = bench_placement(cfg, R["sampling"]["rounds"])
+        R["walk"] = bench_walk(cfg)
         R["gc"] = bench_gc(cfg)
         R["offcpu"] = bench_offcpu(cfg)
         R["self"] = bench_self(cfg)
