@@ -815,7 +815,10 @@ def machine():
         pass
     ver = subprocess.run([str(EBPFPROF), "--version"], capture_output=True, text=True).stdout.strip()
     with open("/proc/cpuinfo") as f:
-        virt = "a virtual machine" if " hypervisor" in f.read() else "bare metal"
+        cpuinfo = f.read()
+    virt = "a virtual machine" if " hypervisor" in cpuinfo else "bare metal"
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                  if line.startswith("flags")), [])
     mitigations = []
     for v in ("meltdown", "spectre_v2", "spec_rstack_overflow"):
         try:
@@ -824,6 +827,7 @@ def machine():
             pass
     return {"nproc": os.cpu_count(), "kernel": platform.release(), "cpu": model, "mem": mem,
             "os": os_name, "ebpfprof": ver or "?", "virt": virt, "mitigations": mitigations,
+            "fast_string_copy": [f for f in ("erms", "fsrm") if f in flags],
             "pythons": {p: subprocess.run([p, "-VV"], capture_output=True, text=True).stdout.strip()
                         for p in (DEBIAN_PY, PYENV_PY) if os.access(p, os.X_OK)}}
 
