@@ -39,13 +39,17 @@ FAVOURED = ["nice", "-n", "-10"]
 
 
 def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=100, tag="r",
-                        need_truth=False, prefix=REALTIME, whole_work=False):
+                        need_truth=False, prefix=REALTIME, whole_work=False, go_first=False):
     """Starts one workload per variant (a list of extra argument lists), then
     records them all at once for `seconds`, or with whole_work until each has
     done `seconds` of work after the go and exited (every recording then
     holds all of it, however long each took to attach: a fixed window holds
     more of one side's work than the other's); returns [(speedscope path,
-    truth)]."""
+    truth)]. go_first starts the work before the profilers attach, for a
+    steady workload compared over fixed windows: each window then holds only
+    steady work, whenever its profiler got attached (two profilers loading at
+    once on two CPUs can start recording a second apart, and a window that
+    began before the go held that much idle time more than the other)."""
     debian = require_interpreter("debian-3.11")
     interp = Interpreter(debian.name, prefix + debian.argv, debian.version)
     ws, go = [], tmp_path / f"go-{tag}"
@@ -54,6 +58,8 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
         ws.append(workloads(interp, script, "--go", str(go), *extra,
                             seconds=seconds if whole_work else seconds + 15,
                             truth=str(tmp_path / f"truth-{tag}{i}.json")))
+    if go_first:
+        wait_for_go(go)
     time.sleep(1.0)  # the interpreters are up and past their imports
     paths = [tmp_path / f"{tag}{i}.speedscope.json" for i in range(len(variants))]
     logs = [tmp_path / f"{tag}{i}.gc.jsonl" for i in range(len(variants))]
@@ -188,7 +194,7 @@ def test_gc_vs_nogc_shows_gc_and_waiting_for_gc_gone(workloads, tmp_path):
 
 def test_same_workload_twice_is_within_noise(workloads, tmp_path):
     (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py", [[], []],
-                                         seconds=4, rate=1000, tag="same")
+                                         seconds=4, rate=1000, tag="same", go_first=True)
     rep = diff_json(a, b)
     assert flagged(rep) == [], describe(flagged(rep))
     assert "none: every difference is within the noise" in diff(a, b).stdout
@@ -199,7 +205,7 @@ def test_same_workload_twice_is_within_noise(workloads, tmp_path):
 
 def test_same_workload_three_runs_per_side_is_within_noise(workloads, tmp_path):
     runs = record_side_by_side(workloads, tmp_path, "ab_ticks.py", [[]] * 6,
-                               seconds=3, rate=1000, tag="three")
+                               seconds=3, rate=1000, tag="three", go_first=True)
     paths = [p for p, _ in runs]
     rep = diff_json(paths[0], paths[2], paths[4], "--vs", paths[1], paths[3], paths[5])
     assert rep["noise"]["model"] == "spread"
