@@ -99,4 +99,6 @@ def test_subprocesses_gives_a_profile_per_process(method, workloads, out, tmp_pa
         worker_profile = next(p for p in prof.doc["profiles"] if f"(pid {worker})" in p["name"])
         assert prof.weight_with("pool_work", worker_profile) > 0.3e9
     parent_profile = prof.profile(f"(pid {w.pid})")
-    assert prof.weight_with("parent_work", parent_profile) > 0.2e9
+    # its own work is there (0.5 s of spinning by the wall clock; under CI load it got
+    # as little as 0.2 s of CPU)
+    assert prof.weight_with("parent_work", parent_profile) > 0.05e9
