@@ -5,6 +5,7 @@
 #include "analysis.h"
 #include "ebpfprof.h"
 #include "grow.h"
+#include "states.h"
 
 void analysis_init(struct analysis *a)
 {
@@ -80,15 +81,7 @@ int analysis_gc_is_exact(const struct analysis *a, int pid)
 
 int analysis_reason_state(int reason)
 {
-	switch (reason) {
-	case EP_OFF_PREEMPTED: return STATE_PREEMPTED;
-	case EP_OFF_GIL: return STATE_GIL_WAIT;
-	case EP_OFF_GIL_GC: return STATE_GIL_WAIT_GC;
-	case EP_OFF_LOCK: return STATE_LOCK_WAIT;
-	case EP_OFF_IO: return STATE_IO;
-	case EP_OFF_SLEEP: return STATE_SLEEP;
-	default: return STATE_OTHER;
-	}
+	return state_of_reason(reason);
 }
 
 static size_t thread_slot(const struct analysis *a, int pid, int tid)
@@ -220,16 +213,9 @@ size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 
 const char *state_marker(int state)
 {
-	switch (state) {
-	case STATE_GC: return "[GC]";
-	case STATE_GIL_WAIT: return "[GIL wait]";
-	case STATE_GIL_WAIT_GC: return "[waiting for GC]";
-	case STATE_LOCK_WAIT: return "[lock wait]";
-	case STATE_IO: return "[I/O wait]";
-	case STATE_SLEEP: return "[sleep]";
-	case STATE_PREEMPTED: return "[preempted]";
-	default: return "[off-CPU]";
-	}
+	const char *marker = state_spelling(state)->marker;
+
+	return marker ? marker : state_table[STATE_OTHER].marker;
 }
 
 struct piece {

@@ -24,6 +24,7 @@
 #include "py_threads.h"
 #include "recorder.h"
 #include "session.h"
+#include "states.h"
 #include "stop_signal.h"
 #include "target_pick.h"
 #include "thread_dump.h"
@@ -136,16 +137,6 @@ static const char *thread_name(struct top_view *v, int tid, char *buf, size_t le
 	return buf[0] ? buf : "?";
 }
 
-static const struct {
-	int state;
-	const char *title;
-} shares[] = {
-	{ STATE_ON_CPU, "on-CPU" }, { STATE_GIL_WAIT, "GIL" }, { STATE_GC, "GC" },
-	{ STATE_GIL_WAIT_GC, "waitGC" }, { STATE_LOCK_WAIT, "lock" }, { STATE_IO, "I/O" },
-	{ STATE_SLEEP, "sleep" }, { STATE_PREEMPTED, "preempt" },
-};
-#define NSHARES (sizeof(shares) / sizeof(shares[0]))
-
 static const char *sort_title(enum top_sort s)
 {
 	switch (s) {
@@ -235,21 +226,22 @@ static void render_threads(struct top_view *v, int cols, double window_ns)
 {
 	const struct top_model *m = &v->model;
 	char head[256], row[256], name[64], comm[64];
-	size_t i, j;
+	int shares[STATE_MAX], nshares = state_top_columns(shares), j;
+	size_t i;
 	int n;
 
 	n = snprintf(head, sizeof(head), "%-7s %-18s", "TID", "THREAD (last interval)");
-	for (j = 0; j < NSHARES; j++)
-		n += snprintf(head + n, sizeof(head) - n, " %7s", shares[j].title);
+	for (j = 0; j < nshares; j++)
+		n += snprintf(head + n, sizeof(head) - n, " %7s", state_table[shares[j]].short_label);
 	put_line(v, cols, "%s", head);
 	for (i = 0; i < m->nthreads; i++) {
 		const struct top_thread *t = &m->threads[i];
 
 		snprintf(name, sizeof(name), "%s", thread_name(v, t->tid, comm, sizeof(comm)));
 		n = snprintf(row, sizeof(row), "%-7d %-18.18s", t->tid, name);
-		for (j = 0; j < NSHARES; j++)
+		for (j = 0; j < nshares; j++)
 			n += snprintf(row + n, sizeof(row) - n, " %6.0f%%",
-				      window_ns > 0 ? 100.0 * t->ns[shares[j].state] / window_ns : 0.0);
+				      window_ns > 0 ? 100.0 * t->ns[shares[j]] / window_ns : 0.0);
 		put_line(v, cols, "%s", row);
 	}
 }

@@ -29,22 +29,11 @@
 #include <string.h>
 #include "diff.h"
 #include "grow.h"
-
-static const char *const state_titles[DIFF_NSTATES] = {
-	[STATE_ON_CPU] = "on-CPU",
-	[STATE_GC] = "GC",
-	[STATE_GIL_WAIT] = "GIL wait",
-	[STATE_GIL_WAIT_GC] = "waiting for GC",
-	[STATE_LOCK_WAIT] = "lock wait",
-	[STATE_IO] = "I/O",
-	[STATE_SLEEP] = "sleep",
-	[STATE_PREEMPTED] = "preempted",
-	[STATE_OTHER] = "other",
-};
+#include "states.h"
 
 const char *diff_state_title(int state)
 {
-	return state >= 0 && state < DIFF_NSTATES ? state_titles[state] : "?";
+	return state >= 0 && state < DIFF_NSTATES ? state_table[state].title : "?";
 }
 
 const char *verdict_name(int v)

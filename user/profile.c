@@ -687,23 +687,3 @@ int profile_many_processes(const struct profile *p)
 			return 1;
 	return 0;
 }
-
-const char *sample_state_name(enum sample_state s)
-{
-	static const char *const names[STATE_MAX] = {
-		[STATE_ON_CPU] = "on-cpu",
-		[STATE_GC] = "gc",
-		[STATE_GIL_WAIT] = "gil-wait",
-		[STATE_GIL_WAIT_GC] = "waiting-for-gc",
-		[STATE_LOCK_WAIT] = "lock-wait",
-		[STATE_IO] = "io",
-		[STATE_SLEEP] = "sleep",
-		[STATE_PREEMPTED] = "preempted",
-		[STATE_OTHER] = "other",
-		[STATE_IDLE] = "idle",
-	};
-
-	if ((unsigned)s >= STATE_MAX)
-		return "other";
-	return names[s];
-}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sample_log.h"
+#include "states.h"	/* enum sample_state, sample_state_name() */
 
 enum frame_kind {
 	FRAME_PYTHON = 0,	/* a Python function */
@@ -24,21 +25,6 @@ struct frame_info {
 	char *file;		/* file name, UTF-8, or NULL for markers */
 	int line;		/* current line, or 0 when unknown */
 	int kind;		/* enum frame_kind */
-};
-
-/* What a thread was doing during a sample. */
-enum sample_state {
-	STATE_ON_CPU = 0,
-	STATE_GC,		/* on CPU, collecting garbage */
-	STATE_GIL_WAIT,
-	STATE_GIL_WAIT_GC,	/* waiting for the GIL while its holder collects */
-	STATE_LOCK_WAIT,
-	STATE_IO,
-	STATE_SLEEP,
-	STATE_PREEMPTED,
-	STATE_OTHER,		/* off CPU for another reason */
-	STATE_IDLE,		/* not observed: a gap in the thread's timeline */
-	STATE_MAX,
 };
 
 struct sample {
@@ -128,8 +114,6 @@ int profile_thread_set_samples(struct profile *p, struct thread_profile *t,
 			       const struct sample *v, size_t n);
 /* Forgets the thread's first n samples. 0, or -1 (ENOMEM, nothing forgotten). */
 int profile_thread_forget(struct profile *p, struct thread_profile *t, size_t n);
-
-const char *sample_state_name(enum sample_state s);
 
 /* Where the sample's time ends: start + weight, UINT64_MAX if that overflows. */
 uint64_t sample_end(const struct sample *s);

@@ -9,6 +9,7 @@
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
+#include "states.h"
 
 #define MAX_NAMED_THREADS	1024
 
@@ -201,7 +202,7 @@ static uint32_t add_gc_marker(struct recorder *r, const struct ep_stack_event *e
 	if (ev->flags & EP_F_GC_GEN_KNOWN)
 		snprintf(name, sizeof(name), "[GC gen %u]", ev->gc_gen);
 	else
-		snprintf(name, sizeof(name), "[GC]");
+		snprintf(name, sizeof(name), "%s", state_table[STATE_GC].marker);
 	r->ids[n++] = marker(r, name);
 	return n;
 }

@@ -4,24 +4,8 @@
 #include "json.h"
 #include "printable.h"
 #include "report.h"
+#include "states.h"
 #include "writer.h"
-
-/* The columns of the table, in the order a reader scans for trouble. */
-static const struct {
-	int state;
-	const char *title;
-} columns[] = {
-	{ STATE_ON_CPU, "on-CPU" },
-	{ STATE_GC, "GC" },
-	{ STATE_GIL_WAIT, "GIL wait" },
-	{ STATE_GIL_WAIT_GC, "wait GC" },
-	{ STATE_LOCK_WAIT, "lock wait" },
-	{ STATE_IO, "I/O" },
-	{ STATE_SLEEP, "sleep" },
-	{ STATE_PREEMPTED, "preempted" },
-	{ STATE_OTHER, "other" },
-};
-#define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
 
 static const char *thread_name(const struct profile *p, int pid, int tid)
 {
@@ -79,9 +63,12 @@ void report_thread_table(FILE *f, const struct analysis *a, const struct profile
 	size_t i, j, n = analysis_thread_states(a, p, &ts);
 	double total = p->duration_ns ? p->duration_ns : 1;
 
+	/* a column per state with a column title, in the order of enum
+	 * sample_state: the order a reader scans for trouble */
 	fprintf(f, "  %-24s", "thread");
-	for (j = 0; j < NCOLUMNS; j++)
-		fprintf(f, " %12s", columns[j].title);
+	for (j = 0; j < STATE_MAX; j++)
+		if (state_table[j].column)
+			fprintf(f, " %12s", state_table[j].column);
 	fputc('\n', f);
 	for (i = 0; i < n; i++) {
 		char label[128], cut[32], name[SHOWN_MAX];
@@ -91,10 +78,11 @@ void report_thread_table(FILE *f, const struct analysis *a, const struct profile
 		utf8_cut(cut, label, 24);
 		fputs("  ", f);
 		print_padded(f, cut, 24);
-		for (j = 0; j < NCOLUMNS; j++) {
-			uint64_t ns = ts[i].ns[columns[j].state];
+		for (j = 0; j < STATE_MAX; j++) {
+			uint64_t ns = ts[i].ns[j];
 
-			fprintf(f, " %6.2fs %3.0f%%", ns / 1e9, 100.0 * ns / total);
+			if (state_table[j].column)
+				fprintf(f, " %6.2fs %3.0f%%", ns / 1e9, 100.0 * ns / total);
 		}
 		fputc('\n', f);
 	}

@@ -9,6 +9,7 @@
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
+#include "states.h"
 #include "thread_dump.h"
 
 /* Beyond any real process: more is garbage or a runaway target. */
@@ -31,16 +32,10 @@ struct py_view {
 const char *dump_state_name(int state)
 {
 	switch (state) {
-	case DUMP_RUNNING:	return "running";
-	case DUMP_STOPPED:	return "stopped";
+	case DUMP_RUNNING:	return state_table[STATE_ON_CPU].dump_name;
+	case DUMP_STOPPED:	return "stopped";	/* not states of a thread's time */
 	case DUMP_GONE:		return "gone";
-	case EP_OFF_PREEMPTED:	return "preempted";
-	case EP_OFF_GIL:	return "gil_wait";
-	case EP_OFF_GIL_GC:	return "gc_wait";
-	case EP_OFF_LOCK:	return "lock_wait";
-	case EP_OFF_IO:		return "io";
-	case EP_OFF_SLEEP:	return "sleep";
-	default:		return "other";
+	default:		return state_table[state_of_reason(state)].dump_name;
 	}
 }
 

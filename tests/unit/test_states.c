@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Unit tests of user/states.c: the one table of thread states and their
+ * spellings (issue 19). The expected spellings are the ones each output used
+ * before the table: a recording, a summary, top, dump or diff reads the same
+ * words as before. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "analysis.h"
+#include "diff.h"
+#include "ebpfprof.h"
+#include "states.h"
+#include "thread_dump.h"
+
+/* Every spelling of every state, in enum order: the order is the summary's
+ * columns and a recording's states_s, so a state moved in the enum fails. */
+static const struct {
+	int state;
+	const char *name, *title, *column, *short_label, *marker, *dump_name;
+	int top_col, reason;
+} want[STATE_MAX] = {
+	{ STATE_ON_CPU, "on-cpu", "on-CPU", "on-CPU", "on-CPU", "[off-CPU]", "running", 1, -1 },
+	{ STATE_GC, "gc", "GC", "GC", "GC", "[GC]", NULL, 3, -1 },
+	{ STATE_GIL_WAIT, "gil-wait", "GIL wait", "GIL wait", "GIL", "[GIL wait]", "gil_wait", 2,
+	  EP_OFF_GIL },
+	{ STATE_GIL_WAIT_GC, "waiting-for-gc", "waiting for GC", "wait GC", "waitGC",
+	  "[waiting for GC]", "gc_wait", 4, EP_OFF_GIL_GC },
+	{ STATE_LOCK_WAIT, "lock-wait", "lock wait", "lock wait", "lock", "[lock wait]",
+	  "lock_wait", 5, EP_OFF_LOCK },
+	{ STATE_IO, "io", "I/O", "I/O", "I/O", "[I/O wait]", "io", 6, EP_OFF_IO },
+	{ STATE_SLEEP, "sleep", "sleep", "sleep", "sleep", "[sleep]", "sleep", 7, EP_OFF_SLEEP },
+	{ STATE_PREEMPTED, "preempted", "preempted", "preempted", "preempt", "[preempted]",
+	  "preempted", 8, EP_OFF_PREEMPTED },
+	{ STATE_OTHER, "other", "other", "other", NULL, "[off-CPU]", "other", 0, EP_OFF_OTHER },
+	{ STATE_IDLE, "idle", "?", NULL, NULL, "[off-CPU]", NULL, 0, -1 },
+};
+
+static void test_enum_order_and_spellings(void **state)
+{
+	int s;
+
+	(void)state;
+	for (s = 0; s < STATE_MAX; s++) {
+		const struct state_spelling *row = &state_table[s];
+
+		assert_int_equal(want[s].state, s);
+		assert_string_equal(sample_state_name(s), want[s].name);
+		assert_string_equal(diff_state_title(s), want[s].title);
+		assert_string_equal(state_marker(s), want[s].marker);
+		if (want[s].column)
+			assert_string_equal(row->column, want[s].column);
+		else
+			assert_null(row->column);
+		if (want[s].short_label)
+			assert_string_equal(row->short_label, want[s].short_label);
+		else
+			assert_null(row->short_label);
+		if (want[s].dump_name)
+			assert_string_equal(row->dump_name, want[s].dump_name);
+		else
+			assert_null(row->dump_name);
+		assert_int_equal(row->top_col, want[s].top_col);
+		assert_int_equal(row->reason, want[s].reason);
+	}
+}
+
+/*
+ * A new state has every spelling: only these gaps are meant (that output
+ * never shows the state). on-CPU time has stacks, no marker; top leaves
+ * "other" out; dump sees reasons, and no reason means GC; idle is a gap in
+ * a timeline, named only in a recording.
+ */
+static int gap_meant(int s, const char *field)
+{
+	if (s == STATE_ON_CPU)
+		return !strcmp(field, "marker");
+	if (s == STATE_GC)
+		return !strcmp(field, "dump_name");
+	if (s == STATE_OTHER)
+		return !strcmp(field, "short_label");
+	return s == STATE_IDLE && strcmp(field, "name");
+}
+
+static void check_spelling(int s, const char *field, const char *v)
+{
+	if (v)
+		assert_true(v[0] != 0);
+	else if (!gap_meant(s, field))
+		fail_msg("state %d (%s) has no %s", s, state_table[s].name, field);
+}
+
+static void test_every_state_has_every_spelling(void **state)
+{
+	int s;
+
+	(void)state;
+	for (s = 0; s < STATE_MAX; s++) {
+		const struct state_spelling *row = &state_table[s];
+
+		check_spelling(s, "name", row->name);
+		check_spelling(s, "title", row->title);
+		check_spelling(s, "column", row->column);
+		check_spelling(s, "short_label", row->short_label);
+		check_spelling(s, "marker", row->marker);
+		check_spelling(s, "dump_name", row->dump_name);
+		/* top shows a state iff it has a place among its columns */
+		assert_int_equal(!!row->short_label, row->top_col > 0);
+		/* they line up: the summary's columns are 12 wide, top's 7 */
+		if (row->column)
+			assert_true(strlen(row->column) <= 12);
+		if (row->short_label)
+			assert_true(strlen(row->short_label) <= 7);
+	}
+}
+
+static const char *field_of(const struct state_spelling *row, int f)
+{
+	switch (f) {
+	case 0: return row->name;
+	case 1: return row->title;
+	case 2: return row->column;
+	case 3: return row->short_label;
+	case 4: return row->marker;
+	default: return row->dump_name;
+	}
+}
+
+/* Two states spelled alike would merge in a recording's JSON object, in
+ * diff's reading of it, or on screen. */
+static void test_spellings_unique(void **state)
+{
+	int f, a, b;
+
+	(void)state;
+	for (f = 0; f < 6; f++)
+		for (a = 0; a < STATE_MAX; a++)
+			for (b = a + 1; b < STATE_MAX; b++) {
+				const char *x = field_of(&state_table[a], f);
+				const char *y = field_of(&state_table[b], f);
+
+				if (x && y && !strcmp(x, y))
+					fail_msg("states %d and %d both spelled %s", a, b, x);
+			}
+	for (a = 0; a < STATE_MAX; a++)
+		for (b = a + 1; b < STATE_MAX; b++)
+			if (state_table[a].top_col)
+				assert_int_not_equal(state_table[a].top_col, state_table[b].top_col);
+}
+
+/* Every reason the BPF classifier gives is claimed by exactly one state. */
+static void test_reasons(void **state)
+{
+	int reason, s, claims;
+
+	(void)state;
+	for (reason = 0; reason < EP_OFF_REASONS; reason++) {
+		for (claims = 0, s = 0; s < STATE_MAX; s++)
+			claims += state_table[s].reason == reason;
+		assert_int_equal(claims, 1);
+		assert_int_equal(state_table[state_of_reason(reason)].reason, reason);
+		assert_int_equal(analysis_reason_state(reason), state_of_reason(reason));
+	}
+	assert_int_equal(state_of_reason(EP_OFF_GIL_GC), STATE_GIL_WAIT_GC);
+	assert_int_equal(state_of_reason(EP_OFF_REASONS), STATE_OTHER);
+	assert_int_equal(state_of_reason(STATE_NO_REASON), STATE_OTHER);
+	assert_int_equal(state_of_reason(-7), STATE_OTHER);
+}
+
+/* dump names reasons, as it did: running/stopped/gone, then each reason. */
+static void test_dump_names(void **state)
+{
+	(void)state;
+	assert_string_equal(dump_state_name(DUMP_RUNNING), "running");
+	assert_string_equal(dump_state_name(DUMP_STOPPED), "stopped");
+	assert_string_equal(dump_state_name(DUMP_GONE), "gone");
+	assert_string_equal(dump_state_name(EP_OFF_PREEMPTED), "preempted");
+	assert_string_equal(dump_state_name(EP_OFF_GIL), "gil_wait");
+	assert_string_equal(dump_state_name(EP_OFF_GIL_GC), "gc_wait");
+	assert_string_equal(dump_state_name(EP_OFF_LOCK), "lock_wait");
+	assert_string_equal(dump_state_name(EP_OFF_IO), "io");
+	assert_string_equal(dump_state_name(EP_OFF_SLEEP), "sleep");
+	assert_string_equal(dump_state_name(EP_OFF_OTHER), "other");
+	assert_string_equal(dump_state_name(EP_OFF_REASONS + 5), "other");
+	assert_string_equal(dump_state_name(-99), "other");
+}
+
+/* top's columns, in its order (not the enum's: GIL before GC). */
+static void test_top_columns(void **state)
+{
+	static const char *const titles[] = { "on-CPU", "GIL", "GC", "waitGC", "lock", "I/O",
+					      "sleep", "preempt" };
+	int cols[STATE_MAX], n = state_top_columns(cols), j;
+
+	(void)state;
+	assert_int_equal(n, 8);
+	for (j = 0; j < n; j++)
+		assert_string_equal(state_table[cols[j]].short_label, titles[j]);
+}
+
+static void test_out_of_range(void **state)
+{
+	(void)state;
+	assert_ptr_equal(state_spelling(STATE_MAX), &state_table[STATE_OTHER]);
+	assert_ptr_equal(state_spelling(-1), &state_table[STATE_OTHER]);
+	assert_string_equal(sample_state_name(STATE_MAX), "other");
+	assert_string_equal(state_marker(STATE_MAX), "[off-CPU]");
+	assert_string_equal(state_marker(-1), "[off-CPU]");
+	assert_string_equal(diff_state_title(-1), "?");
+	assert_string_equal(diff_state_title(STATE_MAX), "?");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_enum_order_and_spellings),
+		cmocka_unit_test(test_every_state_has_every_spelling),
+		cmocka_unit_test(test_spellings_unique),
+		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_dump_names),
+		cmocka_unit_test(test_top_columns),
+		cmocka_unit_test(test_out_of_range),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
