@@ -1,4 +1,4 @@
-"""Issue 4: every CPython from 3.8 to 3.14 that this machine has, static or
+"""Issue 4: every CPython from 3.8 to 3.15 (issue 20) that this machine has, static or
 shared, stripped or not, release or debug, on the host or in a chroot (its
 own root, as in a container): correct function names, files and lines."""
 import time
@@ -11,6 +11,7 @@ INTERPRETERS = [
     "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13",
     "debian-3.11", "debian-3.11-dbg",
     "chroot-3.9", "chroot-3.9-dbg", "chroot-3.13", "chroot-3.13-dbg", "chroot-3.14", "chroot-3.14-dbg",
+    "chroot-3.15", "chroot-3.15-dbg",
 ]
 
 
