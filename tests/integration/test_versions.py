@@ -92,3 +92,23 @@ def test_thread_states_and_names(interp_name, workloads, out):
     locker = thread_totals(prof, "locker")
     assert locker["[lock wait]"] >= 0.9 and locker["[GIL wait]"] == 0, locker
     assert thread_totals(prof, "reader")["[I/O wait]"] >= 0.9
+
+
+def test_gil_build_under_a_free_threaded_name_is_profiled(workloads, out):
+    """The build is judged by the binary: Debian's GIL 3.15 copied to
+    python3.13t (a free-threaded-looking name) is profiled as 3.15."""
+    interp = require_interpreter("chroot-3.15")
+    renamed = Path(interp.chroot) / "tmp" / "python3.13t"
+    renamed.write_bytes((Path(interp.chroot) / "usr" / "bin" / "python3.15").read_bytes())
+    renamed.chmod(0o755)
+    try:
+        w = workloads(type(interp)("renamed", ["chroot", interp.chroot, "/tmp/python3.13t"],
+                                   (3, 15), chroot=interp.chroot), "two_hot.py", seconds=30)
+        time.sleep(0.8)
+        path = out()
+        res = run_ebpfprof("--pid", w.pid, "-d", 1, "-r", 200, "-o", path)
+        assert res.returncode == 0, res.stderr
+        assert "CPython 3.15" in res.stderr and "free-threaded" not in res.stderr
+        assert any(s[:3] == ["<module>", "main", "crunch_a"] for s, _ in Profile(path).stacks())
+    finally:
+        renamed.unlink(missing_ok=True)
