@@ -46,6 +46,7 @@ table_sets() {
 12	pyenv 3.12.1	-	$pyenv/3.12.1/include/python3.12
 13	pyenv 3.13.0	-	$pyenv/3.13.0/include/python3.13
 14	Debian sid python3.14-dev %V	$chroots/sid	/usr/include/python3.14
+15	Debian sid python3.15-dev %V	$chroots/sid	/usr/include/python3.15
 EOF
 }
 
@@ -59,6 +60,7 @@ other_sets() {
 13	Debian trixie python3.13-dev %V	$chroots/trixie	/usr/include/python3.13
 13	Debian trixie python3.13-dbg %V (Py_DEBUG)	$chroots/trixie	/usr/include/python3.13d
 14	Debian sid python3.14-dbg %V (Py_DEBUG)	$chroots/sid	/usr/include/python3.14d
+15	Debian sid python3.15-dbg %V (Py_DEBUG)	$chroots/sid	/usr/include/python3.15d
 EOF
 }
 

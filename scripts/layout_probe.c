@@ -21,8 +21,8 @@
 #error "the layout probe must be compiled for x86-64"
 #endif
 
-#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 8 || PY_MINOR_VERSION > 14
-#error "only CPython 3.8 to 3.14 are supported"
+#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 8 || PY_MINOR_VERSION > 15
+#error "only CPython 3.8 to 3.15 are supported"
 #endif
 
 /*
@@ -176,7 +176,11 @@ int main(void)
 	 * frame, so the skip starts at the lower of the two.
 	 * 3.11 marks entry frames with is_entry instead, on real frames.
 	 */
-#if V(3, 14)
+#if V(3, 15)
+	/* 3.15 dropped FRAME_OWNED_BY_CSTACK; FRAME_OWNED_BY_INTERPRETER is
+	 * the highest owner and _PyFrame_IsIncomplete() skips from it up. */
+	field("owner_skip_min", FRAME_OWNED_BY_INTERPRETER);
+#elif V(3, 14)
 	field("owner_skip_min", FRAME_OWNED_BY_INTERPRETER < FRAME_OWNED_BY_CSTACK ?
 	      FRAME_OWNED_BY_INTERPRETER : FRAME_OWNED_BY_CSTACK);
 #elif V(3, 12)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds (once, then reuses) the Debian chroots the version tests profile:
-#   bullseye -> CPython 3.9, trixie -> 3.13, sid -> 3.14, each with its -dbg build too.
+#   bullseye -> CPython 3.9, trixie -> 3.13, sid -> 3.14 and 3.15, each with its -dbg build too.
 # A process started inside one has its own root, the way a container's has, so the
 # profiler must find its interpreter through /proc/PID/root.
 # Usage: scripts/make-chroots.sh [SUITE...]   (default: bullseye trixie sid)
@@ -11,11 +11,39 @@ mirror=${EBPFPROF_MIRROR:-http://deb.debian.org/debian}
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(bullseye trixie sid)
 
+# Pythons a suite must hold besides its default python3, each with its -dbg
+# build: sid carries the current release (3.15) next to its default 3.14.
+extra_pythons() {
+	case $1 in
+	sid) echo "3.14 3.15" ;;
+	esac
+}
+
+# Installs pythonX.Y and pythonX.Y-dbg for each extra version DIR lacks.
+# The registry's sid is a frozen snapshot: its Release file has expired.
+add_pythons() {
+	local suite=$1 dir=$2 v missing=()
+	for v in $(extra_pythons "$suite"); do
+		[ -x "$dir/usr/bin/python$v" ] && [ -x "$dir/usr/bin/python${v}d" ] ||
+			missing+=("python$v" "python$v-dbg")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	echo "chroot $suite: installing ${missing[*]}"
+	chroot "$dir" apt-get -o Acquire::Check-Valid-Until=false update -q \
+		>>"$root/$suite.log" 2>&1 &&
+	chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${missing[@]}" >>"$root/$suite.log" 2>&1 ||
+		{ echo "chroot $suite: ${missing[*]} not installable (see $root/$suite.log)"; return 1; }
+	chroot "$dir" apt-get clean >/dev/null 2>&1 || true
+}
+
 build_one() {
 	local suite=$1 dir=$root/$1
 	if [ -f "$dir/.ebpfprof-ready" ]; then
 		echo "chroot $suite: cached at $dir"
-		return 0
+		# a chroot cached before a version was added gets it now
+		add_pythons "$suite" "$dir"
+		return
 	fi
 	echo "chroot $suite: building at $dir (a few minutes, once)"
 	rm -rf "$dir.tmp"
@@ -28,6 +56,7 @@ build_one() {
 	chroot "$dir.tmp" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 		--no-install-recommends "python$pyver-dbg" >>"$root/$suite.log" 2>&1 ||
 		echo "chroot $suite: python$pyver-dbg not installable (see $root/$suite.log)"
+	add_pythons "$suite" "$dir.tmp" || true
 	chroot "$dir.tmp" apt-get clean >/dev/null 2>&1 || true
 	touch "$dir.tmp/.ebpfprof-ready"
 	rm -rf "$dir"

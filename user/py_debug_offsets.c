@@ -10,7 +10,9 @@
  * That layout changed between 3.13 (pycore_runtime.h) and 3.14
  * (pycore_debug_offsets.h): 3.14 inserted fields such as threads_main,
  * code_object_generation and stackpointer in the middle of sections and
- * added a set section. So the position of every field read here is kept as
+ * added a set section; 3.15 added last_profiled_frame and its sequence
+ * number to the thread state section, moving thread_id and all that
+ * follows. So the position of every field read here is kept as
  * data, one index table per minor version, in u64 words from the start of
  * the struct; the tables are the output of
  * "scripts/gen-layout.sh --debug-offsets" on the headers named in .source.
@@ -59,10 +61,10 @@ enum do_field {
 
 /* The cookie is word 0; the tables say where the rest is. */
 #define DO_COOKIE	"xdebugpy"
-/* Enough for the furthest field read (3.14: word 82 of 95). */
+/* Enough for the furthest field read (3.15: word 95 of 111). */
 #define DO_MAX_WORDS	128
 /* Words up to the furthest field any table reads. */
-#define DO_USED_WORDS	83
+#define DO_USED_WORDS	96
 /*
  * No structure the profiler reads has a field this far in, and the kernel
  * side keeps offsets in 16 bits (0xffff meaning "none"); a larger value
@@ -152,6 +154,43 @@ static const struct do_table do_tables[] = {
 			[DO_UNICODE_LENGTH] = 79,
 			[DO_UNICODE_ASCII_SIZE] = 80,
 			[DO_GC_COLLECTING] = 82,
+		},
+	},
+	{
+		.minor = 15,
+		.source = "the target's _Py_DebugOffsets (3.15 index table from Debian sid 3.15.2 pycore_debug_offsets.h); other fields from the 3.15 table entry",
+		.idx = {
+			/* PY_VERSION 3.15.2: sizeof(_Py_DebugOffsets) = 888 */
+			[DO_VERSION] = 1,
+			[DO_FREE_THREADED] = 2,
+			[DO_RUNTIME_INTERPRETERS_HEAD] = 5,
+			[DO_INTERP_THREADS_HEAD] = 9,
+			[DO_INTERP_GC] = 11,
+			[DO_INTERP_MODULES] = 12,
+			[DO_INTERP_CEVAL_GIL] = 15,
+			[DO_INTERP_GIL] = 16,
+			[DO_INTERP_GIL_LOCKED] = 18,
+			[DO_INTERP_GIL_HOLDER] = 19,
+			[DO_TSTATE_NEXT] = 24,
+			[DO_TSTATE_CURRENT_FRAME] = 26,
+			[DO_TSTATE_THREAD_ID] = 30,
+			[DO_TSTATE_NATIVE_THREAD_ID] = 31,
+			[DO_FRAME_PREVIOUS] = 40,
+			[DO_FRAME_EXECUTABLE] = 41,
+			[DO_FRAME_INSTR_PTR] = 42,
+			[DO_FRAME_OWNER] = 44,
+			[DO_CODE_FILENAME] = 48,
+			[DO_CODE_NAME] = 49,
+			[DO_CODE_QUALNAME] = 50,
+			[DO_CODE_LINETABLE] = 51,
+			[DO_CODE_FIRSTLINENO] = 52,
+			[DO_CODE_ADAPTIVE] = 56,
+			[DO_BYTES_OB_SIZE] = 87,
+			[DO_BYTES_OB_SVAL] = 88,
+			[DO_UNICODE_STATE] = 90,
+			[DO_UNICODE_LENGTH] = 91,
+			[DO_UNICODE_ASCII_SIZE] = 92,
+			[DO_GC_COLLECTING] = 95,
 		},
 	},
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Where things are inside one CPython version's structures. Tables for
- * 3.8 to 3.14 live as data in py_layout_table.c (each entry says where its
+ * 3.8 to 3.15 live as data in py_layout_table.c (each entry says where its
  * figures came from); 3.13+ layouts are read from the target's own
  * _Py_DebugOffsets (py_debug_offsets.c) and fall back to the table.
  * A field that a version lacks is -1. Supporting a new version means an
@@ -117,7 +117,7 @@ struct py_obj_layout {
 /* The object layouts of 3.minor, or NULL if that version is not supported. */
 const struct py_obj_layout *py_obj_layout_for_version(int major, int minor);
 
-/* "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14" */
+/* "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14, 3.15" */
 const char *py_supported_versions(void);
 
 /* py_debug_offsets_read(): the blob has the cookie and our version but

@@ -358,8 +358,60 @@ static const struct py_layout py_3_14 = {
 	.bytes_data = 32,
 };
 
+/*
+ * 3.15: FRAME_OWNED_BY_CSTACK is gone and FRAME_OWNED_BY_INTERPRETER (3)
+ * is the highest owner (a shim, as _PyFrame_IsIncomplete() has it);
+ * thread_id moved to 176 (last_profiled_frame was added before it) and
+ * gc.collecting to 112; the frame walk reads the same fields at the same
+ * places as on 3.14. Debian sid's Py_DEBUG build (python3.15-dbg) gives
+ * the same figures. Overridden at run time by _Py_DebugOffsets as for 3.13.
+ */
+static const struct py_layout py_3_15 = {
+	/* PY_VERSION 3.15.2 */
+	.major = 3,
+	.minor = 15,
+	.source = "gen-layout.sh on Debian sid python3.15-dev 3.15.2 headers",
+	.runtime_interpreters_head = 936,
+	.runtime_gc = -1,
+	.runtime_ceval_gil = -1,
+	.interp_threads_head = 7336,
+	.interp_gc = 7400,
+	.interp_ceval_gil = 16,
+	.interp_modules = 7592,
+	.gc_collecting = 112,
+	.gil_size = 208,
+	.gil_locked = 16,
+	.gil_last_holder = 8,
+	.tstate_next = 8,
+	.tstate_thread_id = 176,
+	.tstate_native_thread_id = 184,
+	.tstate_frame = 72,
+	.cframe_current_frame = -1,
+	.frame_previous = 8,
+	.frame_code = 0,
+	.frame_instr = 56,
+	.frame_owner = 74,
+	.instr_kind = EP_INSTR_POINTER,
+	.owner_skip_min = 3,
+	.code_tag_mask = 0x3,
+	.code_filename = 112,
+	.code_name = 120,
+	.code_qualname = 128,
+	.code_firstlineno = 68,
+	.code_linetable = 136,
+	.code_adaptive = 208,
+	.linetable_format = PY_LINETABLE_LOCATIONS,
+	.unicode_length = 16,
+	.unicode_state = 32,
+	.unicode_ascii_size = 40,
+	.unicode_compact_size = 56,
+	.bytes_size = 16,
+	.bytes_data = 32,
+};
+
 static const struct py_layout *const layouts[] = {
 	&py_3_8, &py_3_9, &py_3_10, &py_3_11, &py_3_12, &py_3_13, &py_3_14,
+	&py_3_15,
 };
 
 const struct py_layout *py_layout_for_version(int major, int minor)
@@ -454,6 +506,17 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
 	  .attr_kind = PY_ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
 	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	/* Debian sid python3.15-dev 3.15.2 headers (its Py_DEBUG set agrees):
+	 * as 3.14 but for ht_cached_keys */
+	{ .minor = 15, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
+	  .ht_cached_keys = 888, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
+	  .dk_size = -1, .dk_log2_size = 8, .dk_log2_index_bytes = 9, .dk_kind = 10,
+	  .dk_nentries = 24, .dk_indices = 32,
+	  .entry_size = 24, .entry_key = 8, .entry_value = 16,
+	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
+	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
+	  .attr_kind = PY_ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
 };
 
 const struct py_obj_layout *py_obj_layout_for_version(int major, int minor)
@@ -469,5 +532,5 @@ const struct py_obj_layout *py_obj_layout_for_version(int major, int minor)
 /* Kept in step with layouts[] (the unit test checks it). */
 const char *py_supported_versions(void)
 {
-	return "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14";
+	return "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14, 3.15";
 }

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -14,6 +13,7 @@
 #include "elf_syms.h"
 #include "printable.h"
 #include "procfs.h"
+#include "py_build.h"
 #include "py_target.h"
 #include "remote.h"
 
@@ -181,87 +181,10 @@ static int is_libpython(const char *path)
 	return !strncmp(base, "libpython", 9);
 }
 
-/* "3.X" from a name such as libpython3.11.so.1.0, python3.9, python3.13d. */
-static int version_from_name(const char *path, int *major, int *minor)
-{
-	const char *base = strrchr(path, '/');
-	const char *p;
-
-	base = base ? base + 1 : path;
-	p = strstr(base, "python");
-	if (!p || sscanf(p + 6, "%d.%d", major, minor) != 2)
-		return -1;
-	return 0;
-}
-
-static int is_free_threaded_name(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	int major, minor, n = 0;
-
-	base = base ? base + 1 : path;
-	base = strstr(base, "python");
-	if (!base || sscanf(base + 6, "%d.%d%n", &major, &minor, &n) != 2)
-		return 0;
-	return base[6 + n] == 't';
-}
-
-struct rodata_version {
-	int major, minor, micro;
-};
-
-/* PY_VERSION ("3.9.2", "3.10.0rc1", "3.8.18+") as a string of its own in .rodata */
-static int match_version_string(const char *s, size_t len, void *arg)
-{
-	struct rodata_version *v = arg;
-	int major, minor, micro, n = 0;
-
-	if (len < 5 || len > 16 || s[0] != '3' || s[1] != '.')
-		return 0;
-	if (sscanf(s, "%d.%d.%d%n", &major, &minor, &micro, &n) != 3)
-		return 0;
-	if (minor < 0 || minor > 40 || micro < 0 || micro > 99)
-		return 0;
-	for (; (size_t)n < len; n++)
-		if (!isalnum((unsigned char)s[n]) && s[n] != '+')
-			return 0;
-	v->major = major;
-	v->minor = minor;
-	v->micro = micro;
-	return 1;
-}
-
-/* Version without running the target: Py_Version (3.11+), then the file's
- * name, then the PY_VERSION string in .rodata. */
-static int detect_version(struct py_target *t, struct elf_file *ef)
-{
-	struct rodata_version rv = { 0 };
-	uint64_t addr;
-	uint32_t hex;
-	const char *soname = elf_soname(ef);
-
-	if (!elf_symbol(ef, "Py_Version", &addr, NULL) &&
-	    !elf_read_vaddr(ef, addr, &hex, sizeof(hex))) {
-		t->major = hex >> 24;
-		t->minor = (hex >> 16) & 0xff;
-		t->micro = (hex >> 8) & 0xff;
-		return 0;
-	}
-	if (elf_for_each_rodata_string(ef, match_version_string, &rv)) {
-		t->major = rv.major;
-		t->minor = rv.minor;
-		t->micro = rv.micro;
-		return 0;
-	}
-	t->micro = -1;
-	if (soname && !version_from_name(soname, &t->major, &t->minor))
-		return 0;
-	return version_from_name(t->shown_path, &t->major, &t->minor);
-}
-
 /* Examines one mapped file; 1 if it holds _PyRuntime (t is filled). */
 static int try_candidate(struct py_target *t, const struct mapping *m, uint64_t map_base)
 {
+	struct py_build build;
 	struct elf_file *ef;
 	uint64_t runtime;
 	struct stat st;
@@ -288,8 +211,12 @@ static int try_candidate(struct py_target *t, const struct mapping *m, uint64_t 
 	t->runtime_addr = runtime + t->load_bias;
 	t->has_usdt = elf_has_usdt(ef);
 	t->has_symtab = elf_has_symtab(ef);
-	if (detect_version(t, ef))
-		t->major = t->minor = -1;
+	py_build_detect(ef, t->shown_path, &build);
+	t->major = build.major;
+	t->minor = build.minor;
+	t->micro = build.micro;
+	t->free_threaded = build.free_threaded;
+	snprintf(t->build_evidence, sizeof(t->build_evidence), "%s", build.evidence);
 	elf_file_close(ef);
 	return 1;
 }
@@ -364,9 +291,9 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 			 saw_python_name ? " or a mapped libpython" : "", py_supported_versions());
 		return PY_TARGET_NOT_PYTHON;
 	}
-	if (is_free_threaded_name(t->shown_path)) {
-		snprintf(err, errlen, "process %d runs a free-threaded CPython build (%s), which is not supported yet; supported: CPython %s with the GIL",
-			 pid, t->shown_path, py_supported_versions());
+	if (t->free_threaded) {
+		snprintf(err, errlen, "process %d runs a free-threaded CPython build (%s: %s), which is not supported yet; supported: CPython %s with the GIL",
+			 pid, t->shown_path, t->build_evidence, py_supported_versions());
 		return PY_TARGET_UNSUPPORTED;
 	}
 	layout = t->major == 3 ? py_layout_for_version(t->major, t->minor) : NULL;

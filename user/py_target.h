@@ -30,6 +30,8 @@ struct py_target {
 	uint64_t load_bias;		/* runtime address = link-time address + bias */
 	uint64_t runtime_addr;		/* &_PyRuntime in the target */
 	int major, minor, micro;
+	int free_threaded;		/* the binary says Py_GIL_DISABLED (py_build.h) */
+	char build_evidence[96];	/* what said so */
 	struct py_layout layout;
 	uint64_t interp_addr;		/* main interpreter, once initialised */
 	struct ep_proc_cfg cfg;

@@ -73,7 +73,7 @@ def interpreters():
     for minor in (8, 9, 10, 11, 12, 13):
         path = _pyenv(minor)
         out[f"pyenv-3.{minor}"] = Interpreter(f"pyenv-3.{minor}", [path] if path else None, (3, minor))
-    for suite, minor in (("bullseye", 9), ("trixie", 13), ("sid", 14)):
+    for suite, minor in (("bullseye", 9), ("trixie", 13), ("sid", 14), ("sid", 15)):
         d = CHROOTS / suite
         out[f"chroot-3.{minor}"] = Interpreter(f"chroot-3.{minor}", ["chroot", str(d), f"python3.{minor}"], (3, minor), chroot=str(d))
         out[f"chroot-3.{minor}-dbg"] = Interpreter(f"chroot-3.{minor}-dbg", ["chroot", str(d), f"python3.{minor}d"], (3, minor), chroot=str(d))

@@ -69,7 +69,7 @@ def top_frame(thread, function, line_marker):
 
 
 @pytest.mark.parametrize("interp_name", ["debian-3.11", "pyenv-3.8", "pyenv-3.12", "pyenv-3.13",
-                                         "chroot-3.13", "chroot-3.14"])
+                                         "chroot-3.13", "chroot-3.14", "chroot-3.15", "chroot-3.15-dbg"])
 def test_dump_states_stacks_and_details(interp_name, workloads, tmp_path):
     interp = require_interpreter(interp_name)
     w, truth, prog = start_mix(workloads, interp, tmp_path)

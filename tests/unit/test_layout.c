@@ -33,7 +33,7 @@ __attribute__((weak)) int remote_read(pid_t pid, uint64_t addr, void *buf, size_
 	return 0;
 }
 
-/* Words of _Py_DebugOffsets the corruption tests touch (same in 3.13, 3.14). */
+/* Words of _Py_DebugOffsets the corruption tests touch (same in 3.13, 3.14, 3.15). */
 #define W_VERSION		1
 #define W_FREE_THREADED		2
 #define W_THREADS_HEAD		9	/* interpreter_state.threads_head */
@@ -51,7 +51,7 @@ static void test_every_version_has_an_entry(void **state)
 	int minor;
 
 	(void)state;
-	for (minor = 8; minor <= 14; minor++) {
+	for (minor = 8; minor <= 15; minor++) {
 		const struct py_layout *L = py_layout_for_version(3, minor);
 		int frame_end;
 
@@ -112,7 +112,8 @@ static void test_every_version_has_an_entry(void **state)
 			assert_int_equal(L->linetable_format, minor == 10 ? PY_LINETABLE_310 :
 					 PY_LINETABLE_LNOTAB);
 		}
-		/* 3.12+: C-stack shims; 3.14 adds FRAME_OWNED_BY_INTERPRETER (3) below them. */
+		/* 3.12+: C-stack shims; 3.14 adds FRAME_OWNED_BY_INTERPRETER (3) below
+		 * them; 3.15 drops FRAME_OWNED_BY_CSTACK and keeps 3 as the highest. */
 		assert_int_equal(L->owner_skip_min, minor >= 12 ? 3 : 0);
 		assert_int_equal(L->code_tag_mask, minor >= 14 ? 3 : 0);
 
@@ -132,7 +133,7 @@ static void test_unsupported_versions(void **state)
 {
 	(void)state;
 	assert_null(py_layout_for_version(3, 7));
-	assert_null(py_layout_for_version(3, 15));
+	assert_null(py_layout_for_version(3, 16));
 	assert_null(py_layout_for_version(2, 7));
 	assert_null(py_layout_for_version(4, 0));
 }
@@ -247,6 +248,14 @@ static void test_debug_offsets_314(void **state)
 	check_blob(blob_314_dbg, sizeof(blob_314_dbg), 14);
 }
 
+/* 3.15 moved thread_id and what follows it in the thread state section. */
+static void test_debug_offsets_315(void **state)
+{
+	(void)state;
+	check_blob(blob_315, sizeof(blob_315), 15);
+	check_blob(blob_315_dbg, sizeof(blob_315_dbg), 15);
+}
+
 /* On every rejection the caller's layout is left as it was. */
 static void expect_rejected_as(uint64_t addr, int minor, int rc)
 {
@@ -355,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_supported_versions_string),
 		cmocka_unit_test(test_debug_offsets_313),
 		cmocka_unit_test(test_debug_offsets_314),
+		cmocka_unit_test(test_debug_offsets_315),
 		cmocka_unit_test(test_rejects_bad_cookie),
 		cmocka_unit_test(test_rejects_version_mismatch),
 		cmocka_unit_test(test_rejects_free_threaded),
