@@ -5,16 +5,14 @@ the system's device), fchmod'ed 0644 whatever the umask, and left the file
 root's under sudo. The recordings are real: one short recording of a real
 Python process, compared with itself."""
 import os
-import shutil
 import socket
 import stat
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from conftest import EBPFPROF, require_interpreter
+from test_outputs import one_line_error, shared_dir  # noqa: F401 (a fixture)
 
 BUSY = "import time\nt = time.time()\nwhile time.time() - t < {s}: sum(range(100))\n"
 
@@ -34,14 +32,6 @@ def diff(recording, *args, env=None, umask=None):
     if umask is not None:
         argv = ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *argv]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
-
-
-def one_line_error(res, *needles):
-    assert res.returncode != 0, res.stderr
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1, res.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def make_node(path, kind, victim):
@@ -90,14 +80,6 @@ def test_diff_output_respects_the_umask(tmp_path, recording):
         res = diff(recording, "-f", fmt, "-o", out, umask=umask)
         assert res.returncode == 0, res.stderr
         assert stat.S_IMODE(out.stat().st_mode) == mode, (fmt, oct(out.stat().st_mode))
-
-
-@pytest.fixture
-def shared_dir():
-    d = Path(tempfile.mkdtemp(prefix="ebpfprof-sudo-", dir="/tmp"))
-    d.chmod(0o777)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 SUDO = dict(os.environ, SUDO_UID="65534", SUDO_GID="65534", SUDO_USER="nobody")

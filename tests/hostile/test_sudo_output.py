@@ -5,27 +5,16 @@ file ebpfprof creates is that user's, and a file it replaces keeps its owner,
 group and mode. ebpfprof runs as `sudo` leaves it: root, with SUDO_UID and
 SUDO_GID of nobody, recording a real Python process it launches."""
 import os
-import shutil
 import stat
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from conftest import EBPFPROF, require_interpreter
+from test_outputs import shared_dir  # noqa: F401 (a fixture: a directory nobody may write in too)
 
 BUSY = "import time\nt = time.time()\nwhile time.time() - t < 3: sum(range(100))\n"
 NOBODY = 65534
-
-
-@pytest.fixture
-def shared_dir():
-    """A directory in /tmp that nobody may write in too, as a user's would be."""
-    d = Path(tempfile.mkdtemp(prefix="ebpfprof-sudo-", dir="/tmp"))
-    d.chmod(0o777)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def record_under_sudo(*args):
