@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "commands.h"
+#include "atomic_file.h"
 #include "diff.h"
+#include "printable.h"
 #include "writer.h"
 
 enum diff_format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED, FMT_PPROF };
@@ -175,36 +175,54 @@ static int read_side(struct diff *d, struct diff_args *a, int side)
 
 typedef int (*diff_writer)(FILE *f, const struct diff *d);
 
-/* Writes to a temporary file beside path, renamed over it when complete. */
-static int write_atomically(const char *path, diff_writer fn, const struct diff *d)
-{
-	char *tmp;
-	FILE *f;
-	int fd, err;
+struct diff_job {
+	diff_writer fn;
+	const struct diff *d;
+};
 
-	if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
-		return -1;
-	fd = mkstemp(tmp);
-	f = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!f) {
-		err = errno;
-		if (fd >= 0)
-			close(fd), unlink(tmp);
-		free(tmp);
-		errno = err;
+static int write_diff_job(FILE *f, void *ctx)
+{
+	const struct diff_job *job = ctx;
+
+	return job->fn(f, job->d);
+}
+
+static void cannot_write(const char *path, int err)
+{
+	char shown[1024];
+
+	fprintf(stderr, "ebpfprof diff: cannot write %s: %s\n",
+		printable(path, shown, sizeof(shown)), atomic_file_strerror(err));
+}
+
+/* Where BASE goes beside NEW's path: ".base" before ".pb.gz". */
+static void pprof_base_path(const char *path, char *base, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (ends_with(path, ".pb.gz"))
+		n -= 6;
+	snprintf(base, len, "%.*s.base.pb.gz", (int)n, path);
+}
+
+/* The outputs are refused before the recordings are read, as record does. */
+static int check_outputs(const struct diff_args *a)
+{
+	char base[4096];
+
+	if (!a->output)
+		return 0;
+	if (atomic_file_check(a->output)) {
+		cannot_write(a->output, errno);
 		return -1;
 	}
-	err = fn(f, d) || fflush(f) || fsync(fd);
-	fchmod(fd, 0644);
-	err = fclose(f) || err;
-	if (err || rename(tmp, path)) {
-		err = errno ? errno : EIO;
-		unlink(tmp);
-		free(tmp);
-		errno = err;
+	if (a->format != FMT_PPROF)
+		return 0;
+	pprof_base_path(a->output, base, sizeof(base));
+	if (atomic_file_check(base)) {
+		cannot_write(base, errno);
 		return -1;
 	}
-	free(tmp);
 	return 0;
 }
 
@@ -213,14 +231,14 @@ static int write_pprof_pair(const char *path, const struct diff *d)
 {
 	struct writer_options wo = { 0 };
 	char base[4096];
-	size_t n = strlen(path);
 
-	if (ends_with(path, ".pb.gz"))
-		n -= 6;
-	snprintf(base, sizeof(base), "%.*s.base.pb.gz", (int)n, path);
-	if (writer_write_file(&pprof_writer, &d->runs[1][0].prof, &wo, path) ||
-	    writer_write_file(&pprof_writer, &d->runs[0][0].prof, &wo, base)) {
-		fprintf(stderr, "ebpfprof diff: cannot write %s: %s\n", path, strerror(errno));
+	pprof_base_path(path, base, sizeof(base));
+	if (writer_write_file(&pprof_writer, &d->runs[1][0].prof, &wo, path)) {
+		cannot_write(path, errno);
+		return -1;
+	}
+	if (writer_write_file(&pprof_writer, &d->runs[0][0].prof, &wo, base)) {
+		cannot_write(base, errno);
 		return -1;
 	}
 	fprintf(stderr, "ebpfprof diff: wrote NEW to %s and BASE to %s "
@@ -235,13 +253,16 @@ static int write_output(struct diff_args *a, const struct diff *d)
 		[FMT_TEXT] = diff_report_text, [FMT_JSON] = diff_report_json,
 		[FMT_HTML] = diff_write_flame_html, [FMT_COLLAPSED] = diff_write_folded,
 	};
+	struct diff_job job;
 
 	if (a->format == FMT_PPROF)
 		return write_pprof_pair(a->output, d);
 	if (!a->output)
 		return writers[a->format](stdout, d) || fflush(stdout) ? -1 : 0;
-	if (write_atomically(a->output, writers[a->format], d)) {
-		fprintf(stderr, "ebpfprof diff: cannot write %s: %s\n", a->output, strerror(errno));
+	job.fn = writers[a->format];
+	job.d = d;
+	if (atomic_file_write(a->output, 0, write_diff_job, &job)) {
+		cannot_write(a->output, errno);
 		return -1;
 	}
 	if (a->format != FMT_TEXT && a->format != FMT_JSON)
@@ -263,7 +284,7 @@ int cmd_diff(int argc, char **argv)
 	if (a.format < 0)
 		a.format = a.output && ends_with(a.output, ".html") ? FMT_HTML : FMT_TEXT;
 	d.o = a.o;
-	if (read_side(&d, &a, 0) || read_side(&d, &a, 1))
+	if (check_outputs(&a) || read_side(&d, &a, 0) || read_side(&d, &a, 1))
 		goto out;
 	if (diff_build(&d)) {
 		fprintf(stderr, "ebpfprof diff: out of memory\n");

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "frame_names.h"
 #include "json.h"
+#include "printable.h"
 #include "target_pick.h"
 #include "thread_dump.h"
 
@@ -82,12 +83,16 @@ static void detail_text(const struct dump_snapshot *s, const struct dump_thread 
 	}
 }
 
+/* Names, paths and the command line come from the target: printable() keeps
+ * its terminal controls (ESC, C1, bidi overrides) text. */
+#define SHOWN_MAX 4096
+
 static void print_frame(FILE *f, const struct py_sym_frame *fr)
 {
-	char name[1024], file[1024];
+	char name[SHOWN_MAX], file[SHOWN_MAX];
 
-	fprintf(f, "    %s (%s", frame_printable(fr->name, name, sizeof(name)),
-		frame_printable(fr->file ? fr->file : "<unknown>", file, sizeof(file)));
+	fprintf(f, "    %s (%s", printable(fr->name, name, sizeof(name)),
+		printable(fr->file ? fr->file : "<unknown>", file, sizeof(file)));
 	if (fr->line > 0)
 		fprintf(f, ":%d", fr->line);
 	fputs(")\n", f);
@@ -95,22 +100,23 @@ static void print_frame(FILE *f, const struct py_sym_frame *fr)
 
 static void print_text(FILE *f, const struct py_target *t, const struct dump_snapshot *s)
 {
-	char cmd[512], detail[768], line[768], name[256];
+	char cmd[512], detail[768], line[SHOWN_MAX], path[SHOWN_MAX];
 	size_t i;
 	int j;
 
 	target_cmdline(s->pid, cmd, sizeof(cmd));
 	fprintf(f, "Process %d: %s\nPython v%d.%d.%d (%s)\n", s->pid,
-		frame_printable(cmd, line, sizeof(line)), t->major, t->minor, t->micro, t->shown_path);
+		printable(cmd, line, sizeof(line)), t->major, t->minor, t->micro,
+		printable(t->shown_path, path, sizeof(path)));
 	for (i = 0; i < s->nthreads; i++) {
 		const struct dump_thread *th = &s->threads[i];
 
 		detail_text(s, th, detail, sizeof(detail));
 		fprintf(f, "\nThread %d \"%s\": %s", th->tid,
-			frame_printable(th->name, name, sizeof(name)), dump_state_name(th->state));
+			printable(th->name, line, sizeof(line)), dump_state_name(th->state));
 		if (th->state_s >= 0)
 			fprintf(f, " for %.3f s", th->state_s);
-		fprintf(f, "%s\n", frame_printable(detail, line, sizeof(line)));
+		fprintf(f, "%s\n", printable(detail, line, sizeof(line)));
 		if (!th->tstate)
 			fputs("    (no Python thread state)\n", f);
 		for (j = 0; j < th->nframes; j++)
@@ -206,7 +212,7 @@ int cmd_dump(int argc, char **argv)
 	struct argp argp = { option_list, parse_option, "--pid PID | --match PATTERN", doc, NULL, NULL, NULL };
 	struct dump_snapshot snap;
 	struct py_target *t;
-	char err[ERRLEN];
+	char err[ERRLEN], line[4 * ERRLEN];
 
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	frame_naming_set(&o.naming);
@@ -236,6 +242,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	return 0;
 fail:
-	fprintf(stderr, "ebpfprof dump: %s\n", err);
+	/* the error names the target's comm or paths */
+	fprintf(stderr, "ebpfprof dump: %s\n", printable(err, line, sizeof(line)));
 	return 1;
 }

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "frame_names.h"
 #include "preflight.h"
+#include "printable.h"
 #include "procfs.h"
 #include "py_threads.h"
 #include "recorder.h"
@@ -119,8 +120,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 
 static void die(const char *msg)
 {
+	char shown[4 * ERRLEN];
+
 	top_term_close();
-	fprintf(stderr, "ebpfprof top: %s\n", msg);
+	/* the error can name the target's comm or paths */
+	fprintf(stderr, "ebpfprof top: %s\n", printable(msg, shown, sizeof(shown)));
 	exit(1);
 }
 
@@ -151,17 +155,19 @@ static const char *sort_title(enum top_sort s)
 /* A line, cut to the screen's width when on a terminal. */
 static void put_line(struct top_view *v, int cols, const char *fmt, ...)
 {
-	char line[1024];
+	char line[1024], shown[4 * sizeof(line)];
+	size_t width = sizeof(shown);
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	/* names come from the target: no control characters reach the terminal */
-	frame_printable(line, line, sizeof(line));
-	if (v->tty && cols > 0 && cols < (int)sizeof(line))
-		line[cols] = 0;
-	fputs(line, stdout);
+	/* names come from the target: no control characters reach the
+	 * terminal; on one, cut to its width (in bytes, never inside a
+	 * character or an escape) */
+	if (v->tty && cols > 0 && (size_t)cols < width)
+		width = (size_t)cols + 1;
+	fputs(printable(line, shown, width), stdout);
 	fputs(v->tty ? "\033[K\n" : "\n", stdout);
 }
 

@@ -12,6 +12,11 @@
 #include <string.h>
 #include "diff.h"
 #include "json.h"
+#include "printable.h"
+
+/* Names come from the recordings, that is from the target: every one goes
+ * through printable() before it reaches the text report. */
+#define SHOWN_MAX 512
 
 static const char *side_names[2] = { "base", "new" };
 
@@ -108,9 +113,10 @@ static void print_runs(FILE *f, const struct diff *d)
 			d->nruns[side] == 1 ? "" : "s");
 		for (i = 0; i < d->nruns[side]; i++) {
 			const struct recording *r = &d->runs[side][i];
+			char path[SHOWN_MAX];
 
 			fprintf(f, "  %s: wall %.2f s, %lu samples at %u Hz, %zu threads\n",
-				r->path, r->wall_s, r->samples, r->rate_hz,
+				printable(r->path, path, sizeof(path)), r->wall_s, r->samples, r->rate_hz,
 				r->has_states ? r->nthreads : r->prof.nthreads);
 		}
 	}
@@ -118,20 +124,23 @@ static void print_runs(FILE *f, const struct diff *d)
 
 static void line_label(char *out, size_t len, const struct diff_line *l)
 {
+	char proc[SHOWN_MAX], name[SHOWN_MAX], file[SHOWN_MAX];
+
+	printable(l->process, proc, sizeof(proc));
 	switch (l->kind) {
 	case LINE_STATE:
-		snprintf(out, len, "%s%s%s: %s", l->process, l->thread ? " / " : "",
-			 l->thread ? l->thread : "", diff_state_title(l->state));
+		snprintf(out, len, "%s%s%s: %s", proc, l->thread ? " / " : "",
+			 printable(l->thread, name, sizeof(name)), diff_state_title(l->state));
 		break;
 	case LINE_GC_COUNT:
-		snprintf(out, len, "%s: gen %d collections", l->process, l->generation);
+		snprintf(out, len, "%s: gen %d collections", proc, l->generation);
 		break;
 	case LINE_GC_TOTAL:
-		snprintf(out, len, "%s: gen %d GC time", l->process, l->generation);
+		snprintf(out, len, "%s: gen %d GC time", proc, l->generation);
 		break;
 	default:
-		snprintf(out, len, "%s%s%s%s", l->function, l->file ? " (" : "",
-			 l->file ? l->file : "", l->file ? ")" : "");
+		snprintf(out, len, "%s%s%s%s", printable(l->function, name, sizeof(name)),
+			 l->file ? " (" : "", printable(l->file, file, sizeof(file)), l->file ? ")" : "");
 	}
 }
 
@@ -241,6 +250,7 @@ static void print_gc(FILE *f, const struct diff *d)
 	const struct diff_line **v;
 	size_t n = diff_sorted(d, LINE_GC_COUNT, 1, &v), i, j;
 	double s[2][3];
+	char proc[SHOWN_MAX];
 
 	fprintf(f, "\nGC pauses per run (count, total time, pause percentiles):\n");
 	if (!n)
@@ -254,7 +264,8 @@ static void print_gc(FILE *f, const struct diff *d)
 				total = &d->lines[j];
 		gc_stats(d, v[i], 0, s[0]);
 		gc_stats(d, v[i], 1, s[1]);
-		fprintf(f, "  %s gen %d\n", v[i]->process, v[i]->generation);
+		fprintf(f, "  %s gen %d\n", printable(v[i]->process, proc, sizeof(proc)),
+			v[i]->generation);
 		for (j = 0; j < 2; j++) {
 			fprintf(f, "    %-4s %8.0f  %8.3f s", side_names[j], v[i]->amount[j],
 				total ? total->amount[j] : 0);
@@ -311,10 +322,11 @@ static void print_noise(FILE *f, const struct diff *d)
 
 int diff_report_text(FILE *f, const struct diff *d)
 {
-	char summary[1024];
+	char summary[1024], shown[4 * sizeof(summary)];
 
 	diff_summary(d, summary, sizeof(summary));
-	fprintf(f, "%s\n\n", summary);
+	/* it names the thread whose on-CPU time changed most */
+	fprintf(f, "%s\n\n", printable(summary, shown, sizeof(shown)));
 	print_runs(f, d);
 	print_noise(f, d);
 	print_changes(f, d);

@@ -82,15 +82,3 @@ void frame_naming_apply(struct py_sym_frame *f)
 		f->firstlineno = 0;
 	}
 }
-
-const char *frame_printable(const char *s, char *out, size_t len)
-{
-	size_t i;
-
-	if (!len)
-		return out;
-	for (i = 0; s && s[i] && i + 1 < len; i++)
-		out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	out[i] = 0;
-	return out;
-}

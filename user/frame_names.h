@@ -32,10 +32,6 @@ void frame_naming_set(const struct frame_naming *n);
 /* The part of path shown: a suffix of path (never a copy), or path itself. */
 const char *frame_short_filename(const char *path);
 
-/* Copies s for a terminal: control characters (a hostile target's names
- * could carry escape sequences) become '?'. Returns out. */
-const char *frame_printable(const char *s, char *out, size_t len);
-
 /* Applies the naming to a symbolized frame, in place. */
 void frame_naming_apply(struct py_sym_frame *f);
 

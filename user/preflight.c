@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "preflight.h"
-#include "writer.h"
+#include "atomic_file.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON	38
@@ -120,7 +120,7 @@ int preflight_output(const char *path, char *err, size_t errlen)
 		free(copy);
 		return -1;
 	}
-	if (writer_check_path(path)) {
+	if (atomic_file_check(path)) {
 		snprintf(err, errlen, "cannot write %s: it exists and is not a regular file (devices, FIFOs, sockets and symlinks are never replaced)",
 			 path);
 		free(copy);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdlib.h>
 #include <string.h>
+#include "atomic_file.h"
 #include "json.h"
 #include "printable.h"
 #include "report.h"
@@ -243,5 +244,5 @@ int report_gc_log(const char *path, const struct analysis *a, const struct profi
 	struct gc_log_job job = { .a = a, .p = p, .min_wait_ns = min_wait_ns };
 
 	/* the profile's own atomic write: same checks, mode and owner */
-	return writer_write_atomic(path, 0, write_log_job, &job);
+	return atomic_file_write(path, 0, write_log_job, &job);
 }

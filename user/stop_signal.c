@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <unistd.h>
 #include "stop_signal.h"
-#include "writer.h"
+#include "atomic_file.h"
 
 volatile sig_atomic_t stop_signal;
 static volatile pid_t launched_pid;
@@ -13,7 +13,7 @@ static void on_stop_signal(int sig)
 	static const char msg[] = "ebpfprof: interrupted again: stopping now, nothing written\n";
 
 	if (stop_signal && sig != SIGHUP) {
-		writer_abandon();
+		atomic_file_abandon();
 		if (launched_pid > 0)
 			kill(launched_pid, SIGTERM);
 		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)

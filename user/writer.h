@@ -43,22 +43,11 @@ extern const struct output_writer pprof_writer;
 const struct output_writer *writer_by_name(const char *name);
 
 /*
- * Writes the profile to path atomically: into a temporary file in the same
- * directory, then renamed over path. Never leaves a half-written file.
- * An existing path that is not a regular file (device, FIFO, socket,
- * symlink) is refused, never replaced. The file gets mode 0666 less the
- * umask and, run as root under sudo, SUDO_UID/SUDO_GID as its owner.
- * Returns 0, or -1 with errno set.
+ * Writes the profile to path with atomic_file_write(): never half a file,
+ * never a device or a symlink replaced, owner and mode as atomic_file.h
+ * says. Returns 0, or -1 with errno set.
  */
 int writer_write_file(const struct output_writer *w, const struct profile *p,
 		      const struct writer_options *o, const char *path);
-/* The same for any content: fn writes it to f and returns 0 or -1. */
-int writer_write_atomic(const char *path, int binary,
-			int (*fn)(FILE *f, void *ctx), void *ctx);
-/* 0 if path may be written: it does not exist or is a regular file; else
- * -1 with errno EISDIR (a directory), EEXIST (something else) or ENOENT (""). */
-int writer_check_path(const char *path);
-/* Removes the temporary file of a write under way (async-signal-safe). */
-void writer_abandon(void);
 
 #endif

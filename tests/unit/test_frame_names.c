@@ -78,17 +78,6 @@ static void test_naming_applied(void **state)
 	frame_naming_set(&dflt);
 }
 
-static void test_printable(void **state)
-{
-	(void)state;
-	char out[16];
-
-	assert_string_equal(frame_printable("f\033]0;x\a\x7f\n", out, sizeof(out)), "f?]0;x???");
-	assert_string_equal(frame_printable("caf\xc3\xa9", out, sizeof(out)), "caf\xc3\xa9");
-	assert_string_equal(frame_printable("0123456789abcdefgh", out, sizeof(out)), "0123456789abcde");
-	assert_string_equal(frame_printable(NULL, out, sizeof(out)), "");
-}
-
 static void test_inet_lines(void **state)
 {
 	(void)state;
@@ -154,7 +143,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_short_filenames),
 		cmocka_unit_test(test_naming_applied),
-		cmocka_unit_test(test_printable),
 		cmocka_unit_test(test_inet_lines),
 		cmocka_unit_test(test_unix_lines),
 		cmocka_unit_test(test_epoll_lines),

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
@@ -1229,6 +1231,61 @@ static void test_write_file_relative(void **state)
 	assert_int_equal(chdir(cwd), 0);
 }
 
+/*
+ * Under sudo (root, SUDO_UID set) a file created is the sudo user's, and a
+ * file replaced keeps its owner and permissions: -o /etc/passwd must not
+ * hand root's file to that user (issue 18 item 3). A device is refused.
+ */
+static void test_write_file_owner_under_sudo(void **state)
+{
+	struct fixture *fx = *state;
+	char made[PATH_MAX * 2], roots[PATH_MAX * 2], theirs[PATH_MAX * 2], dev[PATH_MAX * 2];
+	struct stat st;
+	int fd;
+
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	snprintf(made, sizeof(made), "%s/made.json", fx->dir);
+	snprintf(roots, sizeof(roots), "%s/roots.json", fx->dir);
+	snprintf(theirs, sizeof(theirs), "%s/theirs.json", fx->dir);
+	snprintf(dev, sizeof(dev), "%s/null", fx->dir);
+	fd = open(roots, O_CREAT | O_WRONLY, 0640);
+	assert_true(fd >= 0 && fchmod(fd, 0640) == 0);
+	close(fd);
+	fd = open(theirs, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0 && fchown(fd, 65534, 65534) == 0);
+	close(fd);
+	assert_int_equal(mknod(dev, S_IFCHR | 0666, makedev(1, 3)), 0);
+	setenv("SUDO_UID", "65534", 1);
+	setenv("SUDO_GID", "65534", 1);
+	assert_int_equal(writer_write_file(&collapsed_writer, &fx->p, NULL, made), 0);
+	assert_int_equal(writer_write_file(&collapsed_writer, &fx->p, NULL, roots), 0);
+	assert_int_equal(writer_write_file(&collapsed_writer, &fx->p, NULL, theirs), 0);
+	errno = 0;
+	assert_int_equal(writer_write_file(&collapsed_writer, &fx->p, NULL, dev), -1);
+	assert_int_equal(errno, EEXIST);
+	unsetenv("SUDO_UID");
+	unsetenv("SUDO_GID");
+	assert_int_equal(stat(made, &st), 0);
+	assert_true(st.st_uid == 65534 && st.st_gid == 65534);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(stat(roots, &st), 0);
+	assert_true(st.st_uid == 0 && st.st_gid == 0 && st.st_size > 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(stat(theirs, &st), 0);
+	assert_true(st.st_uid == 65534 && st.st_size > 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(lstat(dev, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	assert_int_equal(count_entries(fx->dir), 4);
+	unlink(made);
+	unlink(roots);
+	unlink(theirs);
+	unlink(dev);
+}
+
 /* An empty profile is still a valid file in every format. */
 static void test_empty_profile(void **state)
 {
@@ -1439,6 +1496,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pprof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_failures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_relative, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_file_owner_under_sudo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_profile, setup, teardown),
 		cmocka_unit_test(test_golden_outputs),
 	};
