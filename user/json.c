@@ -92,23 +92,28 @@ static size_t escape_one(const unsigned char *s, char *piece, size_t *used)
 	static const char hex[] = "0123456789abcdef";
 	const char *esc = short_escape(s[0]);
 	size_t n, bad;
+	unsigned cp;
 
 	*used = 1;
 	if (esc) {
 		memcpy(piece, esc, 2);
 		return 2;
 	}
-	if (s[0] < 0x20) {
-		memcpy(piece, "\\u00", 4);
-		piece[4] = hex[s[0] >> 4];
-		piece[5] = hex[s[0] & 0xf];
-		return 6;
-	}
 	n = json_utf8_len(s, &bad);
 	if (!n) {
 		*used = bad;
 		memcpy(piece, REPLACEMENT, 3);
 		return 3;
+	}
+	/* C0, DEL and C1 as \u00XX: valid JSON either way, but a file shown
+	 * on a terminal (dump --json, cat) must not carry a raw CSI */
+	cp = n == 1 ? s[0] : n == 2 ? ((s[0] & 0x1f) << 6 | (s[1] & 0x3f)) : 0x100;
+	if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+		*used = n;
+		memcpy(piece, "\\u00", 4);
+		piece[4] = hex[cp >> 4];
+		piece[5] = hex[cp & 0xf];
+		return 6;
 	}
 	*used = n;
 	memcpy(piece, s, n);

@@ -79,8 +79,12 @@ static void test_control_chars(void **state)
 			snprintf(want, sizeof(want), "\"\\u%04x\"", c);
 		check(in, want);
 	}
-	/* DEL is no control character to JSON. */
-	check("\x7f", "\"\x7f\"");
+	/* DEL and C1 are valid JSON raw, but escaped: a file read on a
+	 * terminal must not carry a CSI (U+009B) the target chose */
+	check("\x7f", "\"\\u007f\"");
+	check("\xc2\x9b" "2J", "\"\\u009b2J\"");
+	check("\xc2\x9f", "\"\\u009f\"");
+	check("\xc2\xa0", "\"\xc2\xa0\"");		/* U+00A0 is text */
 }
 
 static void test_utf8_passthrough(void **state)
@@ -92,7 +96,7 @@ static void test_utf8_passthrough(void **state)
 	check("\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"");		/* 😀 */
 	check("\xef\xbf\xbf", "\"\xef\xbf\xbf\"");			/* U+FFFF */
 	check("\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\"");		/* U+10FFFF */
-	check("\xc2\x80", "\"\xc2\x80\"");				/* U+0080 */
+	check("\xc2\x80", "\"\\u0080\"");				/* U+0080, C1 */
 }
 
 static void test_invalid_utf8(void **state)
