@@ -266,11 +266,17 @@ def test_summary_comes_from_the_recording_not_from_stderr(dask_pkg, tmp_path):
 
 # -- the atomic write: user/writer.c's rules --------------------------------
 
-def test_write_refuses_what_is_not_a_regular_file_and_follows_no_planted_temp(dask_pkg, tmp_path):
+def out_and_victim(tmp_path):
+    """An output directory, and a file beside it that nothing may write."""
     out = tmp_path / "out"
     out.mkdir()
     victim = tmp_path / "victim"
     victim.write_text("untouched")
+    return out, victim
+
+
+def test_write_refuses_what_is_not_a_regular_file_and_follows_no_planted_temp(dask_pkg, tmp_path):
+    out, victim = out_and_victim(tmp_path)
     # the old temp name, planted as a symlink, and the targets as a FIFO, a symlink, a directory
     os.symlink(victim, out / "index.json.tmp")
     os.symlink(victim, out / "scheduler-s-10.speedscope.json.tmp")
@@ -326,10 +332,7 @@ def test_write_is_a_hidden_temp_beside_it_synced_then_renamed(dask_pkg, tmp_path
 
 
 def test_an_index_that_cannot_be_written_is_one_error(dask_pkg, tmp_path):
-    out = tmp_path / "out"
-    out.mkdir()
-    victim = tmp_path / "victim"
-    victim.write_text("untouched")
+    out, victim = out_and_victim(tmp_path)
     os.symlink(victim, out / "index.json")
     with pytest.raises(OSError) as e:
         run_session(dask_pkg, out, proc({"host": "s", "pid": 10}, stopped("s", 10)), {})
