@@ -75,7 +75,8 @@ def test_manifest_says_what_its_capabilities_give():
                   "treat it as root on the node",
                   "a flood of matching processes would fill the node",
                   "set the kubelet's podPidsLimit",
-                  "pids_limit in containers.conf"):
+                  "podman kube play (4.3) sets none, not even containers.conf's pids_limit: there the memory "
+                  "limit is what bounds the recordings"):
         assert claim in words, claim
 
 
@@ -96,7 +97,8 @@ def test_readme_security_has_the_sidecar_paragraph_before_known_limits():
     assert heads.index("Known limits.") == heads.index("The sidecar.") + 1, heads
     sidecar_para = next(p for p in paras if p.startswith("**The sidecar.**"))
     for claim in ("CAP_BPF and CAP_PERFMON", "the host's user namespace", "every process on the node",
-                  "the kernel's memory", "root on the node", "--match", "podPidsLimit", "pids_limit"):
+                  "the kernel's memory", "root on the node", "--match", "podPidsLimit",
+                  "no pids limit, not even containers.conf's `pids_limit`"):
         assert claim in sidecar_para, claim
     # the limits it names are the manifest's
     res = sidecar()["resources"]
