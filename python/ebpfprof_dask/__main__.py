@@ -1,8 +1,10 @@
 """python3 -m ebpfprof_dask --scheduler ADDR -d SECONDS -o DIR [--gc-log] [--idle] [--workers all|N]"""
 import argparse
+import os
 import shlex
 import sys
 
+from . import untrusted
 from .core import command_from_env, format_index, profile_cluster
 
 
@@ -19,7 +21,9 @@ def workers_arg(value):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m ebpfprof_dask",
+    # installed with pip it also runs as ebpfprof-dask
+    prog = os.path.basename(sys.argv[0])
+    ap = argparse.ArgumentParser(prog="python3 -m ebpfprof_dask" if prog == "__main__.py" else prog,
                                  description="Profile a Dask scheduler and its workers with ebpfprof.")
     ap.add_argument("--scheduler", required=True, help="the scheduler's address, e.g. tcp://host:8786")
     ap.add_argument("-d", "--duration", type=float, required=True, help="seconds to record")
@@ -35,13 +39,18 @@ def main(argv=None):
     from distributed import Client
 
     command = shlex.split(args.command) if args.command else command_from_env()
-    with Client(args.scheduler, timeout=30) as client:
-        results = profile_cluster(client, args.duration, args.output, gc_log=args.gc_log,
-                                  idle=args.idle, workers=args.workers, command=command)
+    try:
+        with Client(args.scheduler, timeout=30) as client:
+            results = profile_cluster(client, args.duration, args.output, gc_log=args.gc_log,
+                                      idle=args.idle, workers=args.workers, command=command)
+    except OSError as e:  # an index that cannot be written (WriteError), an -o that is a file
+        print(f"ebpfprof_dask: {e}", file=sys.stderr)
+        return 1
     sys.stdout.write(format_index(results))
     failed = [r for r in results if "error" in r]
     for r in failed:
-        print(f"ebpfprof_dask: {r['role']} {r['address']}: {r['error']}", file=sys.stderr)
+        address = untrusted.printable(r["address"], untrusted.HOST_MAX)
+        print(f"ebpfprof_dask: {r['role']} {address}: {r['error']}", file=sys.stderr)
     print(f"ebpfprof_dask: wrote {len(results) - len(failed)} profiles and index.json to {args.output}",
           file=sys.stderr)
     return 1 if len(failed) == len(results) else 0

@@ -10,7 +10,8 @@ import uuid
 
 import cloudpickle
 
-from . import remote
+from . import remote, untrusted
+from .atomic import WriteError, write_atomic
 
 DEFAULT_COMMAND = ("ebpfprof",)
 
@@ -21,31 +22,76 @@ def command_from_env():
     return tuple(shlex.split(value)) if value else DEFAULT_COMMAND
 
 
+def _gc_record(rec):
+    """(kind, fields) of one GC-log record ebpfprof writes, or None if rec is
+    not one: every figure a finite, bounded number, every name one it uses."""
+    if not isinstance(rec, dict):
+        return None
+    kind = rec.get("type")
+    if kind == "session":
+        duration, start = untrusted.seconds(rec.get("duration_s")), untrusted.seconds(rec.get("monotonic_start_s"))
+        return None if duration is None or start is None else (kind, duration, start)
+    duration = untrusted.seconds(rec.get("duration_s"))
+    if duration is None:
+        return None
+    if kind == "gc":
+        gen = rec.get("generation")
+        return (kind, duration, str(gen)) if type(gen) is int and -1 <= gen <= 9 else None
+    if kind == "wait":
+        reason = rec.get("reason")
+        return (kind, duration, reason) if isinstance(reason, str) and reason in untrusted.WAIT_REASONS else None
+    return None
+
+
 def summarize_gc_log(data):
-    """GC and wait figures of one --gc-log file (bytes)."""
+    """GC and wait figures of one --gc-log file (bytes). A line that is not a
+    record ebpfprof writes is counted in gc_log_bad_lines, never fatal."""
     out = {"recorded_s": 0.0, "monotonic_start_s": None, "gc_count": 0, "gc_total_s": 0.0,
-           "gc_max_s": 0.0, "gc_by_generation": {}, "waits_s": {}}
+           "gc_max_s": 0.0, "gc_by_generation": {}, "waits_s": {}, "gc_log_bad_lines": 0}
     for line in (data or b"").decode("utf-8", "replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
+        if not line.strip():
             continue
-        kind = rec.get("type")
-        if kind == "session":
-            out["recorded_s"] = rec.get("duration_s", 0.0)
-            out["monotonic_start_s"] = rec.get("monotonic_start_s")
-        elif kind == "gc":
-            d = float(rec.get("duration_s", 0.0))
-            gen = str(rec.get("generation"))
+        rec = _gc_record(untrusted.json_object(line.encode()))
+        if rec is None:
+            out["gc_log_bad_lines"] += 1
+        elif rec[0] == "session":
+            out["recorded_s"], out["monotonic_start_s"] = rec[1], rec[2]
+        elif rec[0] == "gc":
+            d = rec[1]
             out["gc_count"] += 1
             out["gc_total_s"] += d
             out["gc_max_s"] = max(out["gc_max_s"], d)
-            g = out["gc_by_generation"].setdefault(gen, {"count": 0, "total_s": 0.0})
+            g = out["gc_by_generation"].setdefault(rec[2], {"count": 0, "total_s": 0.0})
             g["count"] += 1
             g["total_s"] += d
-        elif kind == "wait":
-            reason = str(rec.get("reason"))
-            out["waits_s"][reason] = out["waits_s"].get(reason, 0.0) + float(rec.get("duration_s", 0.0))
+        else:
+            out["waits_s"][rec[2]] = out["waits_s"].get(rec[2], 0.0) + rec[1]
+    return out
+
+
+# the figures of a recording's "ebpfprof" object (user/writer_speedscope.c)
+# kept in the index, each with the check its value must pass
+_SUMMARY_FIELDS = (("duration_s", untrusted.seconds), ("rate_hz", untrusted.count),
+                   ("samples", untrusted.count), ("lost", untrusted.count),
+                   ("python", untrusted.python_version),
+                   ("idle", lambda v: v if isinstance(v, bool) else None),
+                   ("gc_timing", untrusted.short_word), ("stop_reason", untrusted.short_word))
+
+
+def summarize_recording(doc):
+    """The summary of one speedscope file ebpfprof wrote (its parsed JSON):
+    its "ebpfprof" object's figures, those of the right type only, and its
+    number of threads."""
+    info = doc.get("ebpfprof")
+    if not isinstance(info, dict):
+        return {}
+    out = {}
+    for key, check in _SUMMARY_FIELDS:
+        value = check(info.get(key))
+        if value is not None:
+            out[key] = value
+    if isinstance(info.get("threads"), list):
+        out["threads"] = len(info["threads"])
     return out
 
 
@@ -85,73 +131,99 @@ class ClusterProfile:
         self._t0 = time.monotonic()
         args = (self.token, self.command, self.options, self.duration)
         try:
-            sched = self.client.run_on_scheduler(remote.start, *args)
+            sched = _answer(self.client.run_on_scheduler(remote.start, *args))
         except Exception as e:  # noqa: BLE001 - reported in the index
-            sched = {"error": f"{type(e).__name__}: {e}"}
+            sched = _answer(e)
         self.started.append(("scheduler", self.client.scheduler.address, sched))
         addrs = self._worker_addresses()
         if addrs:
             res = self.client.run(remote.start, *args, workers=addrs, on_error="return")
             for addr in addrs:
-                r = res.get(addr, {"error": "the worker did not answer"})
-                if isinstance(r, BaseException):
-                    r = {"error": f"{type(r).__name__}: {r}"}
-                self.started.append(("worker", addr, r))
+                self.started.append(("worker", addr, _answer(res.get(addr, _NO_ANSWER))))
         return self
 
     def stop(self):
         """Ends every recording (after the duration, if one was given), brings
-        the files back and writes them with the index. Returns the index."""
+        the files back and writes them with the index. Returns the index;
+        raises WriteError if the index cannot be written."""
         wait = 0
         if self.duration:
             wait = max(self.duration - (time.monotonic() - self._t0), 0.001)
         done = {}
         if "error" not in self.started[0][2]:
             try:
-                done[self.started[0][1]] = self.client.run_on_scheduler(remote.stop, self.token, wait)
+                done[self.started[0][1]] = _answer(self.client.run_on_scheduler(remote.stop, self.token, wait))
             except Exception as e:  # noqa: BLE001
-                done[self.started[0][1]] = {"error": f"{type(e).__name__}: {e}"}
+                done[self.started[0][1]] = _answer(e)
         live = [a for role, a, r in self.started if role == "worker" and "error" not in r]
         if live:
             res = self.client.run(remote.stop, self.token, wait, workers=live, on_error="return")
             for addr in live:
-                r = res.get(addr, {"error": "the worker did not answer"})
-                done[addr] = r if not isinstance(r, BaseException) else {"error": f"{type(r).__name__}: {r}"}
+                done[addr] = _answer(res.get(addr, _NO_ANSWER))
+        names = set()
         for role, addr, started in self.started:
-            self.results.append(self._write(role, addr, started, done.get(addr, started)))
+            self.results.append(self._write(role, addr, started, done.get(addr, started), names))
         self._write_index()
         return self.results
 
-    def _write(self, role, addr, started, result):
-        entry = {"role": role, "address": addr, "host": result.get("host", started.get("host")),
-                 "pid": result.get("pid", started.get("pid"))}
-        if result.get("error"):
-            entry["error"] = result["error"]
+    def _write(self, role, addr, started, result, names):
+        """The process's entry of the index, its files written. What the
+        process says of itself is checked first: its host and pid name its
+        files (made safe, and unique: names holds those taken)."""
+        claimed_host, claimed_pid = result.get("host", started.get("host")), result.get("pid", started.get("pid"))
+        entry = {"role": role, "address": addr, "host": untrusted.host(claimed_host),
+                 "pid": untrusted.pid(claimed_pid)}
+        error = result.get("error") or untrusted.bytes_error("profile", result.get("profile")) or \
+            untrusted.bytes_error("GC log", result.get("gc_log"), optional=True)
+        doc = None if error else untrusted.json_object(result["profile"])
+        if not error and doc is None:
+            error = "its profile is not a JSON object"
+        if error:
+            entry["error"] = untrusted.printable(error, untrusted.ERROR_MAX)
             return entry
-        name = f"{role}-{entry['host']}-{entry['pid']}"
-        profile = os.path.join(self.outdir, name + ".speedscope.json")
-        _write_file(profile, result["profile"])
-        entry["profile"] = os.path.basename(profile)
-        if self.keep_gc_log and result.get("gc_log") is not None:
-            _write_file(os.path.join(self.outdir, name + ".gc.jsonl"), result["gc_log"])
-            entry["gc_log"] = name + ".gc.jsonl"
+        name = self._file_name(role, claimed_host, entry["pid"], names)
+        try:
+            write_atomic(os.path.join(self.outdir, name + ".speedscope.json"), result["profile"])
+            entry["profile"] = name + ".speedscope.json"
+            if self.keep_gc_log and result.get("gc_log") is not None:
+                write_atomic(os.path.join(self.outdir, name + ".gc.jsonl"), result["gc_log"])
+                entry["gc_log"] = name + ".gc.jsonl"
+        except WriteError as e:
+            entry["error"] = str(e)
+            return entry
         entry.update(summarize_gc_log(result.get("gc_log")))
-        entry["summary"] = [line for line in result.get("stderr", "").splitlines()
-                            if line.startswith("ebpfprof: recorded")][:1]
+        entry["summary"] = summarize_recording(doc)
+        if "duration_s" in entry["summary"]:
+            entry["recorded_s"] = entry["summary"]["duration_s"]
         return entry
+
+    @staticmethod
+    def _file_name(role, host, pid, names):
+        base = f"{role}-{untrusted.name_part(host)}-{untrusted.name_part(pid)}"
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}-{n}"
+        names.add(name)
+        return name
 
     def _write_index(self):
         doc = {"generated_by": "ebpfprof_dask", "command": list(self.command),
                "options": self.options, "processes": self.results}
-        _write_file(self.index_path, (json.dumps(doc, indent=1) + "\n").encode())
-        _write_file(os.path.join(self.outdir, "index.txt"), format_index(self.results).encode())
+        write_atomic(self.index_path, (json.dumps(doc, indent=1, allow_nan=False) + "\n").encode())
+        write_atomic(os.path.join(self.outdir, "index.txt"), format_index(self.results).encode())
 
 
-def _write_file(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+_NO_ANSWER = {"error": "the worker did not answer"}
+
+
+def _answer(answer):
+    """A scheduler's or worker's answer as a dict: an exception raised
+    there, or anything but a dict, becomes {"error": why}."""
+    if isinstance(answer, BaseException):
+        return {"error": f"{type(answer).__name__}: {answer}"}
+    why = untrusted.answer_error(answer)
+    return {"error": why} if why else answer
 
 
 def format_index(results):

@@ -4,6 +4,8 @@ scheduler's GC pauses in the index and its GC log are checked against the
 collections the scheduler itself saw through gc.callbacks."""
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +17,7 @@ import pytest
 from conftest import EBPFPROF, ROOT, Profile, cannot_run
 
 PYTHON = "/usr/bin/python3"
+VERSION = re.search(r"^VERSION\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
 sys.path.insert(0, str(ROOT / "python"))
 
 
@@ -191,6 +194,14 @@ def test_cli_on_dask_scheduler_and_two_workers(cluster, tmp_path):
         prof = Profile(out / p["profile"])
         assert prof.threads(), p
         assert p["recorded_s"] > 10
+        # the summary is the recording's own "ebpfprof" object
+        info = json.loads((out / p["profile"]).read_text())["ebpfprof"]
+        assert p["summary"]["duration_s"] == info["duration_s"] == p["recorded_s"]
+        assert p["summary"]["samples"] == info["samples"] > 0
+        assert p["summary"]["threads"] == len(info["threads"]) > 0
+        assert (p["summary"]["python"], p["summary"]["idle"]) == ("3.11", True)
+        assert p["summary"]["stop_reason"] == "duration reached"
+        assert p["gc_log_bad_lines"] == 0
     workers_crunch = sum(crunch_weight(Profile(out / p["profile"], check=False)) for p in procs[1:])
     assert workers_crunch > 0, "the tasks' function is in the workers' profiles"
 
@@ -243,6 +254,35 @@ def test_errors_per_worker_are_reported(cluster, tmp_path):
     index = json.loads((tmp_path / "q" / "index.json").read_text())
     assert [p["role"] for p in index["processes"]] == ["scheduler", "worker"]
     assert all("cannot run /nonexistent/ebpfprof" in p["error"] for p in index["processes"])
+
+
+@pytest.mark.nobpf
+def test_pip_installs_the_package_offline(tmp_path):
+    """The README's install: a venv that sees Debian's packages (distributed,
+    setuptools), pip with no index and no build isolation; then the package
+    runs from anywhere without PYTHONPATH."""
+    need_distributed()
+    for module in ("setuptools", "pip", "venv"):
+        if subprocess.run([PYTHON, "-c", f"import {module}"], capture_output=True).returncode:
+            cannot_run(f"python3-{module} is not installed (scripts/deps.sh)")
+    # a copy: pip builds in the source tree, and other runs may share this one
+    src = tmp_path / "python"
+    shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_INDEX_URL", "PIP_FIND_LINKS")}
+    venv = tmp_path / "venv"
+    subprocess.run([PYTHON, "-m", "venv", "--system-site-packages", str(venv)], check=True, env=env)
+    res = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", "./python"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Successfully installed ebpfprof-dask-" + VERSION in res.stdout, res.stdout
+    where = subprocess.run([str(venv / "bin" / "python3"), "-c",
+                            "import ebpfprof_dask; print(ebpfprof_dask.__file__)"],
+                           cwd="/", env=env, capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(venv / "lib")), where
+    for argv, prog in (([str(venv / "bin" / "ebpfprof-dask")], "ebpfprof-dask"),
+                       ([str(venv / "bin" / "python3"), "-m", "ebpfprof_dask"], "python3 -m ebpfprof_dask")):
+        res = subprocess.run(argv + ["--help"], cwd="/", env=env, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0 and res.stdout.startswith(f"usage: {prog} "), res.stdout + res.stderr
 
 
 def test_context_manager_on_local_cluster_with_processes(tmp_path):

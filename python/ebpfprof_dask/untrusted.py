@@ -1,0 +1,95 @@
+"""What the scheduler and the workers hand back is data to check, never
+names or figures to pass on as they are: a worker (or whatever answers in its
+place) chooses its host name, its pid, its GC log and its profile. Each check
+here either returns a value safe for its use or says why there is none."""
+import json
+import math
+import re
+
+# a file name part: letters, digits, dot, dash, underscore; never a slash
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
+NAME_PART_MAX = 64
+HOST_MAX = 256
+ERROR_MAX = 500
+# Linux's PID_MAX_LIMIT: no pid is larger
+PID_LIMIT = 4 * 1024 * 1024
+# a figure of seconds beyond this (115 days) is not from a recording
+SECONDS_MAX = 1e7
+# what ebpfprof writes as a wait's "reason" (sample_state_name() in user/profile.c)
+WAIT_REASONS = frozenset(("on-cpu", "gc", "gil-wait", "waiting-for-gc", "lock-wait", "io", "sleep",
+                          "preempted", "other"))
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(value, limit):
+    """value as text a terminal and a table show as it is: control
+    characters escaped (\\x1b), at most limit characters."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def host(value):
+    """A host name for the index: printable, bounded; None if not a string."""
+    return printable(value, HOST_MAX) if isinstance(value, str) and value else None
+
+
+def pid(value):
+    """A pid, or None: an int (not a bool) a Linux pid can be."""
+    return value if type(value) is int and 0 < value < PID_LIMIT else None
+
+
+def name_part(value):
+    """value as part of a file name: no slash, no NUL, no control character,
+    nothing outside [A-Za-z0-9._-], at most NAME_PART_MAX characters."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        return "unknown"
+    return _UNSAFE_NAME_CHARS.sub("_", value)[:NAME_PART_MAX]
+
+
+def seconds(value):
+    """A duration or a time in seconds: a finite number in [0, SECONDS_MAX]."""
+    if type(value) not in (int, float) or not math.isfinite(value) or not 0 <= value <= SECONDS_MAX:
+        return None
+    return float(value)
+
+
+def count(value):
+    return value if type(value) is int and 0 <= value < 2 ** 63 else None
+
+
+def short_word(value, limit=64):
+    """A short word the recording names (a stop reason, a GC timing)."""
+    if isinstance(value, str) and 0 < len(value) <= limit and not _CONTROL.search(value):
+        return value
+    return None
+
+
+def python_version(value):
+    """The version a recording says its target ran, as "3.11"."""
+    return value if isinstance(value, str) and re.fullmatch(r"\d{1,2}\.\d{1,3}", value) else None
+
+
+def json_object(data):
+    """data (bytes) parsed as a JSON object, or None: not UTF-8, not JSON,
+    nested deeper than the parser recurses, or not an object."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def answer_error(answer):
+    """Why a scheduler's or worker's answer is not a description of a
+    recording, or None if it is one (a dict)."""
+    if isinstance(answer, dict):
+        return None
+    return f"its answer is a {type(answer).__name__}, not a description of the recording"
+
+
+def bytes_error(what, value, optional=False):
+    if isinstance(value, bytes) or (optional and value is None):
+        return None
+    return f"its {what} is a {type(value).__name__}, not bytes"
