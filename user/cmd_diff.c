@@ -173,6 +173,27 @@ static int read_side(struct diff *d, struct diff_args *a, int side)
 	return 0;
 }
 
+/* Every pair of runs, either side: one line and exit 1 if any differs in
+ * what its samples hold. */
+static int check_comparable(const struct diff *d)
+{
+	const struct recording *all[2 * DIFF_MAX_RUNS];
+	char err[1024];
+	size_t n = 0, i, j;
+	int side;
+
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < d->nruns[side]; i++)
+			all[n++] = &d->runs[side][i];
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (recordings_comparable(all[i], all[j], err, sizeof(err))) {
+				fprintf(stderr, "ebpfprof diff: %s\n", err);
+				return -1;
+			}
+	return 0;
+}
+
 typedef int (*diff_writer)(FILE *f, const struct diff *d);
 
 /* Writes to a temporary file beside path, renamed over it when complete. */
@@ -263,7 +284,7 @@ int cmd_diff(int argc, char **argv)
 	if (a.format < 0)
 		a.format = a.output && ends_with(a.output, ".html") ? FMT_HTML : FMT_TEXT;
 	d.o = a.o;
-	if (read_side(&d, &a, 0) || read_side(&d, &a, 1))
+	if (read_side(&d, &a, 0) || read_side(&d, &a, 1) || check_comparable(&d))
 		goto out;
 	if (diff_build(&d)) {
 		fprintf(stderr, "ebpfprof diff: out of memory\n");
