@@ -6,11 +6,12 @@ A and A' unchanged and B whose changed() does 1.3x the work (+30%; changed()
 holds about half of the process's on-CPU time), records the three at once,
 then compares:
 
-- A/A: A_i against A'_i (1 vs 1), and the same over 2 and 3 rounds per side
-  (2 vs 2, 3 vs 3); every line diff judges (states, GC, functions) counts,
-  and the false-positive rate is the share of them called a change;
-- detection: A_i against B_i, and over 2 and 3 rounds per side; the rate is
-  the share of comparisons in which changed()'s self time "grew".
+- A/A: A of some rounds against A' of as many later rounds (1 vs 1: A_i
+  against A'_i+1; 2 vs 2 and 3 vs 3 likewise); every line diff judges
+  (states, GC, functions) counts, and the false-positive rate is the share
+  of them called a change;
+- detection: the same with B for A'; the rate is the share of comparisons in
+  which changed()'s self time "grew".
 
 Rounds differ in time, so the machine's load between them is run-to-run
 noise, as between a user's runs. Bounded: --rounds 6 of --seconds 8 take
@@ -100,9 +101,12 @@ def calibrate(runs, extra, limit):
         flagged = total = detected = 0
         stats = []
         for s in sets:
+            # NEW from the next rounds: recorded at other times, under other
+            # loads, as a user's runs before and after a change would be
+            later = [(i + k) % len(runs) for i in s]
             a = [runs[i]["A"] for i in s]
-            a2 = [runs[i]["A2"] for i in s]
-            b = [runs[i]["B"] for i in s]
+            a2 = [runs[i]["A2"] for i in later]
+            b = [runs[i]["B"] for i in later]
             _, lines = judge(a, a2, extra)
             total += len(lines)
             flagged += sum(map(is_change, lines))

@@ -33,10 +33,11 @@ struct diff_args {
 
 static const char doc[] =
 	"Compare recordings: what changed between BASE and NEW beyond the noise.\v"
-	"BASE and NEW are speedscope files written by ebpfprof. With several runs per "
-	"side (A1 A2 A3 --vs B1 B2 B3) the noise is the spread between runs; with one, "
-	"the sampling noise of the counts (Poisson) plus an assumed run-to-run spread "
-	"(--run-noise). Figures are per second of recording.\n\n"
+	"BASE and NEW are speedscope files written by ebpfprof. The noise is the "
+	"sampling noise of the counts (Poisson) plus a run-to-run spread: assumed "
+	"(--run-noise), pooled with the spread measured between runs when a side has "
+	"several (A1 A2 A3 --vs B1 B2 B3), so more runs never make it less sensitive. "
+	"Figures are per second of recording.\n\n"
 	"Examples:\n"
 	"  ebpfprof diff gc.speedscope.json nogc.speedscope.json\n"
 	"  ebpfprof diff --json a1.json a2.json a3.json --vs b1.json b2.json b3.json\n"
@@ -54,8 +55,8 @@ static const struct argp_option option_list[] = {
 	{ "top", OPT_TOP, "N", 0, "Functions listed per direction (default 10)", 0 },
 	{ "min-ms-per-s", OPT_MIN_MS, "MS", 0, "Smallest change counted, in ms per second of recording (default 10)", 0 },
 	{ "min-change", OPT_MIN_REL, "PERCENT", 0, "Smallest change counted, in % of the larger side (default 10)", 0 },
-	{ "sigmas", OPT_Z, "Z", 0, "One run per side: width of the noise interval (default 3)", 0 },
-	{ "run-noise", OPT_RUN_NOISE, "PERCENT", 0, "One run per side: assumed run-to-run standard deviation (default 8)", 0 },
+	{ "sigmas", OPT_Z, "Z", 0, "Width of the noise interval, in a normal's sigmas (a t test of the same tail; default 3)", 0 },
+	{ "run-noise", OPT_RUN_NOISE, "PERCENT", 0, "Assumed run-to-run standard deviation, weighed as 10 degrees of freedom against the runs' own spread (default 4)", 0 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
@@ -272,7 +273,7 @@ static int write_output(struct diff_args *a, const struct diff *d)
 
 int cmd_diff(int argc, char **argv)
 {
-	struct diff_args a = { .o = { .z = 3.0, .run_noise = 0.08, .min_abs = 0.010, .min_rel = 0.10, .top = 10 } };
+	struct diff_args a = { .o = { .z = 3.0, .run_noise = 0.04, .min_abs = 0.010, .min_rel = 0.10, .top = 10 } };
 	struct argp argp = { option_list, parse_option, "BASE NEW | BASE... --vs NEW...", doc,
 			     NULL, NULL, NULL };
 	struct diff d = { 0 };
