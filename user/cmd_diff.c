@@ -33,10 +33,11 @@ struct diff_args {
 
 static const char doc[] =
 	"Compare recordings: what changed between BASE and NEW beyond the noise.\v"
-	"BASE and NEW are speedscope files written by ebpfprof. With several runs per "
-	"side (A1 A2 A3 --vs B1 B2 B3) the noise is the spread between runs; with one, "
-	"the sampling noise of the counts (Poisson) plus an assumed run-to-run spread "
-	"(--run-noise). Figures are per second of recording.\n\n"
+	"BASE and NEW are speedscope files written by ebpfprof. The noise is the "
+	"sampling noise of the counts (Poisson) plus a run-to-run spread: assumed "
+	"(--run-noise), pooled with the spread measured between runs when a side has "
+	"several (A1 A2 A3 --vs B1 B2 B3), so more runs never make it less sensitive. "
+	"Figures are per second of recording.\n\n"
 	"Examples:\n"
 	"  ebpfprof diff gc.speedscope.json nogc.speedscope.json\n"
 	"  ebpfprof diff --json a1.json a2.json a3.json --vs b1.json b2.json b3.json\n"
@@ -54,8 +55,8 @@ static const struct argp_option option_list[] = {
 	{ "top", OPT_TOP, "N", 0, "Functions listed per direction (default 10)", 0 },
 	{ "min-ms-per-s", OPT_MIN_MS, "MS", 0, "Smallest change counted, in ms per second of recording (default 10)", 0 },
 	{ "min-change", OPT_MIN_REL, "PERCENT", 0, "Smallest change counted, in % of the larger side (default 10)", 0 },
-	{ "sigmas", OPT_Z, "Z", 0, "One run per side: width of the noise interval (default 3)", 0 },
-	{ "run-noise", OPT_RUN_NOISE, "PERCENT", 0, "One run per side: assumed run-to-run standard deviation (default 8)", 0 },
+	{ "sigmas", OPT_Z, "Z", 0, "Width of the noise interval, in a normal's sigmas (a t test of the same tail; default 3)", 0 },
+	{ "run-noise", OPT_RUN_NOISE, "PERCENT", 0, "Assumed run-to-run standard deviation, weighed as 10 degrees of freedom against the runs' own spread (default 4)", 0 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
@@ -173,6 +174,27 @@ static int read_side(struct diff *d, struct diff_args *a, int side)
 	return 0;
 }
 
+/* Every pair of runs, either side: one line and exit 1 if any differs in
+ * what its samples hold. */
+static int check_comparable(const struct diff *d)
+{
+	const struct recording *all[2 * DIFF_MAX_RUNS];
+	char err[1024];
+	size_t n = 0, i, j;
+	int side;
+
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < d->nruns[side]; i++)
+			all[n++] = &d->runs[side][i];
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (recordings_comparable(all[i], all[j], err, sizeof(err))) {
+				fprintf(stderr, "ebpfprof diff: %s\n", err);
+				return -1;
+			}
+	return 0;
+}
+
 typedef int (*diff_writer)(FILE *f, const struct diff *d);
 
 struct diff_job {
@@ -272,7 +294,7 @@ static int write_output(struct diff_args *a, const struct diff *d)
 
 int cmd_diff(int argc, char **argv)
 {
-	struct diff_args a = { .o = { .z = 3.0, .run_noise = 0.08, .min_abs = 0.010, .min_rel = 0.10, .top = 10 } };
+	struct diff_args a = { .o = { .z = 3.0, .run_noise = 0.04, .min_abs = 0.010, .min_rel = 0.10, .top = 10 } };
 	struct argp argp = { option_list, parse_option, "BASE NEW | BASE... --vs NEW...", doc,
 			     NULL, NULL, NULL };
 	struct diff d = { 0 };
@@ -284,7 +306,8 @@ int cmd_diff(int argc, char **argv)
 	if (a.format < 0)
 		a.format = a.output && ends_with(a.output, ".html") ? FMT_HTML : FMT_TEXT;
 	d.o = a.o;
-	if (check_outputs(&a) || read_side(&d, &a, 0) || read_side(&d, &a, 1))
+	if (check_outputs(&a) || read_side(&d, &a, 0) || read_side(&d, &a, 1) ||
+	    check_comparable(&d))
 		goto out;
 	if (diff_build(&d)) {
 		fprintf(stderr, "ebpfprof diff: out of memory\n");

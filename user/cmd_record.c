@@ -520,6 +520,7 @@ static void recording_info_of(struct run *run, struct recording_info *info)
 		.gc_timing = gc_probe_name(run->gc_probe),
 		.stop_reason = stop_reason(run),
 		.idle = run->o->idle,
+		.gil_only = run->o->gil_only,
 	};
 }
 

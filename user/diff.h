@@ -13,6 +13,9 @@
 
 #define DIFF_NSTATES STATE_IDLE	/* the states a thread's time is split into */
 #define DIFF_MAX_RUNS 32
+/* The assumed run-to-run noise weighs as much as this many degrees of
+ * freedom of measured spread (11 runs' worth) in a side's variance. */
+#define DIFF_PRIOR_DF 10
 
 struct rec_thread {
 	char *name;		/* Python thread name */
@@ -37,6 +40,9 @@ struct recording {
 	unsigned rate_hz;
 	unsigned long samples;
 	int has_states;		/* the file has the "ebpfprof" object */
+	int idle, gil_only;	/* recorded with --idle, --gil; -1 not said */
+	int gc_exact;		/* GC time from the collector's probes, not samples */
+	int on_cpu_exact;	/* on-CPU state time from the scheduler, not samples */
 	struct rec_thread *threads;
 	size_t nthreads;
 	struct rec_gc *gcs;
@@ -45,6 +51,9 @@ struct recording {
 
 /* Reads path; on failure writes a one-line reason to err and returns -1. */
 int recording_read(struct recording *r, const char *path, char *err, size_t errlen);
+/* 0 if a and b sample the same things; else -1 and a one-line reason. */
+int recordings_comparable(const struct recording *a, const struct recording *b,
+			  char *err, size_t errlen);
 void recording_free(struct recording *r);
 
 /* ---- the comparison ---- */
@@ -80,13 +89,14 @@ struct diff_line {
 	double delta;		/* rate[1] - rate[0] */
 	double rel;		/* delta / rate[0]; +inf when it appeared */
 	double score;		/* |delta| / max(rate): 1 for appeared or vanished */
-	double stat;		/* z or t */
+	double stat;		/* delta over its standard error */
+	double df;		/* that error's degrees of freedom (Welch) */
 	int verdict;
 };
 
 struct diff_opts {
-	double z;		/* one run per side: interval width, in sigmas */
-	double run_noise;	/* one run per side: assumed relative run-to-run sd */
+	double z;		/* the bar, in a normal's sigmas (a t of the same tail) */
+	double run_noise;	/* assumed relative run-to-run sd (the prior) */
 	double min_abs;		/* smallest change counted, seconds per second */
 	double min_rel;		/* smallest change counted, relative to the larger side */
 	int top;		/* functions listed per direction */
@@ -102,6 +112,9 @@ struct diff {
 };
 
 int diff_build(struct diff *d);
+/* The t with df degrees of freedom whose two-sided tail is the normal's
+ * beyond z sigmas. */
+double diff_t_critical(double z, double df);
 void diff_free(struct diff *d);
 const char *diff_state_title(int state);
 const char *verdict_name(int v);

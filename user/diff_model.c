@@ -107,6 +107,19 @@ static int add(struct diff *d, int kind, const char *process, const char *thread
 	return 0;
 }
 
+/* Off-CPU time is measured exactly by the scheduler's probes; GC time when
+ * the collector's probes timed it; on-CPU time when the recording says the
+ * scheduler measured it. Exact times have no sampling noise, only run-to-run
+ * noise; the rest is Poisson in its equivalent samples. */
+static int state_is_exact(const struct recording *r, int state)
+{
+	if (state == STATE_ON_CPU)
+		return r->on_cpu_exact;
+	if (state == STATE_GC)
+		return r->gc_exact;
+	return 1;
+}
+
 static int add_states(struct diff *d, int side, size_t run, const struct recording *r)
 {
 	const struct rec_thread *t;
@@ -116,7 +129,7 @@ static int add_states(struct diff *d, int side, size_t run, const struct recordi
 	for (i = 0; i < r->nthreads; i++) {
 		t = &r->threads[i];
 		for (s = 0; s < DIFF_NSTATES; s++) {
-			double v = t->states_s[s], n = v * r->rate_hz;
+			double v = t->states_s[s], n = state_is_exact(r, s) ? 0 : v * r->rate_hz;
 
 			if (add(d, LINE_STATE, t->process, t->name, s, 0, side, run, v, n) ||
 			    add(d, LINE_STATE, t->process, NULL, s, 0, side, run, v, n))
@@ -268,64 +281,151 @@ static int add_functions(struct diff *d, struct fn_index *fx, int side, size_t r
 	return err ? -1 : 0;
 }
 
-/* Two-sided 99% critical values of Student's t, by degrees of freedom. */
-static double t_critical(int df)
+/*
+ * Student's t, for the critical value of a line's statistic: the two-sided
+ * tail of |T| > t with df degrees of freedom is I_x(df/2, 1/2) at
+ * x = df / (df + t^2), the regularized incomplete beta function, here by its
+ * continued fraction (modified Lentz).
+ */
+static double beta_fraction(double a, double b, double x)
 {
-	static const double t99[] = { 0, 63.66, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499,
-				      3.355, 3.250, 3.169, 3.106, 3.055, 3.012, 2.977, 2.947 };
+	const double tiny = 1e-300;
+	double c = 1, d = 1 - (a + b) * x / (a + 1), h, step;
+	int m;
 
-	if (df < 1)
-		df = 1;
-	return df < (int)(sizeof(t99) / sizeof(t99[0])) ? t99[df] : 2.9;
+	d = 1 / (fabs(d) < tiny ? tiny : d);
+	h = d;
+	for (m = 1; m <= 300; m++) {
+		double even = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+		double odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+
+		d = 1 + even * d;
+		c = 1 + even / c;
+		d = 1 / (fabs(d) < tiny ? tiny : d);
+		c = fabs(c) < tiny ? tiny : c;
+		h *= d * c;
+		d = 1 + odd * d;
+		c = 1 + odd / c;
+		d = 1 / (fabs(d) < tiny ? tiny : d);
+		c = fabs(c) < tiny ? tiny : c;
+		step = d * c;
+		h *= step;
+		if (fabs(step - 1) < 1e-12)
+			break;
+	}
+	return h;
 }
 
-/* One run per side: how much preempted time is assumed to vary between runs. */
+/* I_x(a, b), from the fraction on the side where it converges fast. */
+static double incomplete_beta(double a, double b, double x)
+{
+	double front;
+
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	if (x < (a + 1) / (a + b + 2))
+		return front * beta_fraction(a, b, x) / a;
+	return 1 - front * beta_fraction(b, a, 1 - x) / b;
+}
+
+/* P(|T| > t) for Student's t with df degrees of freedom. */
+static double t_two_sided_tail(double t, double df)
+{
+	return incomplete_beta(df / 2, 0.5, df / (df + t * t));
+}
+
+/*
+ * The t such that P(|T| > t) is the normal's two-sided tail beyond z sigmas:
+ * --sigmas keeps its meaning (3: 0.27% of unchanged lines) however many
+ * degrees of freedom the noise estimate has, and the bar falls towards z as
+ * they grow. By bisection: the tail falls as t grows.
+ */
+static double t_critical(double z, double df)
+{
+	double tail = erfc(z / M_SQRT2), lo = z, hi = z, mid;
+	int i;
+
+	if (!(df > 0) || df > 1e6)
+		return z;
+	while (t_two_sided_tail(hi, df) > tail && hi < 1e6)
+		hi *= 2;
+	for (i = 0; i < 100 && hi - lo > 1e-9 * hi; i++) {
+		mid = (lo + hi) / 2;
+		if (t_two_sided_tail(mid, df) > tail)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
+}
+
+/* How much preempted time is assumed to vary between runs. */
 #define MACHINE_NOISE 0.5
 
 struct side_stats {
-	double rate, var;	/* per second, and its variance */
-	int df;			/* 0: Poisson only */
+	double rate, var;	/* per second, and the variance of that mean */
+	double df;		/* degrees of freedom of var */
 };
 
+/* The assumed relative run-to-run standard deviation of a line. */
+static double assumed_run_noise(const struct diff *d, const struct diff_line *l)
+{
+	return l->kind == LINE_STATE && l->state == STATE_PREEMPTED ? MACHINE_NOISE : d->o.run_noise;
+}
+
+/*
+ * One side's mean rate and the variance of that mean. A run's rate varies
+ * by its sampling noise (Poisson in its equivalent samples; none for exact
+ * times) and by run-to-run noise. The variance of one run is estimated by
+ * pooling what is assumed with what is measured: the assumption (the
+ * sampling variance plus run_noise of the rate) counts as DIFF_PRIOR_DF degrees
+ * of freedom, the runs' own spread as k - 1, as a scaled inverse chi-square
+ * prior updated by the sample variance would. More runs thus only add
+ * evidence: the variance of the mean falls as 1/k unless the runs really do
+ * differ more than assumed, and the degrees of freedom only grow.
+ */
 static struct side_stats side_stats(const struct diff *d, const struct diff_line *l, int side)
 {
 	struct side_stats st = { 0 };
-	double sum = 0, poisson = 0, mean = 0, spread = 0;
 	size_t k = d->nruns[side], i;
-	double wall = d->wall_s[side];
+	double sum = 0, sampling = 0, mean = 0, spread = 0, rel = assumed_run_noise(d, l);
+	double prior;
 
 	for (i = 0; i < k; i++) {
-		sum += l->v[side][i];
-		if (l->n[side][i] > 0)
-			poisson += l->v[side][i] * l->v[side][i] / l->n[side][i];
-	}
-	st.rate = sum / wall;
-	st.var = poisson / (wall * wall);
-	if (k < 2) {
-		double rel = l->kind == LINE_STATE && l->state == STATE_PREEMPTED ?
-			     MACHINE_NOISE : d->o.run_noise;
+		double w = d->runs[side][i].wall_s, x = l->v[side][i] / w;
 
-		st.var += rel * rel * st.rate * st.rate;
-		return st;
+		sum += l->v[side][i];
+		mean += x / k;
+		if (l->n[side][i] > 0)
+			sampling += x * x / l->n[side][i] / k;	/* mean over the runs */
 	}
-	for (i = 0; i < k; i++)
-		mean += l->v[side][i] / d->runs[side][i].wall_s / k;
+	st.rate = sum / d->wall_s[side];
 	for (i = 0; i < k; i++) {
 		double r = l->v[side][i] / d->runs[side][i].wall_s - mean;
 
-		spread += r * r / (k - 1);
+		spread += k > 1 ? r * r / (k - 1) : 0;
 	}
-	if (spread / k > st.var)
-		st.var = spread / k;
-	st.df = (int)k - 1;
+	prior = sampling + rel * rel * st.rate * st.rate;
+	st.df = DIFF_PRIOR_DF + (double)k - 1;
+	st.var = (DIFF_PRIOR_DF * prior + ((double)k - 1) * spread) / st.df / (double)k;
 	return st;
+}
+
+/* Welch-Satterthwaite: the degrees of freedom of the difference's variance. */
+static double welch_df(const struct side_stats *a, const struct side_stats *b)
+{
+	double den = a->var * a->var / a->df + b->var * b->var / b->df;
+
+	return den > 0 ? (a->var + b->var) * (a->var + b->var) / den : a->df + b->df;
 }
 
 static void judge(const struct diff *d, struct diff_line *l)
 {
 	struct side_stats a = side_stats(d, l, 0), b = side_stats(d, l, 1);
 	double larger = a.rate > b.rate ? a.rate : b.rate, se = sqrt(a.var + b.var);
-	double crit = a.df + b.df ? t_critical(a.df + b.df) : d->o.z;
 	int timed = l->kind != LINE_GC_COUNT;
 
 	l->amount[0] = a.rate * d->wall_s[0] / d->nruns[0];
@@ -336,13 +436,19 @@ static void judge(const struct diff *d, struct diff_line *l)
 	l->rel = a.rate > 0 ? l->delta / a.rate : (b.rate > 0 ? INFINITY : 0);
 	l->score = larger > 0 ? fabs(l->delta) / larger : 0;
 	l->stat = se > 0 ? l->delta / se : (l->delta ? INFINITY : 0);
+	l->df = welch_df(&a, &b);
+	l->verdict = VERDICT_NOISE;
 	if (larger <= 0)
 		l->verdict = VERDICT_SAME;
-	else if (fabs(l->stat) >= crit && l->score >= d->o.min_rel &&
-		 (!timed || fabs(l->delta) >= d->o.min_abs))
+	else if (l->score >= d->o.min_rel && (!timed || fabs(l->delta) >= d->o.min_abs) &&
+		 /* the t bar is never below z: most lines need no quantile */
+		 fabs(l->stat) >= d->o.z && fabs(l->stat) >= t_critical(d->o.z, l->df))
 		l->verdict = l->delta > 0 ? VERDICT_GREW : VERDICT_SHRANK;
-	else
-		l->verdict = VERDICT_NOISE;
+}
+
+double diff_t_critical(double z, double df)
+{
+	return t_critical(z, df);
 }
 
 int diff_build(struct diff *d)

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,26 @@ static int read_gcs(struct recording *r, json_t *gcs, json_t *threads)
 	return 0;
 }
 
+/* A boolean the recording may state: 1, 0, or -1 when it does not. */
+static int flag(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+/* How it was recorded: what its samples hold, and which times are exact. */
+static void read_options(struct recording *r, json_t *e)
+{
+	const char *gc_timing = str_or(e, "gc_timing", "");
+
+	r->idle = flag(e, "idle");
+	r->gil_only = flag(e, "gil");
+	r->on_cpu_exact = flag(e, "on_cpu_exact") == 1;
+	r->gc_exact = !strcmp(gc_timing, "USDT probes") ||
+		      !strcmp(gc_timing, "uprobes on the collector");
+}
+
 static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t errlen)
 {
 	json_t *e = json_object_get(root, "ebpfprof");
@@ -257,6 +278,7 @@ static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t er
 	}
 	r->rate_hz = (unsigned)rate;
 	r->wall_s = wall;
+	read_options(r, e);
 	r->samples = num(e, "samples") > 0 ? (unsigned long)num(e, "samples") : 0;
 	if (!json_is_array(threads) || !json_is_array(gcs))
 		return 0;	/* written without the analysis: functions only */
@@ -308,4 +330,33 @@ void recording_free(struct recording *r)
 	free(r->gcs);
 	free(r->frame_map);
 	profile_free(&r->prof);
+}
+
+/* Samples with off-CPU time in them (--idle), or of the GIL holder only
+ * (--gil), are not the samples of a plain recording: compared, every
+ * function would change. Rates differ harmlessly (all is per second). */
+int recordings_comparable(const struct recording *a, const struct recording *b,
+			  char *err, size_t errlen)
+{
+	static const struct {
+		size_t offset;
+		const char *option;
+	} options[] = {
+		{ offsetof(struct recording, idle), "--idle" },
+		{ offsetof(struct recording, gil_only), "--gil" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		int fa = *(const int *)((const char *)a + options[i].offset);
+		int fb = *(const int *)((const char *)b + options[i].offset);
+
+		if (fa < 0 || fb < 0 || fa == fb)
+			continue;
+		snprintf(err, errlen, "%s was recorded with %s and %s without: they cannot be "
+			 "compared (record both with or both without it)",
+			 fa ? a->path : b->path, options[i].option, fa ? b->path : a->path);
+		return -1;
+	}
+	return 0;
 }

@@ -311,13 +311,12 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 
 static void print_noise(FILE *f, const struct diff *d)
 {
+	fprintf(f, "noise: sampling (Poisson in the sample counts) and %.0f%% run-to-run assumed",
+		100 * d->o.run_noise);
 	if (d->nruns[0] > 1 || d->nruns[1] > 1)
-		fprintf(f, "noise: spread between runs (t test, 99%%) or sampling (Poisson), whichever is larger;");
-	else
-		fprintf(f, "noise: sampling (Poisson in the sample counts) and %.0f%% run-to-run, %.1f sigma;",
-			100 * d->o.run_noise, d->o.z);
-	fprintf(f, " a change also needs >= %.0f ms per s and >= %.0f%% of the larger side\n",
-		1e3 * d->o.min_abs, 100 * d->o.min_rel);
+		fprintf(f, ", pooled with the spread between runs");
+	fprintf(f, "; t test at %.1f sigma's tail; a change also needs >= %.0f ms per s and"
+		" >= %.0f%% of the larger side\n", d->o.z, 1e3 * d->o.min_abs, 100 * d->o.min_rel);
 }
 
 int diff_report_text(FILE *f, const struct diff *d)
@@ -386,6 +385,7 @@ static void json_line(FILE *f, const struct diff_line *l, int rank)
 	json_num(f, "delta_per_s", l->delta);
 	json_num(f, "change", l->rel);
 	json_num(f, "stat", l->stat);
+	json_num(f, "df", l->df);
 	fprintf(f, ",\"verdict\":\"%s\"}", verdict_name(l->verdict));
 }
 
@@ -479,9 +479,9 @@ int diff_report_json(FILE *f, const struct diff *d)
 	json_write_string(f, summary);
 	json_runs(f, d);
 	fprintf(f, ",\n\"noise\":{\"model\":\"%s\",\"z\":%g,\"run_noise\":%g,"
-		"\"min_abs_s_per_s\":%g,\"min_rel\":%g}",
+		"\"prior_df\":%d,\"min_abs_s_per_s\":%g,\"min_rel\":%g}",
 		d->nruns[0] > 1 || d->nruns[1] > 1 ? "spread" : "poisson", d->o.z, d->o.run_noise,
-		d->o.min_abs, d->o.min_rel);
+		DIFF_PRIOR_DF, d->o.min_abs, d->o.min_rel);
 	json_changes(f, d);
 	json_lines(f, "states", d, LINE_STATE, 0, 0, 0);
 	json_gc(f, d);

@@ -16,6 +16,7 @@ struct recording_info {
 	const char *gc_timing;		/* how collections were timed */
 	const char *stop_reason;	/* "target exited", "duration reached"... */
 	int idle;			/* off-CPU time is in the samples (--idle) */
+	int gil_only;			/* only the GIL holder's samples (--gil) */
 };
 
 struct writer_options {

@@ -267,8 +267,9 @@ static int write_info(FILE *f, const struct profile *p, const struct recording_i
 	if (!in)
 		return 0;
 	if (fprintf(f, ",\"samples\":%lu,\"lost\":%llu,\"python\":\"%d.%d\",\"idle\":%s,"
-		    "\"gc_timing\":", in->samples, in->lost, in->python_major,
-		    in->python_minor, in->idle ? "true" : "false") < 0 ||
+		    "\"gil\":%s,\"gc_timing\":", in->samples, in->lost, in->python_major,
+		    in->python_minor, in->idle ? "true" : "false",
+		    in->gil_only ? "true" : "false") < 0 ||
 	    json_write_string(f, in->gc_timing ? in->gc_timing : "") ||
 	    fputs(",\"stop_reason\":", f) < 0 ||
 	    json_write_string(f, in->stop_reason ? in->stop_reason : ""))

@@ -39,7 +39,8 @@ FAVOURED = ["nice", "-n", "-10"]
 
 
 def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=100, tag="r",
-                        need_truth=False, prefix=REALTIME, whole_work=False, go_first=False):
+                        need_truth=False, prefix=REALTIME, whole_work=False, go_first=False,
+                        rates=None, flags=None):
     """Starts one workload per variant (a list of extra argument lists), then
     records them all at once for `seconds`, or with whole_work until each has
     done `seconds` of work after the go and exited (every recording then
@@ -49,7 +50,8 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
     steady workload compared over fixed windows: each window then holds only
     steady work, whenever its profiler got attached (two profilers loading at
     once on two CPUs can start recording a second apart, and a window that
-    began before the go held that much idle time more than the other)."""
+    began before the go held that much idle time more than the other).
+    rates and flags, when given, are each recording's -r and extra options."""
     debian = require_interpreter("debian-3.11")
     interp = Interpreter(debian.name, prefix + debian.argv, debian.version)
     ws, go = [], tmp_path / f"go-{tag}"
@@ -64,9 +66,11 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
     paths = [tmp_path / f"{tag}{i}.speedscope.json" for i in range(len(variants))]
     logs = [tmp_path / f"{tag}{i}.gc.jsonl" for i in range(len(variants))]
     duration = seconds + 60 if whole_work else seconds
-    procs = [subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "-d", str(duration), "-r", str(rate),
-                               "--gc-log", str(log), "-o", str(p)], stderr=subprocess.PIPE, text=True)
-             for w, p, log in zip(ws, paths, logs)]
+    rates = rates or [rate] * len(variants)
+    flags = flags or [[]] * len(variants)
+    procs = [subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "-d", str(duration), "-r", str(r),
+                               *fl, "--gc-log", str(log), "-o", str(p)], stderr=subprocess.PIPE, text=True)
+             for w, p, log, r, fl in zip(ws, paths, logs, rates, flags)]
     time.sleep(3)  # attached: probes in place before the measured part
     wait_for_go(go)
     for p in procs:
@@ -211,6 +215,53 @@ def test_same_workload_three_runs_per_side_is_within_noise(workloads, tmp_path):
     assert rep["noise"]["model"] == "spread"
     assert len(rep["base"]["runs"]) == 3 and len(rep["new"]["runs"]) == 3
     assert flagged(rep) == [], describe(flagged(rep))
+
+
+def test_same_workload_at_different_rates_is_within_noise(workloads, tmp_path):
+    # issue 23: time is per second whatever the rate (CPython's own profiler
+    # once read unchanged functions -90% when the rates differed). The ticks are
+    # jittered: a 100 ms tick in phase with a 100 Hz clock is always sampled
+    # in the same function, whatever diff does
+    (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
+                                         [["--jitter", "0.013"]] * 2, seconds=6,
+                                         rates=[100, 400], tag="rates", go_first=True)
+    rep = diff_json(a, b)
+    assert [r["rate_hz"] for r in rep["base"]["runs"] + rep["new"]["runs"]] == [100, 400]
+    assert flagged(rep) == [], describe(flagged(rep))
+    for fn in ("steady", "changed"):
+        line = [l for l in rep["functions_self"] if l["function"] == fn][0]
+        assert abs(line["change"]) < 0.3, line  # sampling noise at 100 Hz, not a bias
+
+
+# ---- issue 23: more runs never learn less ----
+
+def test_a_30_percent_change_is_found_with_1_2_and_3_runs_per_side(workloads, tmp_path):
+    # changed() +30%, about half of the process's on-CPU time (bench/diff_calibration.py
+    # measures the same over many rounds: docs/benchmarks.md)
+    runs = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
+                               [["--rounds", "250000"]] * 3 + [["--rounds", "250000", "--slower", "1.3"]] * 3,
+                               seconds=8, rate=2000, tag="thirty", go_first=True)
+    a, b = [p for p, _ in runs[:3]], [p for p, _ in runs[3:]]
+    seen = []
+    for k in (1, 2, 3):
+        rep = diff_json(*a[:k], "--vs", *b[:k])
+        line = [l for l in rep["functions_self"] if l["function"] == "changed"][0]
+        seen.append((k, line["change"], line["stat"], line["df"], line["verdict"]))
+    assert all(v == "grew" for *_, v in seen), seen
+    # and the steady function did not move
+    rep = diff_json(*a, "--vs", *b)
+    steady = [l for l in rep["functions_self"] if l["function"] == "steady"][0]
+    assert steady["verdict"] == "within noise", steady
+
+
+def test_idle_recording_against_a_plain_one_is_refused(workloads, tmp_path):
+    (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py", [[], []],
+                                         seconds=1, flags=[[], ["--idle"]], tag="idle", go_first=True)
+    res = diff(a, b, check=False)
+    assert res.returncode == 1, res.stdout[:500]
+    assert res.stdout == ""
+    assert res.stderr == (f"ebpfprof diff: {b} was recorded with --idle and {a} without: "
+                          "they cannot be compared (record both with or both without it)\n")
 
 
 # ---- done-when 3: a function made 2x slower ----

@@ -20,7 +20,7 @@
 
 #define SEC 1000000000ull
 
-static const struct diff_opts opts = { .z = 3.0, .run_noise = 0.10, .min_abs = 0.010,
+static const struct diff_opts opts = { .z = 3.0, .run_noise = 0.04, .min_abs = 0.010,
 				       .min_rel = 0.10, .top = 10 };
 
 /* A one-thread recording: GC and on-CPU seconds, and `fn` on CPU for fn_s
@@ -210,6 +210,132 @@ static void test_several_runs_use_their_spread(void **state)
 	free_runs(c, 3);
 }
 
+/* Issue 23: one function 1.65x costlier, runs spread by a few %: flagged
+ * with one run per side, so with two and three (a t test at 2 degrees of
+ * freedom once called it noise at 4.6 sigma). */
+static void test_more_runs_never_less_sensitive(void **state)
+{
+	static const double spread[3] = { 1.00, 1.03, 0.97 };
+	struct recording a[3], b[3];
+	struct diff d;
+	double last_stat = 0;
+	size_t k, i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		make_run(&a[i], 10, 0, 4, "hot", 2.0 * spread[i], 0);
+		make_run(&b[i], 10, 0, 4, "hot", 3.3 * spread[(i + 1) % 3], 0);
+		a[i].rate_hz = b[i].rate_hz = 1000;
+	}
+	for (k = 1; k <= 3; k++) {
+		const struct diff_line *l;
+
+		run_diff(&d, a, k, b, k);
+		l = find(&d, LINE_SELF, 0, NULL, "hot");
+		assert_int_equal(l->verdict, VERDICT_GREW);
+		assert_true(l->stat > last_stat);	/* more evidence with each run */
+		assert_true(l->df > 10);
+		last_stat = l->stat;
+		diff_free(&d);
+	}
+	free_runs(a, 3);
+	free_runs(b, 3);
+}
+
+/* Runs that really differ more than assumed still widen the noise. */
+static void test_measured_spread_counts(void **state)
+{
+	struct recording a[3], b[3];
+	struct diff d;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		make_run(&a[i], 10, 0, 4, "hot", 2.0 * (i == 1 ? 0.5 : i == 2 ? 1.5 : 1.0), 0);
+		make_run(&b[i], 10, 0, 4, "hot", 2.5 * (i == 2 ? 0.5 : i == 0 ? 1.5 : 1.0), 0);
+		a[i].rate_hz = b[i].rate_hz = 1000;
+	}
+	run_diff(&d, a, 3, b, 3);	/* +25%, runs spread by +-50% */
+	assert_int_equal(find(&d, LINE_SELF, 0, NULL, "hot")->verdict, VERDICT_NOISE);
+	diff_free(&d);
+	run_diff(&d, a, 1, b, 1);	/* +25% between two single runs: 4% assumed */
+	assert_int_equal(find(&d, LINE_SELF, 0, NULL, "hot")->verdict, VERDICT_GREW);
+	diff_free(&d);
+	free_runs(a, 3);
+	free_runs(b, 3);
+}
+
+static void test_t_critical(void **state)
+{
+	(void)state;
+	/* the 99% two-sided t of the tables, from z = 2.5758 (99% normal) */
+	assert_true(fabs(diff_t_critical(2.5758293, 2) - 9.925) < 0.001);
+	assert_true(fabs(diff_t_critical(2.5758293, 10) - 3.169) < 0.001);
+	assert_true(fabs(diff_t_critical(2.5758293, 30) - 2.750) < 0.001);
+	assert_true(fabs(diff_t_critical(3, 1e9) - 3) < 1e-9);
+	assert_true(diff_t_critical(3, 20) > diff_t_critical(3, 22));
+}
+
+/* An exact time (the scheduler's, the collector's probes) has no sampling
+ * noise: the same change stands out more than if it were sampled. */
+static void test_exact_times_have_no_sampling_noise(void **state)
+{
+	struct recording a[2], b[2];
+	struct diff d;
+	double stat[2];
+	int exact;
+
+	(void)state;
+	for (exact = 0; exact < 2; exact++) {
+		make_run(&a[exact], 10, 0.5, 4, "w", 4, 0);
+		make_run(&b[exact], 10, 0.6, 4, "w", 4, 0);
+		a[exact].gc_exact = b[exact].gc_exact = exact;
+		run_diff(&d, &a[exact], 1, &b[exact], 1);
+		stat[exact] = find(&d, LINE_STATE, STATE_GC, NULL, NULL)->stat;
+		diff_free(&d);
+	}
+	assert_true(stat[1] > 1.5 * stat[0]);
+	free_runs(a, 2);
+	free_runs(b, 2);
+}
+
+/* Time is per second whatever the rate: 100 Hz against 400 Hz is no change. */
+static void test_different_rates_compare_without_bias(void **state)
+{
+	struct recording a, b;
+	struct diff d;
+	const struct diff_line *l;
+
+	(void)state;
+	make_run(&a, 10, 0.5, 4, "w", 4, 0);
+	make_run(&b, 10, 0.5, 4, "w", 4, 0);
+	b.rate_hz = 400;
+	run_diff(&d, &a, 1, &b, 1);
+	l = find(&d, LINE_SELF, 0, NULL, "w");
+	assert_true(fabs(l->rel) < 1e-9 && l->verdict == VERDICT_NOISE);
+	diff_free(&d);
+	free_runs(&a, 1);
+	free_runs(&b, 1);
+}
+
+static void test_idle_or_gil_against_plain_is_refused(void **state)
+{
+	struct recording a = { .path = "a.json", .idle = 1, .gil_only = 0 };
+	struct recording b = { .path = "b.json", .idle = 0, .gil_only = 0 };
+	char err[256];
+
+	(void)state;
+	assert_int_equal(recordings_comparable(&a, &b, err, sizeof(err)), -1);
+	assert_string_equal(err, "a.json was recorded with --idle and b.json without: they "
+			    "cannot be compared (record both with or both without it)");
+	a.idle = 0;
+	b.gil_only = 1;
+	assert_int_equal(recordings_comparable(&a, &b, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "b.json was recorded with --gil and a.json without"));
+	b.gil_only = -1;	/* an older recording that does not say */
+	assert_int_equal(recordings_comparable(&a, &b, err, sizeof(err)), 0);
+}
+
 static char *write_tmp(const char *text)
 {
 	char *path = strdup("/tmp/ebpfprof-test-diff-XXXXXX");
@@ -295,6 +421,12 @@ int main(void)
 		cmocka_unit_test(test_twice_slower_function),
 		cmocka_unit_test(test_small_changes_need_to_matter),
 		cmocka_unit_test(test_several_runs_use_their_spread),
+		cmocka_unit_test(test_more_runs_never_less_sensitive),
+		cmocka_unit_test(test_measured_spread_counts),
+		cmocka_unit_test(test_t_critical),
+		cmocka_unit_test(test_exact_times_have_no_sampling_noise),
+		cmocka_unit_test(test_different_rates_compare_without_bias),
+		cmocka_unit_test(test_idle_or_gil_against_plain_is_refused),
 		cmocka_unit_test(test_read_a_recording),
 		cmocka_unit_test(test_bad_recordings_are_refused),
 	};

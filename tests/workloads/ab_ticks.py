@@ -5,7 +5,10 @@ then sleeps until the next tick. --slower N makes changed() do N times the
 work (the "2x slower function" of an A/B comparison). The truth is each
 function's CPU time (time.thread_time) over the measured part, and tick by
 tick on the clock of time.monotonic() (CLOCK_MONOTONIC) so that it can be
-cut to a recording's window."""
+cut to a recording's window. --jitter S starts each tick up to S seconds
+late, at random: a tick of exactly 100 ms is in phase with a 100 Hz sampling
+clock, which then always lands in the same function (aliasing)."""
+import random
 import sys
 import time
 
@@ -30,7 +33,8 @@ def changed(rounds):
 
 def main():
     args = common.parse({"--slower": {"type": float, "default": 1.0},
-                         "--rounds": {"type": int, "default": 60000}})
+                         "--rounds": {"type": int, "default": 60000},
+                         "--jitter": {"type": float, "default": 0.0}})
     spent = {"steady": 0.0, "changed": 0.0}
     ticks = []  # [monotonic, steady's CPU so far, changed's CPU so far] per tick
     common.wait_for_go(args)
@@ -43,7 +47,7 @@ def main():
             fn(rounds)
             spent[name] += time.thread_time() - t
         ticks.append([time.monotonic(), spent["steady"], spent["changed"]])
-        tick += 0.1
+        tick += 0.1 + random.uniform(0, args.jitter)
         time.sleep(max(0.0, tick - time.monotonic()))
     end = time.monotonic()
     common.write_truth(args, {"cpu_seconds": spent, "wall_seconds": end - begin, "ticks": ticks})
