@@ -167,12 +167,10 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		}
 		break;
 	case 'm': {
-		struct proc_matcher m;
 		char err[ERRLEN];
 
-		if (matcher_init(&m, arg, err, sizeof(err)))
+		if (matcher_valid(arg, err, sizeof(err)))
 			argp_error(state, "%s", err);
-		matcher_free(&m);
 		o->match = arg;
 		break;
 	}
