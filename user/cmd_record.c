@@ -419,15 +419,21 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	}
 }
 
-/* --rotate: the files of the period that started at run->period_start. */
+/* --rotate: the files of the period that started at run->period_start,
+ * under names no file has yet (a clock stepped back, an earlier run). */
 static void period_paths(struct run *run, char *prof, char *log, size_t len)
 {
 	unsigned ms = run->period_start.tv_nsec / 1000000;
+	const char *gc_log = run->o->gc_log;
 
-	period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec, ms);
-	if (run->o->gc_log)
-		period_name(log, len, run->o->gc_log, ends_with(run->o->gc_log, ".gc.jsonl") ? ".gc.jsonl" : ".jsonl",
-			    run->period_start.tv_sec, ms);
+	do {
+		run->rotation.seq++;
+		period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec,
+			    ms, run->rotation.seq);
+		if (gc_log)
+			period_name(log, len, gc_log, ends_with(gc_log, ".gc.jsonl") ? ".gc.jsonl" : ".jsonl",
+				    run->period_start.tv_sec, ms, run->rotation.seq);
+	} while (!access(prof, F_OK) || (gc_log && !access(log, F_OK)));
 }
 
 /* Writes the period's files, deletes the oldest beyond --keep. */
