@@ -337,6 +337,8 @@ struct run {
 	struct timespec period_start;	/* wall clock, for the names */
 };
 
+static void end_command(struct run *run);
+
 /* Waits (launch mode) until the command has started a CPython interpreter. */
 static void find_interpreter(struct run *run)
 {
@@ -363,8 +365,7 @@ static void find_interpreter(struct run *run)
 		}
 		usleep(2000);
 	}
-	if (run->is_child && !process_exited(run->pid, run->pidfd, 1, &run->exit_status))
-		kill(run->pid, SIGTERM);
+	end_command(run);
 	die(err);
 }
 
@@ -525,13 +526,14 @@ static void record(struct run *run)
 	recorder_finish(&run->rec, end);
 }
 
-/* The launched command does not outlive the recording, whatever ends it. */
+/* The launched command, and whatever it started in its process group, does
+ * not outlive the recording, whatever ends it. */
 static void end_command(struct run *run)
 {
-	if (run->is_child && !run->target_exited) {
-		kill(run->pid, SIGTERM);
-		waitpid(run->pid, &run->exit_status, 0);
+	if (run->is_child && run->pid > 0) {
+		end_launched(run->pid, &run->exit_status);
 		run->target_exited = 1;
+		run->pid = 0;
 	}
 }
 
