@@ -89,14 +89,18 @@ def test_ctrl_c_still_ends_the_recording_and_the_command(tmp_path):
     facts = tmp_path / "facts"
     script = tmp_path / "cmd.py"
     script.write_text(COMMAND)
+    # stderr to a file: a pipe would be held open by whatever outlives ebpfprof
+    log = open(tmp_path / "stderr", "w")
     rec = subprocess.Popen([str(EBPFPROF), "-o", str(tmp_path / "p.speedscope.json"), "--",
-                            PY, str(script), str(facts)], stderr=subprocess.PIPE, text=True)
+                            PY, str(script), str(facts)], stderr=log)
     deadline = time.monotonic() + 20
     while not facts.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1)
     rec.send_signal(2)
-    _, err = rec.communicate(timeout=60)
+    rec.wait(timeout=60)
+    log.close()
+    err = (tmp_path / "stderr").read_text()
     assert rec.returncode == 0, err
     assert "interrupted" in err and (tmp_path / "p.speedscope.json").exists(), err
     _, _, pid, grandchild, _ = facts.read_text().split(" ", 4)
