@@ -17,6 +17,7 @@ SLEEPER = "import time; time.sleep(60)"
 
 
 def children_of(pid):
+    """The pids whose parent is pid now."""
     kids = set()
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EBPFPROF, need_bpf, require_interpreter
+from test_match_bounds import children_of
 
 # every option that shapes what a child records or writes (-o, --gc-log and
 # -d are the parent's: chosen per child)
@@ -23,20 +24,6 @@ EXPECTED_IN_CHILD = [("--format=collapsed", "-f collapsed"), ("--threads", "-t")
                      ("--full-filenames",), ("--nolineno",), ("--gc-min-ms=5", "-M 5"),
                      ("--rate=97", "-r 97"), ("--wait-threshold=20", "-W 20"), ("--idle",),
                      ("--function",), ("--subprocesses",)]
-
-
-def children_of(pid):
-    kids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.append(int(d.name))
-        except (OSError, ValueError, IndexError):
-            pass
-    return kids
 
 
 def cmdline(pid):
