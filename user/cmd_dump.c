@@ -104,7 +104,7 @@ static void print_text(FILE *f, const struct py_target *t, const struct dump_sna
 	size_t i;
 	int j;
 
-	target_cmdline(s->pid, cmd, sizeof(cmd));
+	procfs_cmdline(s->pid, cmd, sizeof(cmd));
 	fprintf(f, "Process %d: %s\nPython v%d.%d.%d (%s)\n", s->pid,
 		printable(cmd, line, sizeof(line)), t->major, t->minor, t->micro,
 		printable(t->shown_path, path, sizeof(path)));
@@ -183,7 +183,7 @@ static void print_json(FILE *f, const struct py_target *t, const struct dump_sna
 	char cmd[4096];
 	size_t i;
 
-	target_cmdline(s->pid, cmd, sizeof(cmd));
+	procfs_cmdline(s->pid, cmd, sizeof(cmd));
 	fprintf(f, "{\"pid\": %d, ", s->pid);
 	json_kv_str(f, "command", cmd);
 	fprintf(f, ", \"python\": \"%d.%d.%d\", ", t->major, t->minor, t->micro);

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "follow.h"
 #include "frame_names.h"
+#include "grow.h"
 #include "launch.h"
 #include "match.h"
 #include "multi.h"
@@ -67,6 +68,10 @@ struct options {
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
+	char **forward;		/* "--option[=ARG]" for every option given but
+				 * those choosing targets and files: for each
+				 * child of --pid A,B and --match */
+	size_t nforward, forward_cap;
 };
 
 /* with several targets: a signal to pass on to the recordings */
@@ -146,11 +151,42 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return errno || end == s || *end || *out == 0 || *out > max || s[0] == '-' ? -1 : 0;
 }
 
+static void die(const char *msg);
+
+/* Chosen per child by multi.c (--pid, -o, --gc-log, -d) or by the parent
+ * alone (--match): every other option is forwarded as given. */
+static int option_is_the_parents(int key)
+{
+	return key == 'p' || key == 'm' || key == 'o' || key == 'G' || key == 'd';
+}
+
+/* Notes an option for the children of record_several(): from the argp table
+ * itself, so that no option can be forgotten. */
+static void forward_option(struct options *o, int key, char *arg)
+{
+	const struct argp_option *opt;
+	char *given;
+
+	if (option_is_the_parents(key))
+		return;
+	for (opt = option_list; opt->name || opt->key; opt++)
+		if (opt->key == key && opt->name)
+			break;
+	if (!opt->name)
+		return;		/* argp's own keys, not an option */
+	if (GROW_ARRAY(o->forward, o->forward_cap, o->nforward + 2) ||
+	    asprintf(&given, arg ? "--%s=%s" : "--%s", opt->name, arg) < 0)
+		die("out of memory");
+	o->forward[o->nforward++] = given;
+	o->forward[o->nforward] = NULL;
+}
+
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct options *o = state->input;
 	unsigned long v;
 
+	forward_option(o, key, arg);
 	if (frame_naming_option(key, &o->naming))
 		return 0;
 	switch (key) {
@@ -167,12 +203,10 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		}
 		break;
 	case 'm': {
-		struct proc_matcher m;
 		char err[ERRLEN];
 
-		if (matcher_init(&m, arg, err, sizeof(err)))
+		if (matcher_valid(arg, err, sizeof(err)))
 			argp_error(state, "%s", err);
-		matcher_free(&m);
 		o->match = arg;
 		break;
 	}
@@ -303,6 +337,8 @@ struct run {
 	struct timespec period_start;	/* wall clock, for the names */
 };
 
+static void end_command(struct run *run);
+
 /* Waits (launch mode) until the command has started a CPython interpreter. */
 static void find_interpreter(struct run *run)
 {
@@ -329,8 +365,7 @@ static void find_interpreter(struct run *run)
 		}
 		usleep(2000);
 	}
-	if (run->is_child && !process_exited(run->pid, run->pidfd, 1, &run->exit_status))
-		kill(run->pid, SIGTERM);
+	end_command(run);
 	die(err);
 }
 
@@ -385,15 +420,21 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	}
 }
 
-/* --rotate: the files of the period that started at run->period_start. */
+/* --rotate: the files of the period that started at run->period_start,
+ * under names no file has yet (a clock stepped back, an earlier run). */
 static void period_paths(struct run *run, char *prof, char *log, size_t len)
 {
 	unsigned ms = run->period_start.tv_nsec / 1000000;
+	const char *gc_log = run->o->gc_log;
 
-	period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec, ms);
-	if (run->o->gc_log)
-		period_name(log, len, run->o->gc_log, ends_with(run->o->gc_log, ".gc.jsonl") ? ".gc.jsonl" : ".jsonl",
-			    run->period_start.tv_sec, ms);
+	do {
+		run->rotation.seq++;
+		period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec,
+			    ms, run->rotation.seq);
+		if (gc_log)
+			period_name(log, len, gc_log, ends_with(gc_log, ".gc.jsonl") ? ".gc.jsonl" : ".jsonl",
+				    run->period_start.tv_sec, ms, run->rotation.seq);
+	} while (!access(prof, F_OK) || (gc_log && !access(log, F_OK)));
 }
 
 /* Writes the period's files, deletes the oldest beyond --keep. */
@@ -485,13 +526,14 @@ static void record(struct run *run)
 	recorder_finish(&run->rec, end);
 }
 
-/* The launched command does not outlive the recording, whatever ends it. */
+/* The launched command, and whatever it started in its process group, does
+ * not outlive the recording, whatever ends it. */
 static void end_command(struct run *run)
 {
-	if (run->is_child && !run->target_exited) {
-		kill(run->pid, SIGTERM);
-		waitpid(run->pid, &run->exit_status, 0);
+	if (run->is_child && run->pid > 0) {
+		end_launched(run->pid, &run->exit_status);
 		run->target_exited = 1;
+		run->pid = 0;
 	}
 }
 
@@ -610,12 +652,10 @@ static void prepare_dir(const char *dir)
 }
 
 /* --pid A,B or --match: one child recording per process (multi.c) with the
- * options given here. */
+ * options given here, forwarded as they were given. */
 static int record_several(struct options *o)
 {
-	static char rate[16], threshold[32], rotate[32], keep[16];
-	const char *base[24] = { "ebpfprof" };
-	size_t n = 1;
+	const char **base = calloc(o->nforward + 2, sizeof(*base));
 	struct proc_matcher matcher;
 	struct multi_opts mo = { .base_argv = base, .outdir = o->output ? o->output : ".",
 				 .suffix = o->writer->suffix, .gc_log_dir = o->gc_log,
@@ -625,35 +665,11 @@ static int record_several(struct options *o)
 	struct sigaction sa = { .sa_handler = on_forward_signal };
 	int rc;
 
-	snprintf(rate, sizeof(rate), "%u", o->rate_hz);
-	snprintf(threshold, sizeof(threshold), "%g", o->wait_threshold_ms);
-	base[n++] = "-r";
-	base[n++] = rate;
-	base[n++] = "-f";
-	base[n++] = o->writer->name;
-	base[n++] = "-W";
-	base[n++] = threshold;
-	if (o->idle)
-		base[n++] = "--idle";
-	if (o->gil_only)
-		base[n++] = "--gil";
-	if (o->by_function)
-		base[n++] = "--function";
-	if (o->subprocesses)
-		base[n++] = "--subprocesses";
-	if (o->verbose)
-		base[n++] = "--verbose";
-	if (o->rotate) {
-		snprintf(rotate, sizeof(rotate), "%g", o->rotate);
-		base[n++] = "--rotate";
-		base[n++] = rotate;
-	}
-	if (o->keep) {
-		snprintf(keep, sizeof(keep), "%u", o->keep);
-		base[n++] = "--keep";
-		base[n++] = keep;
-	}
-	base[n] = NULL;
+	if (!base)
+		die("out of memory");
+	base[0] = "ebpfprof";
+	for (size_t i = 0; i < o->nforward; i++)
+		base[i + 1] = o->forward[i];
 	for (size_t i = 0; i < o->npids; i++)
 		if (preflight_pid(o->pids[i], err, sizeof(err)))
 			die(err);
@@ -674,6 +690,7 @@ static int record_several(struct options *o)
 	if (o->match)
 		matcher_free(&matcher);
 	free(o->pids);
+	free(base);
 	return rc;
 }
 
@@ -688,8 +705,14 @@ int cmd_record(int argc, char **argv)
 
 	o.dashdash = find_dashdash(argc, argv);
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
-	if (o.pids || o.match)
-		return record_several(&o);
+	if (o.pids || o.match) {
+		int rc = record_several(&o);
+
+		for (size_t i = 0; i < o.nforward; i++)
+			free(o.forward[i]);
+		free(o.forward);
+		return rc;
+	}
 	check_environment(&o, output, sizeof(output));
 	frame_naming_set(&o.naming);
 	install_stop_signals();

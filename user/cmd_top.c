@@ -431,7 +431,7 @@ int cmd_top(int argc, char **argv)
 	top_model_init(&v.model);
 	install_stop_signals();
 	start(&v, err);
-	target_cmdline(o.pid, v.cmd, sizeof(v.cmd));
+	procfs_cmdline(o.pid, v.cmd, sizeof(v.cmd));
 	v.tty = top_term_open();
 	run_loop(&v);
 	top_term_close();

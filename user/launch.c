@@ -85,6 +85,15 @@ pid_t launch_command(char *const argv[], int keep_root, char *err, size_t errlen
 		close(pipefd[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/* a session of its own: no controlling terminal, so it cannot push
+		 * input into the caller's (TIOCSTI) nor get its Ctrl-C; and a process
+		 * group that ebpfprof ends whole, grandchildren included */
+		if (setsid() < 0) {
+			child_errno = errno;
+			if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
+				_exit(127);
+			_exit(127);
+		}
 		if (drop && drop_to_sudo_user(uid, gid)) {
 			child_errno = errno ? errno : EPERM;
 			if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
@@ -110,6 +119,13 @@ pid_t launch_command(char *const argv[], int keep_root, char *err, size_t errlen
 	return pid;
 }
 
+void end_launched(pid_t pid, int *status)
+{
+	kill(-pid, SIGTERM);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+}
+
 int watch_process(pid_t pid)
 {
 	return syscall(SYS_pidfd_open, pid, 0);
@@ -118,10 +134,15 @@ int watch_process(pid_t pid)
 int process_exited(pid_t pid, int pidfd, int is_child, int *status)
 {
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+	siginfo_t info = { 0 };
 	char path[64];
 
+	(void)status;
+	/* not reaped (WNOWAIT): while it is a zombie its pid, which is its
+	 * process group's id, cannot be reused, so ending the group later
+	 * cannot reach a stranger */
 	if (is_child)
-		return waitpid(pid, status, WNOHANG) == pid;
+		return !waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) && info.si_pid == pid;
 	if (pidfd >= 0)
 		return poll(&pfd, 1, 0) > 0;
 	snprintf(path, sizeof(path), "/proc/%d", pid);

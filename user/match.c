@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,45 +23,19 @@ void matcher_free(struct proc_matcher *m)
 	regfree(&m->re);
 }
 
+int matcher_valid(const char *pattern, char *err, size_t errlen)
+{
+	struct proc_matcher m;
+
+	if (matcher_init(&m, pattern, err, errlen))
+		return -1;
+	matcher_free(&m);
+	return 0;
+}
+
 int matcher_matches(const struct proc_matcher *m, const char *cmdline)
 {
 	return regexec(&m->re, cmdline, 0, NULL, 0) == 0;
-}
-
-size_t cmdline_to_line(char *buf, size_t n)
-{
-	/* the last argument's terminating NUL is not a separator */
-	while (n && buf[n - 1] == '\0')
-		n--;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = buf[i];
-
-		if (c == '\0')
-			buf[i] = ' ';
-		else if (c < 0x20 || c == 0x7f)
-			buf[i] = '?';
-	}
-	buf[n] = '\0';
-	return n;
-}
-
-int procfs_cmdline(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	if (len < 2)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	return cmdline_to_line(buf, n) ? 0 : -1;
 }
 
 static pid_t parse_pid(const char *name)

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include "grow.h"
 #include "multi.h"
+#include "printable.h"
+#include "procfs.h"
 #include "py_target.h"
 #include "recorder.h"
 
@@ -19,16 +21,18 @@
 #define READY_TIMEOUT_NS (10ull * 1000000000ull)
 /* after the duration, how long the children may take to write */
 #define FINISH_GRACE_NS	(30ull * 1000000000ull)
-#define MAX_ARGS	64
 
 enum target_state {
 	T_PENDING,	/* matched; waiting for its interpreter */
+	T_READY,	/* a CPython ebpfprof supports: waits for a free recording */
 	T_RUNNING,	/* a child records it */
-	T_DONE,		/* recorded, failed or not Python: until the pid goes */
+	T_DONE,		/* recorded, or not Python: until the pid goes or execs */
+	T_REFUSED,	/* refused or its recording failed: never tried again */
 };
 
 struct target {
 	pid_t pid;
+	unsigned long long start_time;	/* with the pid, names the process */
 	enum target_state state;
 	pid_t child;
 	uint64_t deadline_ns;	/* T_PENDING: give up then */
@@ -42,6 +46,9 @@ struct multi {
 	size_t n, cap;
 	uint64_t end_ns;	/* 0: no duration */
 	unsigned started, failed;	/* recordings tried; those that failed */
+	unsigned refused;	/* matched CPython processes not recorded (unsupported) */
+	unsigned running;	/* children recording now */
+	int told_full;		/* the line about MULTI_MAX_CHILDREN was printed */
 };
 
 static unsigned long hash_str(const char *s)
@@ -53,6 +60,13 @@ static unsigned long hash_str(const char *s)
 	return h;
 }
 
+static unsigned long cmdline_hash(pid_t pid)
+{
+	char cmdline[MATCH_CMDLINE_MAX];
+
+	return procfs_cmdline(pid, cmdline, sizeof(cmdline)) ? 0 : hash_str(cmdline);
+}
+
 static struct target *find_target(struct multi *m, pid_t pid)
 {
 	for (size_t i = 0; i < m->n; i++)
@@ -61,12 +75,17 @@ static struct target *find_target(struct multi *m, pid_t pid)
 	return NULL;
 }
 
+static void new_candidate(struct target *t, pid_t pid)
+{
+	*t = (struct target){ .pid = pid, .state = T_PENDING, .start_time = procfs_start_time(pid),
+			      .deadline_ns = monotonic_ns() + READY_TIMEOUT_NS };
+}
+
 static struct target *add_target(struct multi *m, pid_t pid)
 {
 	if (GROW_ARRAY(m->t, m->cap, m->n + 1))
 		return NULL;
-	m->t[m->n] = (struct target){ .pid = pid, .state = T_PENDING,
-				       .deadline_ns = monotonic_ns() + READY_TIMEOUT_NS };
+	new_candidate(&m->t[m->n], pid);
 	return &m->t[m->n++];
 }
 
@@ -80,11 +99,18 @@ static pid_t spawn_child(struct multi *m, pid_t pid)
 {
 	const struct multi_opts *o = m->o;
 	char pidbuf[16], out[PATH_MAX], gclog[PATH_MAX], dur[32];
-	const char *argv[MAX_ARGS];
+	const char **argv;
 	size_t n = 0;
 	pid_t child;
 
-	for (const char *const *a = o->base_argv; *a && n < MAX_ARGS - 10; a++)
+	for (const char *const *a = o->base_argv; *a; a++)
+		n++;
+	/* every option forwarded, then at most 8 of the child's own */
+	argv = calloc(n + 9, sizeof(*argv));
+	if (!argv)
+		return -1;
+	n = 0;
+	for (const char *const *a = o->base_argv; *a; a++)
 		argv[n++] = *a;
 	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
 	snprintf(out, sizeof(out), "%s/ebpfprof-%d%s", o->outdir, pid, o->suffix);
@@ -111,6 +137,7 @@ static pid_t spawn_child(struct multi *m, pid_t pid)
 		fprintf(stderr, "ebpfprof: cannot run /proc/self/exe: %s\n", strerror(errno));
 		_exit(1);
 	}
+	free(argv);
 	return child;
 }
 
@@ -122,33 +149,64 @@ static void start(struct multi *m, struct target *t)
 	if (t->child < 0) {
 		fprintf(stderr, "ebpfprof: cannot start the recording of process %d: %s\n",
 			t->pid, strerror(errno));
-		t->state = T_DONE;
+		t->state = T_REFUSED;
 		m->failed++;
 		return;
 	}
 	t->state = T_RUNNING;
+	m->running++;
 }
 
-/* T_PENDING: is it a CPython process yet? Started if so. */
+/* Starts t now if fewer than MULTI_MAX_CHILDREN record, else it waits its
+ * turn (said once, the first time the limit is met). */
+static void start_or_wait(struct multi *m, struct target *t)
+{
+	char cmdline[MATCH_CMDLINE_MAX], shown[MATCH_CMDLINE_MAX];
+
+	if (m->running >= MULTI_MAX_CHILDREN) {
+		if (t->state != T_READY && !m->told_full)
+			fprintf(stderr, "ebpfprof: %d recordings at once already, the most: process %d "
+				"(and any further match) waits for one to end\n", MULTI_MAX_CHILDREN, t->pid);
+		m->told_full = 1;
+		t->state = T_READY;
+		return;
+	}
+	if (procfs_cmdline(t->pid, cmdline, sizeof(cmdline)) == 0)
+		fprintf(stderr, "ebpfprof: profiling process %d: %.200s\n", t->pid,
+			printable(cmdline, shown, sizeof(shown)));
+	start(m, t);
+}
+
+/* A process this run will not record: one line, and it is never tried
+ * again (not even after an exec: it is the same process). */
+static void give_up(struct target *t, const char *why)
+{
+	char shown[1024];
+
+	fprintf(stderr, "ebpfprof: not profiling process %d: %s; not tried again\n", t->pid,
+		printable(why, shown, sizeof(shown)));
+	t->state = T_REFUSED;
+}
+
+/* T_PENDING: is it a CPython process ebpfprof supports yet? Checked here,
+ * before any child loads BPF programs for it. */
 static void try_start(struct multi *m, struct target *t)
 {
 	struct py_target pt;
-	char err[512], cmdline[MATCH_CMDLINE_MAX];
+	char err[512];
 	int rc = py_target_find(t->pid, &pt, err, sizeof(err));
 
 	/* started only once its interpreter is initialised: "--pid" does not wait */
 	if (rc == PY_TARGET_OK)
 		rc = py_target_prepare(&pt, err, sizeof(err));
-	if (rc == PY_TARGET_OK || rc == PY_TARGET_UNSUPPORTED) {
-		/* the child says why an unsupported one cannot be profiled */
-		if (procfs_cmdline(t->pid, cmdline, sizeof(cmdline)) == 0)
-			fprintf(stderr, "ebpfprof: profiling process %d: %.200s\n", t->pid, cmdline);
-		start(m, t);
-		return;
-	}
-	if (rc == PY_TARGET_GONE || monotonic_ns() > t->deadline_ns) {
+	if (rc == PY_TARGET_OK) {
+		start_or_wait(m, t);
+	} else if (rc == PY_TARGET_UNSUPPORTED) {
+		m->refused++;
+		give_up(t, err);
+	} else if (rc == PY_TARGET_GONE || monotonic_ns() > t->deadline_ns) {
 		t->state = T_DONE;
-		t->cmd_hash = procfs_cmdline(t->pid, cmdline, sizeof(cmdline)) ? 0 : hash_str(cmdline);
+		t->cmd_hash = cmdline_hash(t->pid);
 	}
 }
 
@@ -161,12 +219,24 @@ static void on_match(void *ctx, pid_t pid, const char *cmdline)
 		t = add_target(m, pid);
 		if (!t)
 			return;
-	} else if (t->state == T_DONE && t->child <= 0 && t->cmd_hash != hash_str(cmdline)) {
-		/* the same pid exec'ed another program: a new candidate */
-		*t = (struct target){ .pid = pid, .state = T_PENDING,
-				      .deadline_ns = monotonic_ns() + READY_TIMEOUT_NS };
+	} else if (t->state != T_RUNNING && t->start_time != procfs_start_time(pid)) {
+		/* another process with the same pid */
+		new_candidate(t, pid);
+	} else if (t->state == T_DONE && t->cmd_hash != hash_str(cmdline)) {
+		/* the same process exec'ed another program: a new candidate */
+		new_candidate(t, pid);
 	}
 	t->seen = 1;
+}
+
+/* Kept while unseen: a running recording, and a process given up on for as
+ * long as it lives (it may stop matching and match again). */
+static int keep_unseen(const struct target *t)
+{
+	if (t->state == T_RUNNING)
+		return 1;
+	return t->state == T_REFUSED && t->start_time &&
+	       procfs_start_time(t->pid) == t->start_time;
 }
 
 static void scan(struct multi *m)
@@ -178,29 +248,51 @@ static void scan(struct multi *m)
 	matcher_scan(m->o->match, on_match, m);
 	/* forget what is gone and done with, so that a reused pid is new */
 	for (i = 0; i < m->n; i++)
-		if (!m->t[i].seen && m->t[i].state != T_RUNNING)
+		if (!m->t[i].seen && !keep_unseen(&m->t[i]))
 			m->t[i--] = m->t[--m->n];
-	for (i = 0; i < m->n; i++)
-		if (m->t[i].state == T_PENDING)
+}
+
+/* Starts what waits, in the order found, while recordings are free. */
+static void start_waiting(struct multi *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->t[i].state == T_READY)
+			start_or_wait(m, &m->t[i]);
+		else if (m->t[i].state == T_PENDING)
 			try_start(m, &m->t[i]);
+	}
 }
 
 static void reaped(struct multi *m, pid_t child, int status)
 {
+	char why[128];
+
 	for (size_t i = 0; i < m->n; i++) {
-		if (m->t[i].child != child)
+		struct target *t = &m->t[i];
+
+		if (t->child != child)
 			continue;
-		m->t[i].state = T_DONE;
-		m->t[i].child = 0;
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			m->failed++;
+		t->child = 0;
+		m->running--;
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+			t->state = T_DONE;
+			t->cmd_hash = cmdline_hash(t->pid);
+			return;
+		}
+		m->failed++;
+		if (WIFEXITED(status))
+			snprintf(why, sizeof(why), "its recording failed (exit status %d)",
+				 WEXITSTATUS(status));
+		else
+			snprintf(why, sizeof(why), "its recording was ended by signal %d",
+				 WTERMSIG(status));
+		give_up(t, why);
 		return;
 	}
 }
 
 static size_t reap(struct multi *m, int block)
 {
-	size_t running = 0;
 	int status;
 	pid_t c;
 
@@ -208,9 +300,7 @@ static size_t reap(struct multi *m, int block)
 		reaped(m, c, status);
 		block = 0;
 	}
-	for (size_t i = 0; i < m->n; i++)
-		running += m->t[i].state == T_RUNNING;
-	return running;
+	return m->running;
 }
 
 static void signal_children(struct multi *m, int sig)
@@ -225,6 +315,16 @@ static void nap(uint64_t ns)
 	struct timespec ts = { ns / 1000000000ull, ns % 1000000000ull };
 
 	nanosleep(&ts, NULL);	/* a signal ends it early: fine */
+}
+
+/* Processes ready to record that wait for a free recording. */
+static size_t waiting(const struct multi *m)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		n += m->t[i].state == T_READY;
+	return n;
 }
 
 static void run_loop(struct multi *m, volatile sig_atomic_t *stop,
@@ -245,8 +345,9 @@ static void run_loop(struct multi *m, volatile sig_atomic_t *stop,
 			return;
 		if (m->o->match)
 			scan(m);
-		else if (!running)
+		else if (!running && !waiting(m))
 			return;
+		start_waiting(m);
 		nap(POLL_NS);
 	}
 }
@@ -280,17 +381,23 @@ int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
 		struct target *t = add_target(&m, o->pids[i]);
 
 		if (t)
-			start(&m, t);
+			start_or_wait(&m, t);
 	}
 	if (o->match)
 		fprintf(stderr, "ebpfprof: profiling every CPython process matching '%s'%s\n",
 			o->pattern, o->duration > 0 ? "" : " until Ctrl-C or SIGTERM");
 	run_loop(&m, stop, forward);
 	finish(&m, stop);
-	fprintf(stderr, "ebpfprof: %u process%s recorded into %s, %u failed\n",
+	fprintf(stderr, "ebpfprof: %u process%s recorded into %s, %u failed",
 		m.started - m.failed, m.started - m.failed == 1 ? "" : "es", o->outdir, m.failed);
+	if (m.refused)
+		fprintf(stderr, ", %u refused", m.refused);
+	if (waiting(&m))
+		fprintf(stderr, ", %zu not recorded (more than %d at once)", waiting(&m),
+			MULTI_MAX_CHILDREN);
+	fputc('\n', stderr);
 	free(m.t);
-	return m.failed ? 1 : 0;
+	return m.failed || m.refused || waiting(&m) ? 1 : 0;
 }
 
 int parse_pid_list(const char *s, pid_t **out, size_t *n)

@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Several targets (--pid A,B or --match REGEX): one recording per process,
- * each a child ebpfprof run as "--pid PID" with the same options, so every
- * process gets a complete profile of its own and one failing target cannot
- * spoil the others. This file finds the targets (--match: now and later, by
- * polling /proc), starts, signals and reaps the children.
+ * each a child ebpfprof run as "--pid PID" with the same options (every
+ * option the parent was given but those choosing the targets and files), so
+ * every process gets a complete profile of its own and one failing target
+ * cannot spoil the others. This file finds the targets (--match: now and
+ * later, by polling /proc), starts, signals and reaps the children.
+ *
+ * Any process can put the pattern in its command line, so what a match
+ * costs is bounded: a target is checked here (CPython, a supported build)
+ * before a child loads any BPF program for it; one refused, or whose
+ * recording failed, is never tried again (known by pid and start time, so
+ * not even after an exec); and at most MULTI_MAX_CHILDREN record at once,
+ * the others waiting their turn.
  */
 #ifndef EP_MULTI_H
 #define EP_MULTI_H
@@ -13,8 +21,12 @@
 #include <sys/types.h>
 #include "match.h"
 
+/* Recordings (children, each with its BPF programs and per-CPU perf
+ * events) at once; further matches wait for one to end. */
+#define MULTI_MAX_CHILDREN 16
+
 struct multi_opts {
-	/* the child's program and common options, NULL-terminated */
+	/* the child's program and the options it forwards, NULL-terminated */
 	const char *const *base_argv;
 	const char *outdir;		/* one profile per process in it */
 	const char *suffix;		/* of the profiles' names */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "procfs.h"
 
 static FILE *open_task_file(pid_t pid, pid_t tid, const char *name)
@@ -122,4 +124,65 @@ int procfs_each_task(pid_t pid, int (*fn)(pid_t tid, void *ctx), void *ctx)
 	}
 	closedir(dir);
 	return 0;
+}
+
+size_t cmdline_to_line(char *buf, size_t n)
+{
+	/* the last argument's terminating NUL is not a separator */
+	while (n && buf[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = buf[i];
+
+		if (c == '\0')
+			buf[i] = ' ';
+		else if (c < 0x20 || c == 0x7f)
+			buf[i] = '?';
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+int procfs_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (len < 2)
+		return -1;
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0) {
+		buf[0] = '\0';
+		return -1;
+	}
+	return cmdline_to_line(buf, n) ? 0 : -1;
+}
+
+unsigned long long procfs_start_time(pid_t pid)
+{
+	FILE *f = open_task_file(pid, 0, "stat");
+	char buf[1024], *p;
+	unsigned long long start = 0;
+	size_t n;
+	int field;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* the comm may hold spaces and parentheses: fields count from its end */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p && sscanf(p + 1, "%llu", &start) != 1)
+		start = 0;
+	return start;
 }

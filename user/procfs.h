@@ -25,4 +25,18 @@ uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid);
  * -1 if the task list cannot be read (the process is gone), else 0. */
 int procfs_each_task(pid_t pid, int (*fn)(pid_t tid, void *ctx), void *ctx);
 
+/* The longest command line read (the rest is cut). */
+#define PROCFS_CMDLINE_MAX 4096
+/* Turns a raw /proc/PID/cmdline (NUL-separated, maybe unterminated) of n
+ * bytes in buf (of at least n + 1) into one printable line, in place: NULs
+ * become spaces, control bytes '?'. Returns the line's length. */
+size_t cmdline_to_line(char *buf, size_t n);
+/* The command line of pid, arguments joined by spaces, into buf (at most
+ * len - 1 bytes, cut there): the one reader of /proc/PID/cmdline. -1 and
+ * an empty buf if the process is gone or a kernel thread (empty). */
+int procfs_cmdline(pid_t pid, char *buf, size_t len);
+/* When pid started (field 22 of /proc/PID/stat, clock ticks since boot):
+ * with the pid, names one process even after its pid is reused. 0 if gone. */
+unsigned long long procfs_start_time(pid_t pid);
+
 #endif

@@ -7,18 +7,20 @@
 #include "rotate.h"
 
 void period_name(char *out, size_t len, const char *base, const char *suffix,
-		 time_t t, unsigned ms)
+		 time_t t, unsigned ms, unsigned seq)
 {
 	size_t blen = strlen(base), slen = strlen(suffix);
 	char stamp[48];
 	struct tm tm;
 
-	localtime_r(&t, &tm);
+	/* UTC: local time repeats an hour at a DST fall-back */
+	gmtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
 	if (blen > slen && !strcmp(base + blen - slen, suffix))
-		snprintf(out, len, "%.*s-%s.%03u%s", (int)(blen - slen), base, stamp, ms % 1000, suffix);
+		snprintf(out, len, "%.*s-%s.%03uZ-%u%s", (int)(blen - slen), base, stamp, ms % 1000,
+			 seq, suffix);
 	else
-		snprintf(out, len, "%s-%s.%03u", base, stamp, ms % 1000);
+		snprintf(out, len, "%s-%s.%03uZ-%u", base, stamp, ms % 1000, seq);
 }
 
 static void drop_oldest_period(struct rotation *r)

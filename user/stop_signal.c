@@ -15,7 +15,7 @@ static void on_stop_signal(int sig)
 	if (stop_signal && sig != SIGHUP) {
 		atomic_file_abandon();
 		if (launched_pid > 0)
-			kill(launched_pid, SIGTERM);
+			kill(-launched_pid, SIGTERM);	/* its process group: all of it */
 		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
 			_exit(130);
 		_exit(130);

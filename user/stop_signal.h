@@ -15,7 +15,8 @@
 extern volatile sig_atomic_t stop_signal;
 
 void install_stop_signals(void);
-/* A launched command to terminate if a second interrupt ends us at once. */
+/* A launched command (the leader of its own process group, launch.c) to
+ * terminate, with its whole group, if a second interrupt ends us at once. */
 void stop_signal_end_on_second(pid_t pid);
 
 #endif

@@ -1,71 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "match.h"
 #include "preflight.h"
 #include "target_pick.h"
 
-void target_cmdline(pid_t pid, char *out, size_t len)
-{
-	char path[64];
-	size_t n = 0, i;
-	FILE *f;
+struct first_match {
+	int n;
+	pid_t first;
+};
 
-	out[0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	f = fopen(path, "re");
-	if (!f || len < 2) {
-		if (f)
-			fclose(f);
-		return;
-	}
-	n = fread(out, 1, len - 1, f);
-	fclose(f);
-	while (n && out[n - 1] == 0)
-		n--;
-	for (i = 0; i < n; i++)
-		if (out[i] == 0 || (unsigned char)out[i] < 0x20)
-			out[i] = ' ';
-	out[n] = 0;
+static void count_match(void *ctx, pid_t pid, const char *cmdline)
+{
+	struct first_match *fm = ctx;
+
+	(void)cmdline;
+	if (!fm->n++)
+		fm->first = pid;
 }
 
 pid_t target_match(const char *pattern, char *err, size_t errlen)
 {
-	char cmd[4096];
-	pid_t self = getpid(), found = -1, pid;
-	struct dirent *de;
-	int matches = 0;
-	DIR *dir = opendir("/proc");
+	struct first_match fm = { 0 };
+	struct proc_matcher m;
+	int rc;
 
-	if (!dir) {
+	if (matcher_init(&m, pattern, err, errlen))
+		return -1;
+	rc = matcher_scan(&m, count_match, &fm);
+	matcher_free(&m);
+	if (rc) {
 		snprintf(err, errlen, "cannot list /proc");
 		return -1;
 	}
-	while ((de = readdir(dir))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid = atoi(de->d_name);
-		if (pid == self || pid == getppid())
-			continue;
-		target_cmdline(pid, cmd, sizeof(cmd));
-		if (!cmd[0] || !strstr(cmd, pattern))
-			continue;
-		if (!matches++)
-			found = pid;
-	}
-	closedir(dir);
-	if (matches == 1)
-		return found;
-	if (matches == 0)
-		snprintf(err, errlen, "no process's command line contains '%s'", pattern);
+	if (fm.n == 1)
+		return fm.first;
+	if (fm.n == 0)
+		snprintf(err, errlen, "no process's command line matches '%s'", pattern);
 	else
-		snprintf(err, errlen, "%d processes' command lines contain '%s' (the first is %d): give --pid",
-			 matches, pattern, found);
+		snprintf(err, errlen, "%d processes' command lines match '%s' (the first is %d): give --pid",
+			 fm.n, pattern, fm.first);
 	return -1;
 }
 
@@ -85,7 +63,7 @@ int target_open(pid_t pid, struct py_target *t, char *err, size_t errlen)
 error_t target_pick_option(int key, char *arg, struct argp_state *state,
 			   pid_t *pid, const char **match)
 {
-	char *end;
+	char *end, err[512];
 	long v;
 
 	switch (key) {
@@ -99,6 +77,8 @@ error_t target_pick_option(int key, char *arg, struct argp_state *state,
 	case 'm':
 		if (!arg[0])
 			argp_error(state, "empty --match pattern");
+		if (matcher_valid(arg, err, sizeof(err)))
+			argp_error(state, "%s", err);
 		*match = arg;
 		return 0;
 	case ARGP_KEY_END:

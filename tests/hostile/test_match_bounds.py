@@ -1,0 +1,114 @@
+"""Issue 18 items 1 and 2: --match runs as root and any process on the host can
+put the pattern in its command line. A matching process ebpfprof refuses (a
+GIL build named like a free-threaded one) or whose recording fails must not
+be retried (it was, every 200 ms, each time a child loading the whole BPF
+object); and the number of recordings at once is bounded."""
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import EBPFPROF, cannot_run, need_bpf
+
+PY = "/usr/bin/python3.11"
+SLEEPER = "import time; time.sleep(60)"
+
+
+def children_of(pid):
+    """The pids whose parent is pid now."""
+    kids = set()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.add(int(d.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return kids
+
+
+def watch(args, seconds):
+    """Runs ebpfprof; returns (exit status, stderr, every child seen, the most at once)."""
+    rec = subprocess.Popen([str(EBPFPROF), *args], stderr=subprocess.PIPE, text=True)
+    seen, most = set(), 0
+    try:
+        end = time.monotonic() + seconds
+        while rec.poll() is None and time.monotonic() < end:
+            kids = children_of(rec.pid)
+            seen |= kids
+            most = max(most, len(kids))
+            time.sleep(0.02)
+        _, err = rec.communicate(timeout=120)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    return rec.returncode, err, seen, most
+
+
+def sleepers(exe, marker, n):
+    if not os.path.exists(PY):
+        cannot_run(f"{PY} is not installed")
+    procs = [subprocess.Popen([exe, "-c", SLEEPER, marker]) for _ in range(n)]
+    time.sleep(0.5)		# their interpreters initialised
+    return procs
+
+
+def test_refused_target_is_not_retried(tmp_path):
+    need_bpf()
+    # a GIL build copied under a free-threaded name: refused for its name
+    fake = tmp_path / "python3.13t"
+    shutil.copy(PY, fake)
+    marker = f"refused-{os.getpid()}"
+    procs = sleepers(str(fake), marker, 1)
+    try:
+        rc, err, seen, _ = watch(["--match", re.escape(marker), "-d", "5",
+                                  "-o", str(tmp_path / "out")], 30)
+    finally:
+        for p in procs:
+            p.kill()
+    # checked before any BPF is loaded: no child at all, one line
+    assert seen == set(), f"{len(seen)} recordings started for a refused target\n{err}"
+    pid = procs[0].pid
+    assert err.count(f"not profiling process {pid}: ") == 1, err
+    assert "free-threaded CPython build" in err and "not tried again" in err
+    assert rc == 1 and "0 processes recorded" in err and "1 refused" in err, err
+
+
+def test_failed_recording_is_not_retried(tmp_path):
+    need_bpf()
+    marker = f"failing-{os.getpid()}"
+    procs = sleepers(PY, marker, 1)
+    out = tmp_path / "out"
+    # the child cannot write its profile: it fails before recording
+    (out / f"ebpfprof-{procs[0].pid}.speedscope.json").mkdir(parents=True)
+    try:
+        rc, err, seen, _ = watch(["--match", re.escape(marker), "-d", "5", "-o", str(out)], 30)
+    finally:
+        for p in procs:
+            p.kill()
+    assert len(seen) == 1, f"{len(seen)} recordings started for one failing target\n{err}"
+    assert err.count(f"not profiling process {procs[0].pid}: its recording failed (exit status 1)") == 1, err
+    assert rc == 1 and "1 failed" in err, err
+
+
+def test_recordings_at_once_are_bounded(tmp_path):
+    need_bpf()
+    marker = f"many-{os.getpid()}"
+    procs = sleepers(PY, marker, 18)
+    try:
+        rc, err, seen, most = watch(["--match", re.escape(marker), "-d", "8",
+                                     "-o", str(tmp_path / "out")], 60)
+    finally:
+        for p in procs:
+            p.kill()
+    assert most <= 16, f"{most} recordings at once\n{err}"
+    assert len(seen) == 16, err
+    # said once, and counted at the end: not silently dropped
+    assert err.count("16 recordings at once already, the most") == 1, err
+    assert "16 processes recorded" in err and "2 not recorded (more than 16 at once)" in err, err
+    assert rc == 1
