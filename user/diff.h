@@ -17,7 +17,7 @@
 struct rec_thread {
 	char *name;		/* Python thread name */
 	char *process;		/* process name */
-	double observed_s;
+	int pid;		/* -1 if the file gives none */
 	double states_s[DIFF_NSTATES];	/* enum sample_state */
 };
 
@@ -72,8 +72,12 @@ struct diff_line {
 	int state;		/* LINE_STATE */
 	int generation;		/* LINE_GC_* */
 	char *function, *file;	/* LINE_SELF / LINE_TOTAL */
-	double v[2][DIFF_MAX_RUNS];	/* [side][run] amount */
-	double n[2][DIFF_MAX_RUNS];	/* [side][run] equivalent samples */
+	/* [side][run]: one block sized by the runs (a recording may make
+	 * millions of lines: 32 runs a side each would be gigabytes) */
+	double *v[2];		/* amount */
+	double *n[2];		/* equivalent samples */
+	double pause_s[2][3];	/* LINE_GC_COUNT: [side] p50, p99, max summed */
+	size_t npauses[2];	/* over this many entries */
 	/* results, per second of recording, averaged over the runs of a side */
 	double amount[2];	/* mean amount per run */
 	double rate[2];		/* mean amount per second */

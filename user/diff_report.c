@@ -211,29 +211,21 @@ static void print_states(FILE *f, const struct diff *d)
 	free(v);
 }
 
-/* The statistics of one (process, generation) on one side: the first run's,
- * or with several runs their mean. */
-static int gc_stats(const struct diff *d, const struct diff_line *l, int side,
-		    double out[3])
+/* The pause percentiles of one (process, generation) on one side: the
+ * first run's, or with several runs their mean. */
+static int gc_stats(const struct diff_line *l, int side, double out[3])
 {
-	size_t i, j, found = 0;
+	size_t i, found = l->npauses[side];
 
-	out[0] = out[1] = out[2] = 0;
-	for (i = 0; i < d->nruns[side]; i++) {
-		const struct recording *r = &d->runs[side][i];
-
-		for (j = 0; j < r->ngcs; j++) {
-			if (r->gcs[j].generation != l->generation || strcmp(r->gcs[j].process, l->process))
-				continue;
-			out[0] += r->gcs[j].p50_s;
-			out[1] += r->gcs[j].p99_s;
-			out[2] += r->gcs[j].max_s;
-			found++;
-		}
-	}
-	for (i = 0; found && i < 3; i++)
-		out[i] /= found;
+	for (i = 0; i < 3; i++)
+		out[i] = found ? l->pause_s[side][i] / found : 0;
 	return found ? 0 : -1;
+}
+
+/* A GC count line's total line: the line after it (diff_model.c). */
+static const struct diff_line *gc_total(const struct diff_line *count)
+{
+	return count + 1;
 }
 
 static void print_gc(FILE *f, const struct diff *d)
@@ -246,18 +238,14 @@ static void print_gc(FILE *f, const struct diff *d)
 	if (!n)
 		fprintf(f, "  no collections in either run\n");
 	for (i = 0; i < n; i++) {
-		const struct diff_line *total = NULL;
+		const struct diff_line *total = gc_total(v[i]);
 
-		for (j = 0; j < d->nlines; j++)
-			if (d->lines[j].kind == LINE_GC_TOTAL && d->lines[j].generation == v[i]->generation &&
-			    !strcmp(d->lines[j].process, v[i]->process))
-				total = &d->lines[j];
-		gc_stats(d, v[i], 0, s[0]);
-		gc_stats(d, v[i], 1, s[1]);
+		gc_stats(v[i], 0, s[0]);
+		gc_stats(v[i], 1, s[1]);
 		fprintf(f, "  %s gen %d\n", v[i]->process, v[i]->generation);
 		for (j = 0; j < 2; j++) {
 			fprintf(f, "    %-4s %8.0f  %8.3f s", side_names[j], v[i]->amount[j],
-				total ? total->amount[j] : 0);
+				total->amount[j]);
 			if (v[i]->amount[j] > 0)
 				fprintf(f, "  p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", 1e3 * s[j][0],
 					1e3 * s[j][1], 1e3 * s[j][2]);
@@ -265,7 +253,7 @@ static void print_gc(FILE *f, const struct diff *d)
 				fputs("  (none)\n", f);
 		}
 		fprintf(f, "    count %s, total %s\n", verdict_name(v[i]->verdict),
-			total ? verdict_name(total->verdict) : "?");
+			verdict_name(total->verdict));
 	}
 	free(v);
 }
@@ -423,7 +411,7 @@ static void json_gc(FILE *f, const struct diff *d)
 		json_write_string(f, v[i]->process);
 		fprintf(f, ",\"generation\":%d", v[i]->generation);
 		for (side = 0; side < 2; side++) {
-			if (gc_stats(d, v[i], side, s))
+			if (gc_stats(v[i], side, s))
 				s[0] = s[1] = s[2] = 0;
 			fprintf(f, ",\"%s\":{\"count\":%.9g,\"p50_s\":%.9g,\"p99_s\":%.9g,\"max_s\":%.9g}",
 				side_names[side], v[i]->amount[side], s[0], s[1], s[2]);
