@@ -45,6 +45,9 @@ struct recording {
 
 /* Reads path; on failure writes a one-line reason to err and returns -1. */
 int recording_read(struct recording *r, const char *path, char *err, size_t errlen);
+/* The same from len bytes at data (the fuzzer's), named name. */
+int recording_read_buffer(struct recording *r, const char *name, const char *data, size_t len,
+			  char *err, size_t errlen);
 void recording_free(struct recording *r);
 
 /* ---- the comparison ---- */

@@ -377,19 +377,14 @@ static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t er
 	return 0;
 }
 
-int recording_read(struct recording *r, const char *path, char *err, size_t errlen)
+static int read_root(struct recording *r, const char *path, json_t *root, json_error_t *jerr,
+		     char *err, size_t errlen)
 {
 	char why[256];
-	json_error_t jerr;
-	json_t *root;
 	int rc;
 
-	memset(r, 0, sizeof(*r));
-	r->path = path;
-	profile_init(&r->prof);
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		snprintf(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
+		snprintf(err, errlen, "%s: %s (line %d)", path, jerr->text, jerr->line);
 		return -1;
 	}
 	rc = read_ebpfprof(r, root, why, sizeof(why)) ||
@@ -398,9 +393,35 @@ int recording_read(struct recording *r, const char *path, char *err, size_t errl
 	json_decref(root);
 	if (rc)
 		snprintf(err, errlen, "%s: %s", path, why);
-	r->prof.duration_ns = (uint64_t)(r->wall_s * 1e9);
+	r->prof.duration_ns = (uint64_t)(r->wall_s * 1e9);	/* at most 1e18 */
 	r->prof.rate_hz = r->rate_hz;
 	return rc ? -1 : 0;
+}
+
+static void recording_init(struct recording *r, const char *path)
+{
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	profile_init(&r->prof);
+}
+
+int recording_read(struct recording *r, const char *path, char *err, size_t errlen)
+{
+	json_error_t jerr;
+
+	recording_init(r, path);
+	return read_root(r, path, json_load_file(path, JSON_REJECT_DUPLICATES, &jerr), &jerr,
+			 err, errlen);
+}
+
+int recording_read_buffer(struct recording *r, const char *name, const char *data, size_t len,
+			  char *err, size_t errlen)
+{
+	json_error_t jerr;
+
+	recording_init(r, name);
+	return read_root(r, name, json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr), &jerr,
+			 err, errlen);
 }
 
 void recording_free(struct recording *r)
