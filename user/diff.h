@@ -117,11 +117,17 @@ const char *verdict_name(int v);
 size_t diff_sorted(const struct diff *d, int kind, int processes_only,
 		   const struct diff_line ***out);
 
+int diff_is_change(const struct diff_line *l);	/* grew or shrank */
+/* "+12%", "-100%", "new" (appeared), "0%" */
+void diff_fmt_rel(char *out, size_t len, const struct diff_line *l);
+/* A state's time per run on one side, summed over the processes. */
+double diff_state_amount(const struct diff *d, int state, int side);
+/* The one-line summary for the GC question. */
+void diff_summary(const struct diff *d, char *out, size_t len);
+
 /* ---- outputs ---- */
 int diff_report_text(FILE *f, const struct diff *d);
 int diff_report_json(FILE *f, const struct diff *d);
-/* the one-line summary for the GC question */
-void diff_summary(const struct diff *d, char *out, size_t len);
 int diff_write_flame_html(FILE *f, const struct diff *d);
 int diff_write_folded(FILE *f, const struct diff *d);
 

@@ -256,10 +256,7 @@ static void put_top_functions(FILE *f, const struct diff *d)
 	fputs("<table><tr><td><b>self time, ms/s</b></td><td>base</td><td>new</td><td>change</td>"
 	      "<td>verdict</td></tr>\n", f);
 	for (i = 0; i < n && i < 10; i++) {
-		if (isinf(v[i]->rel))
-			snprintf(rel, sizeof(rel), "new");
-		else
-			snprintf(rel, sizeof(rel), "%+.0f%%", 100 * v[i]->rel);
+		diff_fmt_rel(rel, sizeof(rel), v[i]);
 		fputs("<tr><td>", f);
 		put_escaped_text(f, v[i]->function);
 		fprintf(f, "</td><td>%.1f</td><td>%.1f</td><td>%s</td><td>%s</td></tr>\n",

@@ -425,7 +425,7 @@ void diff_free(struct diff *d)
 	d->nlines = d->cap = 0;
 }
 
-static int is_change(const struct diff_line *l)
+int diff_is_change(const struct diff_line *l)
 {
 	return l->verdict == VERDICT_GREW || l->verdict == VERDICT_SHRANK;
 }
@@ -438,8 +438,8 @@ static int line_cmp(const void *x, const void *y)
 	const struct diff_line *b = *(const struct diff_line *const *)y;
 	double da = fabs(a->delta), db = fabs(b->delta);
 
-	if (is_change(a) != is_change(b))
-		return is_change(a) ? -1 : 1;
+	if (diff_is_change(a) != diff_is_change(b))
+		return diff_is_change(a) ? -1 : 1;
 	if (a->kind != LINE_SELF && a->kind != LINE_TOTAL && fabs(a->score - b->score) > 1e-9)
 		return a->score > b->score ? -1 : 1;
 	return da > db ? -1 : da < db;
@@ -462,4 +462,82 @@ size_t diff_sorted(const struct diff *d, int kind, int processes_only,
 	}
 	qsort(*out, n, sizeof(**out), line_cmp);
 	return n;
+}
+
+/* ---- the one-line summary for the GC question (text, JSON, flame graph) ---- */
+
+/* "+12%", "-100%", "new" (appeared), "0%" */
+void diff_fmt_rel(char *out, size_t len, const struct diff_line *l)
+{
+	if (isinf(l->rel))
+		snprintf(out, len, "new");
+	else
+		snprintf(out, len, "%+.0f%%", 100 * l->rel);
+}
+
+double diff_state_amount(const struct diff *d, int state, int side)
+{
+	double sum = 0;
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++)
+		if (d->lines[i].kind == LINE_STATE && !d->lines[i].thread &&
+		    d->lines[i].state == state)
+			sum += d->lines[i].amount[side];
+	return sum;
+}
+
+static double state_rate(const struct diff *d, int state, int side)
+{
+	return diff_state_amount(d, state, side) * d->nruns[side] / d->wall_s[side];
+}
+
+static void summary_state(char *out, size_t len, const struct diff *d, int state,
+			  const char *title)
+{
+	double a = diff_state_amount(d, state, 0), b = diff_state_amount(d, state, 1);
+	double ra = state_rate(d, state, 0), rb = state_rate(d, state, 1);
+	size_t used = strlen(out);
+
+	if (ra > 0)
+		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s (%+.0f%%)", used ? "; " : "",
+			 title, a, b, 100 * (rb - ra) / ra);
+	else
+		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s", used ? "; " : "",
+			 title, a, b);
+}
+
+/* The thread whose on-CPU time changed most, outside the noise. */
+static const struct diff_line *top_on_cpu(const struct diff *d)
+{
+	const struct diff_line *best = NULL;
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++) {
+		const struct diff_line *l = &d->lines[i];
+
+		if (l->kind != LINE_STATE || !l->thread || l->state != STATE_ON_CPU || !diff_is_change(l))
+			continue;
+		if (!best || fabs(l->delta) > fabs(best->delta))
+			best = l;
+	}
+	return best;
+}
+
+void diff_summary(const struct diff *d, char *out, size_t len)
+{
+	const struct diff_line *cpu = top_on_cpu(d);
+	char rel[32];
+	size_t used;
+
+	out[0] = 0;
+	summary_state(out, len, d, STATE_GC, "GC");
+	summary_state(out, len, d, STATE_GIL_WAIT_GC, "waiting for GC");
+	used = strlen(out);
+	if (cpu) {
+		diff_fmt_rel(rel, sizeof(rel), cpu);
+		snprintf(out + used, len - used, "; %s on-CPU %s", cpu->thread, rel);
+	} else {
+		snprintf(out + used, len - used, "; on-CPU: no change outside the noise");
+	}
 }
