@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -11,8 +12,8 @@ int parse_real(const char *s, double min, int open_min, double max, double *out)
 {
 	char *end;
 
-	if (strpbrk(s, "xXpP") || strcasestr(s, "inf") || strcasestr(s, "nan"))
-		return -1;
+	if (strpbrk(s, "xXpP") || strcasestr(s, "inf") || strcasestr(s, "nan") || isspace(*s))
+		return -1;	/* strtod would take them */
 	errno = 0;
 	*out = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(*out))

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 /* A finite decimal number in [min, max] (min excluded if open_min): no inf,
- * nan, hex floats or trailing text. */
+ * nan, hex floats, leading spaces or trailing text. */
 int parse_real(const char *s, double min, int open_min, double max, double *out);
 
 /* A decimal integer in [min, max] starting at s: digits only (no sign, space
