@@ -216,8 +216,8 @@ static int read_thread(struct rec_thread *rt, json_t *t, size_t i, char *err, si
 	}
 	for (s = 0; s < DIFF_NSTATES; s++) {
 		if (bounded(states, sample_state_name(s), MAX_SECONDS, &rt->states_s[s])) {
-			snprintf(err, errlen, "thread %zu: states_s.%s is not a number of seconds "
-				 "in [0, %.0e]", i, sample_state_name(s), MAX_SECONDS);
+			snprintf(err, errlen, "thread %zu: invalid states_s.%s (not a number of "
+				 "seconds in [0, %.0e])", i, sample_state_name(s), MAX_SECONDS);
 			return -1;
 		}
 	}
@@ -284,16 +284,16 @@ static int read_gc(struct rec_gc *rg, json_t *g, size_t i, char *err, size_t err
 	size_t k;
 
 	if (bounded_int(g, "generation", -1, 2, &rg->generation)) {
-		snprintf(err, errlen, "gc entry %zu: generation is not -1, 0, 1 or 2", i);
+		snprintf(err, errlen, "gc entry %zu: invalid generation (not -1, 0, 1 or 2)", i);
 		return -1;
 	}
 	if (bounded(g, "count", MAX_COUNT, &rg->count)) {
-		snprintf(err, errlen, "gc entry %zu: count is not a number in [0, %.0e]", i, MAX_COUNT);
+		snprintf(err, errlen, "gc entry %zu: invalid count (not a number in [0, %.0e])", i, MAX_COUNT);
 		return -1;
 	}
 	for (k = 0; k < sizeof(times) / sizeof(times[0]); k++) {
 		if (bounded(g, times[k], MAX_SECONDS, dst[k])) {
-			snprintf(err, errlen, "gc entry %zu: %s is not a number of seconds in [0, %.0e]",
+			snprintf(err, errlen, "gc entry %zu: invalid %s (not a number of seconds in [0, %.0e])",
 				 i, times[k], MAX_SECONDS);
 			return -1;
 		}
@@ -320,7 +320,7 @@ static int read_gcs(struct recording *r, json_t *gcs, char *err, size_t errlen)
 		struct rec_gc *rg = &r->gcs[r->ngcs];
 
 		if (bounded_int(g, "pid", 0, INT_MAX, &pid)) {
-			snprintf(err, errlen, "gc entry %zu: pid is not a process id", i);
+			snprintf(err, errlen, "gc entry %zu: invalid pid (not a process id)", i);
 			rc = -1;
 			break;
 		}
@@ -351,17 +351,17 @@ static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t er
 		return -1;
 	}
 	if (bounded(e, "rate_hz", MAX_RATE_HZ, &rate) || rate < 1) {
-		snprintf(err, errlen, "\"ebpfprof\" object: rate_hz is not a number in [1, %d]",
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid rate_hz (not a number in [1, %d])",
 			 MAX_RATE_HZ);
 		return -1;
 	}
 	if (bounded(e, "duration_s", MAX_SECONDS, &r->wall_s) || r->wall_s < MIN_DURATION_S) {
-		snprintf(err, errlen, "\"ebpfprof\" object: duration_s is not a number of seconds "
-			 "in [%.0e, %.0e]", MIN_DURATION_S, MAX_SECONDS);
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid duration_s (not a number of "
+			 "seconds in [%.0e, %.0e])", MIN_DURATION_S, MAX_SECONDS);
 		return -1;
 	}
 	if (json_object_get(e, "samples") && bounded(e, "samples", MAX_COUNT, &samples)) {
-		snprintf(err, errlen, "\"ebpfprof\" object: samples is not a number in [0, %.0e]",
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid samples (not a number in [0, %.0e])",
 			 MAX_COUNT);
 		return -1;
 	}

@@ -111,6 +111,12 @@ def test_duration_out_of_range(tmp_path, duration):
     rejected(tmp_path, recording(duration_s=duration), r"duration_s")
 
 
+def test_no_inf_in_the_flame_graph(tmp_path):
+    """A sample's time per second of recording: with a duration of 1e-300 s
+    it was inf, and the HTML's data held "v":inf (JSON.parse fails on it)."""
+    rejected(tmp_path, recording(duration_s=1e-300, weight=1e15), r"duration_s")
+
+
 @pytest.mark.parametrize("weight", [-1, -1e-300, 1e300])
 def test_bad_weights(tmp_path, weight):
     rejected(tmp_path, recording(weight=weight), r"sample 0 .*weight")
