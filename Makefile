@@ -110,7 +110,7 @@ $(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_CC      ?= clang-14
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_NAMES   := linetable elf debug_offsets pystr json
+FUZZ_NAMES   := linetable elf debug_offsets pystr json recording
 FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 600
 FUZZ_SHORT   ?= 10
@@ -121,6 +121,10 @@ fuzz_elf_LIBS           := -lelf
 fuzz_debug_offsets_SRCS := user/py_debug_offsets.c user/py_layout_table.c user/remote.c
 fuzz_pystr_SRCS         := user/py_str.c
 fuzz_json_SRCS          := user/json.c user/printable.c
+fuzz_recording_SRCS     := user/diff_read.c user/diff_model.c user/diff_report.c user/diff_flame.c \
+			   user/diff_folded.c user/profile.c user/sample_log.c user/grow.c \
+			   user/json.c user/printable.c
+fuzz_recording_LIBS     := -ljansson -lm
 
 .SECONDEXPANSION:
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(wildcard user/*.h) include/ebpfprof.h

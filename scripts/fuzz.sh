@@ -16,6 +16,8 @@ seed() {	# NAME DIR: a few real inputs to start from
 		printf '\177ELF' > "$2/magic" ;;
 	debug_offsets)
 		for b in 0 1 2 3 4 5 6 7; do printf "\\x$b" > "$2/blob$b"; done ;;
+	recording)	# a small recording as ebpfprof writes it (two threads, GC)
+		printf '%s' '{"shared":{"frames":[{"name":"main","file":"a.py","line":1},{"name":"[GC gen 0]"},{"name":"f","file":"a.py","line":5}]},"profiles":[{"type":"sampled","name":"py (pid 1) thread 1 \"MainThread\"","samples":[[0,2],[0,1],[0]],"weights":[10000000.0,20000000.0,0]},{"type":"sampled","name":"py (pid 1) thread 2 \"w\"","samples":[[0,2,2]],"weights":[30000000.0]}],"ebpfprof":{"duration_s":2.5,"rate_hz":100,"samples":4,"threads":[{"pid":1,"tid":1,"name":"MainThread","process":"py","states_s":{"on-cpu":0.25,"gc":0.25,"gil-wait":0.25,"waiting-for-gc":0.25,"lock-wait":0.25,"io":0.25,"sleep":0.25,"preempted":0.25,"other":0.25}},{"pid":1,"tid":2,"name":"w","process":"py","states_s":{"on-cpu":0.5,"gc":0.5,"gil-wait":0.5,"waiting-for-gc":0.5,"lock-wait":0.5,"io":0.5,"sleep":0.5,"preempted":0.5,"other":0.5}}],"gc":[{"pid":1,"generation":0,"count":3,"total_s":0.01,"p50_s":0.003,"p99_s":0.004,"max_s":0.004},{"pid":1,"generation":2,"count":1,"total_s":0.1,"p50_s":0.1,"p99_s":0.1,"max_s":0.1}]}}' > "$2/small.json" ;;
 	*)	printf 'seed' > "$2/seed" ;;
 	esac
 }

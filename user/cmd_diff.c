@@ -15,6 +15,7 @@
 #include "atomic_file.h"
 #include "diff.h"
 #include "printable.h"
+#include "parse_num.h"
 #include "writer.h"
 
 enum diff_format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED, FMT_PPROF };
@@ -64,10 +65,9 @@ static const char *const format_names[] = { "text", "json", "html", "collapsed",
 
 static double parse_double(struct argp_state *state, const char *arg, double min, double max)
 {
-	char *end;
-	double v = strtod(arg, &end);
+	double v;
 
-	if (*end || end == arg || !(v >= min && v <= max))
+	if (parse_real(arg, min, 0, max, &v))
 		argp_error(state, "invalid value: %s (%g to %g)", arg, min, max);
 	return v;
 }
@@ -101,6 +101,7 @@ static void split_sides(struct argp_state *state, struct diff_args *a)
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct diff_args *a = state->input;
+	unsigned long top;
 
 	switch (key) {
 	case OPT_VS:
@@ -121,7 +122,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		a->output = arg;
 		break;
 	case OPT_TOP:
-		a->o.top = (int)parse_double(state, arg, 1, 100000);
+		if (parse_ulong(arg, 1, 100000, &top))
+			argp_error(state, "invalid --top: %s (1 to 100000)", arg);
+		a->o.top = (int)top;
 		break;
 	case OPT_MIN_MS:
 		a->o.min_abs = parse_double(state, arg, 0, 1e6) / 1e3;

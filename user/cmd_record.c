@@ -26,6 +26,7 @@
 #include "launch.h"
 #include "match.h"
 #include "multi.h"
+#include "parse_num.h"
 #include "preflight.h"
 #include "printable.h"
 #include "progress.h"
@@ -124,33 +125,6 @@ static const struct argp_option option_list[] = {
 /* Largest -W: a day. */
 #define THRESHOLD_MAX_MS	(24.0 * 3600 * 1000)
 
-/* A finite decimal number in [min, max] (min excluded if open_min). No
- * inf, nan, hex floats or trailing text: the value is converted to an
- * integer later, where anything out of range is undefined behaviour. */
-static int parse_real(const char *s, double min, int open_min, double max, double *out)
-{
-	char *end;
-
-	if (strpbrk(s, "xXpP") || strcasestr(s, "inf") || strcasestr(s, "nan"))
-		return -1;
-	errno = 0;
-	*out = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(*out))
-		return -1;
-	if (*out < min || (open_min && *out == min) || *out > max)
-		return -1;
-	return 0;
-}
-
-static int parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	return errno || end == s || *end || *out == 0 || *out > max || s[0] == '-' ? -1 : 0;
-}
-
 static void die(const char *msg);
 
 /* Chosen per child by multi.c (--pid, -o, --gc-log, -d) or by the parent
@@ -215,7 +189,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid duration: %s (seconds, > 0, at most a year)", arg);
 		break;
 	case 'r':
-		if (parse_uint(arg, 10000, &v))
+		if (parse_ulong(arg, 1, 10000, &v))
 			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
 		o->rate_hz = v;
 		break;
@@ -268,7 +242,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid rotation period: %s (seconds, at least 0.1)", arg);
 		break;
 	case OPT_KEEP:
-		if (parse_uint(arg, 1000000, &v))
+		if (parse_ulong(arg, 1, 1000000, &v))
 			argp_error(state, "invalid --keep: %s (a number of periods, at least 1)", arg);
 		o->keep = v;
 		break;

@@ -19,6 +19,7 @@
 #include "blocked.h"
 #include "commands.h"
 #include "frame_names.h"
+#include "parse_num.h"
 #include "preflight.h"
 #include "printable.h"
 #include "procfs.h"
@@ -79,10 +80,9 @@ static const struct argp_option option_list[] = {
 
 static double parse_seconds(struct argp_state *state, const char *what, const char *arg)
 {
-	char *end;
-	double v = strtod(arg, &end);
+	double v;
 
-	if (*end || end == arg || !(v > 0) || v > 1e6)
+	if (parse_real(arg, 0, 1, 1e6, &v))
 		argp_error(state, "invalid %s: %s (seconds, > 0)", what, arg);
 	return v;
 }
@@ -90,16 +90,13 @@ static double parse_seconds(struct argp_state *state, const char *what, const ch
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct top_options *o = state->input;
-	char *end;
-	long v;
+	unsigned long v;
 
 	if (frame_naming_option(key, &o->naming))
 		return 0;
 	switch (key) {
 	case 'r':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || end == arg || v < 1 || v > 10000)
+		if (parse_ulong(arg, 1, 10000, &v))
 			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
 		o->rate_hz = v;
 		break;

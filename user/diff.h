@@ -20,7 +20,7 @@
 struct rec_thread {
 	char *name;		/* Python thread name */
 	char *process;		/* process name */
-	double observed_s;
+	int pid;		/* -1 if the file gives none */
 	double states_s[DIFF_NSTATES];	/* enum sample_state */
 };
 
@@ -54,6 +54,9 @@ int recording_read(struct recording *r, const char *path, char *err, size_t errl
 /* 0 if a and b sample the same things; else -1 and a one-line reason. */
 int recordings_comparable(const struct recording *a, const struct recording *b,
 			  char *err, size_t errlen);
+/* The same from len bytes at data (the fuzzer's), named name. */
+int recording_read_buffer(struct recording *r, const char *name, const char *data, size_t len,
+			  char *err, size_t errlen);
 void recording_free(struct recording *r);
 
 /* ---- the comparison ---- */
@@ -81,8 +84,12 @@ struct diff_line {
 	int state;		/* LINE_STATE */
 	int generation;		/* LINE_GC_* */
 	char *function, *file;	/* LINE_SELF / LINE_TOTAL */
-	double v[2][DIFF_MAX_RUNS];	/* [side][run] amount */
-	double n[2][DIFF_MAX_RUNS];	/* [side][run] equivalent samples */
+	/* [side][run]: one block sized by the runs (a recording may make
+	 * millions of lines: 32 runs a side each would be gigabytes) */
+	double *v[2];		/* amount */
+	double *n[2];		/* equivalent samples */
+	double pause_s[2][3];	/* LINE_GC_COUNT: [side] p50, p99, max summed */
+	size_t npauses[2];	/* over this many entries */
 	/* results, per second of recording, averaged over the runs of a side */
 	double amount[2];	/* mean amount per run */
 	double rate[2];		/* mean amount per second */
@@ -123,11 +130,17 @@ const char *verdict_name(int v);
 size_t diff_sorted(const struct diff *d, int kind, int processes_only,
 		   const struct diff_line ***out);
 
+int diff_is_change(const struct diff_line *l);	/* grew or shrank */
+/* "+12%", "-100%", "new" (appeared), "0%" */
+void diff_fmt_rel(char *out, size_t len, const struct diff_line *l);
+/* A state's time per run on one side, summed over the processes. */
+double diff_state_amount(const struct diff *d, int state, int side);
+/* The one-line summary for the GC question. */
+void diff_summary(const struct diff *d, char *out, size_t len);
+
 /* ---- outputs ---- */
 int diff_report_text(FILE *f, const struct diff *d);
 int diff_report_json(FILE *f, const struct diff *d);
-/* the one-line summary for the GC question */
-void diff_summary(const struct diff *d, char *out, size_t len);
 int diff_write_flame_html(FILE *f, const struct diff *d);
 int diff_write_folded(FILE *f, const struct diff *d);
 

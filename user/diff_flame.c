@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +19,69 @@
 
 struct node {
 	char *name;
+	const struct node *parent;
 	double v[2];		/* [side] total (inclusive), ns per second */
 	double self[2];
 	struct node **kids;
 	size_t nkids, cap;
 };
 
-static struct node *child(struct node *n, const char *name, size_t len)
+/* Every node found by (parent, name) in one hash: the root may have 100k
+ * thread children, a scan of its children per stack would be quadratic. */
+struct tree {
+	struct node root;
+	struct node **slots;
+	size_t nslots, n;
+};
+
+static uint64_t node_hash(const struct node *parent, const char *name, size_t len)
 {
-	struct node *c;
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)parent;
 	size_t i;
 
-	for (i = 0; i < n->nkids; i++)
-		if (strlen(n->kids[i]->name) == len && !memcmp(n->kids[i]->name, name, len))
-			return n->kids[i];
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static struct node **node_slot(struct node **slots, size_t nslots, const struct node *parent,
+			       const char *name, size_t len)
+{
+	size_t i = node_hash(parent, name, len) & (nslots - 1);
+	struct node *c;
+
+	for (; (c = slots[i]); i = (i + 1) & (nslots - 1))
+		if (c->parent == parent && !strncmp(c->name, name, len) && !c->name[len])
+			return &slots[i];
+	return &slots[i];
+}
+
+static int tree_grow(struct tree *t)
+{
+	size_t nslots = t->nslots ? t->nslots * 2 : 1024, i;
+	struct node **slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -1;
+	for (i = 0; i < t->nslots; i++)
+		if (t->slots[i])
+			*node_slot(slots, nslots, t->slots[i]->parent, t->slots[i]->name,
+				   strlen(t->slots[i]->name)) = t->slots[i];
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return 0;
+}
+
+static struct node *child(struct tree *t, struct node *n, const char *name, size_t len)
+{
+	struct node *c, **slot;
+
+	if ((t->n + 1) * 2 > t->nslots && tree_grow(t))
+		return NULL;
+	slot = node_slot(t->slots, t->nslots, n, name, len);
+	if (*slot)
+		return *slot;
 	if (GROW_ARRAY(n->kids, n->cap, n->nkids + 1))
 		return NULL;
 	c = calloc(1, sizeof(*c));
@@ -39,13 +89,16 @@ static struct node *child(struct node *n, const char *name, size_t len)
 		free(c);
 		return NULL;
 	}
+	c->parent = n;
 	n->kids[n->nkids++] = c;
+	*slot = c;
+	t->n++;
 	return c;
 }
 
-static int add_stack(struct node *root, const char *stack, const double v[2])
+static int add_stack(struct tree *t, const char *stack, const double v[2])
 {
-	struct node *n = root;
+	struct node *root = &t->root, *n = root;
 	const char *s = stack, *end;
 	int side;
 
@@ -55,7 +108,7 @@ static int add_stack(struct node *root, const char *stack, const double v[2])
 		end = strchr(s, ';');
 		if (!end)
 			end = s + strlen(s);
-		n = child(n, s, end - s);
+		n = child(t, n, s, end - s);
 		if (!n)
 			return -1;
 		for (side = 0; side < 2; side++)
@@ -203,10 +256,7 @@ static void put_top_functions(FILE *f, const struct diff *d)
 	fputs("<table><tr><td><b>self time, ms/s</b></td><td>base</td><td>new</td><td>change</td>"
 	      "<td>verdict</td></tr>\n", f);
 	for (i = 0; i < n && i < 10; i++) {
-		if (isinf(v[i]->rel))
-			snprintf(rel, sizeof(rel), "new");
-		else
-			snprintf(rel, sizeof(rel), "%+.0f%%", 100 * v[i]->rel);
+		diff_fmt_rel(rel, sizeof(rel), v[i]);
 		fputs("<tr><td>", f);
 		put_escaped_text(f, v[i]->function);
 		fprintf(f, "</td><td>%.1f</td><td>%.1f</td><td>%s</td><td>%s</td></tr>\n",
@@ -218,7 +268,7 @@ static void put_top_functions(FILE *f, const struct diff *d)
 
 int diff_write_flame_html(FILE *f, const struct diff *d)
 {
-	struct node root = { 0 };
+	struct tree tree = { 0 };
 	struct folded fo;
 	char summary[1024];
 	size_t i;
@@ -229,7 +279,7 @@ int diff_write_flame_html(FILE *f, const struct diff *d)
 	for (i = 0; !err && i < fo.n; i++) {
 		double v[2] = { fo.ns[0][i], fo.ns[1][i] };
 
-		err = add_stack(&root, fo.stacks[i], v);
+		err = add_stack(&tree, fo.stacks[i], v);
 	}
 	folded_free(&fo);
 	diff_summary(d, summary, sizeof(summary));
@@ -244,10 +294,11 @@ int diff_write_flame_html(FILE *f, const struct diff *d)
 		put_top_functions(f, d);
 		fputs("<div id=\"graph\"></div><div id=\"tip\"></div>\n"
 		      "<script type=\"application/json\" id=\"data\">", f);
-		err = put_node(f, &root);
+		err = put_node(f, &tree.root);
 		fputs("</script>\n", f);
 		fputs(page_script, f);
 	}
-	free_tree(&root);
+	free_tree(&tree.root);
+	free(tree.slots);
 	return err || ferror(f) ? -1 : 0;
 }

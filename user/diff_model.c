@@ -61,8 +61,15 @@ static struct diff_line *new_line(struct diff *d)
 
 	if (GROW_ARRAY(d->lines, d->cap, d->nlines + 1))
 		return NULL;
-	l = &d->lines[d->nlines++];
+	l = &d->lines[d->nlines];
 	memset(l, 0, sizeof(*l));
+	l->v[0] = calloc(2 * (d->nruns[0] + d->nruns[1]), sizeof(double));
+	if (!l->v[0])
+		return NULL;
+	l->v[1] = l->v[0] + d->nruns[0];
+	l->n[0] = l->v[1] + d->nruns[1];
+	l->n[1] = l->n[0] + d->nruns[0];
+	d->nlines++;
 	return l;
 }
 
@@ -71,39 +78,139 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* The line of a state or GC figure, made on first use; state lines are few. */
-static struct diff_line *keyed_line(struct diff *d, int kind, const char *process,
-				    const char *thread, int state, int generation)
-{
-	struct diff_line *l;
-	size_t i;
+/* ---- every line found by its key (kind, process, thread, state,
+ * generation, function, file) in a hash of line indexes: a recording may
+ * hold 100k threads, 9 state lines each, and as many functions ---- */
 
-	for (i = 0; i < d->nlines; i++) {
-		l = &d->lines[i];
-		if (l->kind == kind && l->state == state && l->generation == generation &&
-		    eq(l->process, process) && eq(l->thread, thread))
-			return l;
-	}
-	l = new_line(d);
-	if (!l)
-		return NULL;
-	l->kind = kind;
-	l->state = state;
-	l->generation = generation;
-	l->process = dup_or_null(process);
-	l->thread = dup_or_null(thread);
-	return l;
+struct line_index {
+	size_t *slots;		/* line index + 1, 0 empty */
+	size_t nslots, n;
+};
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	if (!s)
+		return (h ^ 0x100) * 1099511628211ull;	/* NULL is not "" */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (h ^ 0x1f) * 1099511628211ull;
 }
 
-static int add(struct diff *d, int kind, const char *process, const char *thread,
-	       int state, int gen, int side, size_t run, double v, double n)
+static uint64_t hash_key(const struct diff_line *k)
 {
-	struct diff_line *l = keyed_line(d, kind, process, thread, state, gen);
+	uint64_t h = 1469598103934665603ull;
 
-	if (!l)
+	h = (h ^ (uint64_t)(k->kind * 64 + k->state * 4 + k->generation + 1)) * 1099511628211ull;
+	h = hash_str(h, k->process);
+	h = hash_str(h, k->thread);
+	h = hash_str(h, k->function);
+	h = hash_str(h, k->file);
+	return h ^ (h >> 29);	/* the slot is the low bits: mix the high ones in */
+}
+
+static int same_key(const struct diff_line *a, const struct diff_line *b)
+{
+	return a->kind == b->kind && a->state == b->state && a->generation == b->generation &&
+	       eq(a->process, b->process) && eq(a->thread, b->thread) &&
+	       eq(a->function, b->function) && eq(a->file, b->file);
+}
+
+static size_t *slot_of(const struct line_index *ix, const struct diff *d,
+		       const struct diff_line *key)
+{
+	size_t i = hash_key(key) & (ix->nslots - 1);
+
+	while (ix->slots[i] && !same_key(&d->lines[ix->slots[i] - 1], key))
+		i = (i + 1) & (ix->nslots - 1);
+	return &ix->slots[i];
+}
+
+static int index_grow(struct line_index *ix, const struct diff *d)
+{
+	struct line_index bigger = { .nslots = ix->nslots ? ix->nslots * 2 : 1024, .n = ix->n };
+	size_t i;
+
+	bigger.slots = calloc(bigger.nslots, sizeof(*bigger.slots));
+	if (!bigger.slots)
 		return -1;
-	l->v[side][run] += v;
-	l->n[side][run] += n;
+	for (i = 0; i < ix->nslots; i++)
+		if (ix->slots[i])
+			*slot_of(&bigger, d, &d->lines[ix->slots[i] - 1]) = ix->slots[i];
+	free(ix->slots);
+	*ix = bigger;
+	return 0;
+}
+
+/* The index of the line with key's key, made (with copies of its names) on
+ * first use, with `extra` more lines after it of the kinds that follow
+ * (a function's self line is followed by its total line); -1 if out of memory. */
+static long keyed_line(struct diff *d, struct line_index *ix, const struct diff_line *key,
+		       int extra)
+{
+	struct diff_line *l;
+	size_t *slot, first;
+	int k;
+
+	if ((ix->n + 1) * 2 > ix->nslots && index_grow(ix, d))
+		return -1;
+	slot = slot_of(ix, d, key);
+	if (*slot)
+		return (long)*slot - 1;
+	first = d->nlines;
+	for (k = 0; k <= extra; k++) {
+		l = new_line(d);
+		if (!l)
+			return -1;
+		l->kind = key->kind + k;
+		l->state = key->state;
+		l->generation = key->generation;
+		l->process = dup_or_null(key->process);
+		l->thread = dup_or_null(key->thread);
+		l->function = dup_or_null(key->function);
+		l->file = dup_or_null(key->file);
+		if ((key->process && !l->process) || (key->thread && !l->thread) ||
+		    (key->function && !l->function) || (key->file && !l->file))
+			return -1;
+	}
+	*slot = first + 1;
+	ix->n++;
+	return (long)first;
+}
+
+static int add(struct diff *d, struct line_index *ix, const struct diff_line *key,
+	       int side, size_t run, double v, double n)
+{
+	long i = keyed_line(d, ix, key, 0);
+
+	if (i < 0)
+		return -1;
+	d->lines[i].v[side][run] += v;
+	d->lines[i].n[side][run] += n;
+	return 0;
+}
+
+/* A GC entry: its count line, the total line after it, and on the count
+ * line the sums of its pause percentiles (the report shows their mean). */
+static int add_gc(struct diff *d, struct line_index *ix, int side, size_t run,
+		  const struct rec_gc *g)
+{
+	struct diff_line key = { .kind = LINE_GC_COUNT, .process = g->process,
+				 .state = STATE_GC, .generation = g->generation };
+	long i = keyed_line(d, ix, &key, 1);
+	struct diff_line *count, *total;
+
+	if (i < 0)
+		return -1;
+	count = &d->lines[i];
+	total = count + 1;
+	count->v[side][run] += g->count;
+	count->n[side][run] += g->count;
+	total->v[side][run] += g->total_s;
+	total->n[side][run] += g->count;
+	count->pause_s[side][0] += g->p50_s;
+	count->pause_s[side][1] += g->p99_s;
+	count->pause_s[side][2] += g->max_s;
+	count->npauses[side]++;
 	return 0;
 }
 
@@ -120,116 +227,40 @@ static int state_is_exact(const struct recording *r, int state)
 	return 1;
 }
 
-static int add_states(struct diff *d, int side, size_t run, const struct recording *r)
+static int add_states(struct diff *d, struct line_index *ix, int side, size_t run,
+		      const struct recording *r)
 {
-	const struct rec_thread *t;
+	struct diff_line key = { .kind = LINE_STATE };
 	size_t i;
-	int s;
 
 	for (i = 0; i < r->nthreads; i++) {
-		t = &r->threads[i];
-		for (s = 0; s < DIFF_NSTATES; s++) {
-			double v = t->states_s[s], n = state_is_exact(r, s) ? 0 : v * r->rate_hz;
+		const struct rec_thread *t = &r->threads[i];
 
-			if (add(d, LINE_STATE, t->process, t->name, s, 0, side, run, v, n) ||
-			    add(d, LINE_STATE, t->process, NULL, s, 0, side, run, v, n))
+		key.process = t->process;
+		for (key.state = 0; key.state < DIFF_NSTATES; key.state++) {
+			double v = t->states_s[key.state];
+			double n = state_is_exact(r, key.state) ? 0 : v * r->rate_hz;
+
+			key.thread = t->name;
+			if (add(d, ix, &key, side, run, v, n))
+				return -1;
+			key.thread = NULL;
+			if (add(d, ix, &key, side, run, v, n))
 				return -1;
 		}
 	}
-	for (i = 0; i < r->ngcs; i++) {
-		const struct rec_gc *g = &r->gcs[i];
-
-		if (add(d, LINE_GC_COUNT, g->process, NULL, STATE_GC, g->generation, side, run,
-			g->count, g->count) ||
-		    add(d, LINE_GC_TOTAL, g->process, NULL, STATE_GC, g->generation, side, run,
-			g->total_s, g->count))
+	for (i = 0; i < r->ngcs; i++)
+		if (add_gc(d, ix, side, run, &r->gcs[i]))
 			return -1;
-	}
 	return 0;
 }
 
-/* ---- functions: a hash of "name\x1ffile" to the index of its self line
- * (its total line follows it) ---- */
-
-struct fn_index {
-	size_t *slots;		/* line index + 1, 0 empty */
-	size_t nslots, n;
-};
-
-static uint64_t hash2(const char *a, const char *b)
+/* The index of a frame's function's self line (its total line follows). */
+static long fn_line(struct diff *d, struct line_index *ix, const struct frame_info *fr)
 {
-	uint64_t h = 1469598103934665603ull;
+	struct diff_line key = { .kind = LINE_SELF, .function = fr->name, .file = fr->file };
 
-	for (; *a; a++)
-		h = (h ^ (unsigned char)*a) * 1099511628211ull;
-	h = (h ^ 0x1f) * 1099511628211ull;
-	for (; b && *b; b++)
-		h = (h ^ (unsigned char)*b) * 1099511628211ull;
-	return h;
-}
-
-static size_t *fn_slot(struct fn_index *fx, const struct diff *d, const char *name,
-		       const char *file)
-{
-	size_t i = hash2(name, file) & (fx->nslots - 1);
-	const struct diff_line *l;
-
-	for (;; i = (i + 1) & (fx->nslots - 1)) {
-		if (!fx->slots[i])
-			return &fx->slots[i];
-		l = &d->lines[fx->slots[i] - 1];
-		if (!strcmp(l->function, name) && eq(l->file, file))
-			return &fx->slots[i];
-	}
-}
-
-static int fn_grow(struct fn_index *fx, const struct diff *d)
-{
-	struct fn_index bigger = { .nslots = fx->nslots ? fx->nslots * 2 : 1024 };
-	size_t i;
-
-	bigger.slots = calloc(bigger.nslots, sizeof(*bigger.slots));
-	if (!bigger.slots)
-		return -1;
-	for (i = 0; i < fx->nslots; i++) {
-		if (!fx->slots[i])
-			continue;
-		const struct diff_line *l = &d->lines[fx->slots[i] - 1];
-
-		*fn_slot(&bigger, d, l->function, l->file) = fx->slots[i];
-	}
-	bigger.n = fx->n;
-	free(fx->slots);
-	*fx = bigger;
-	return 0;
-}
-
-/* The index of the function's self line (total = +1), made on first use. */
-static long fn_line(struct diff *d, struct fn_index *fx, const struct frame_info *fr)
-{
-	struct diff_line *l;
-	size_t *slot, first;
-	int k;
-
-	if ((fx->n + 1) * 2 > fx->nslots && fn_grow(fx, d))
-		return -1;
-	slot = fn_slot(fx, d, fr->name, fr->file);
-	if (*slot)
-		return (long)*slot - 1;
-	first = d->nlines;
-	for (k = LINE_SELF; k <= LINE_TOTAL; k++) {
-		l = new_line(d);
-		if (!l)
-			return -1;
-		l->kind = k;
-		l->function = strdup(fr->name);
-		l->file = dup_or_null(fr->file);
-		if (!l->function)
-			return -1;
-	}
-	*slot = first + 1;
-	fx->n++;
-	return (long)first;
+	return keyed_line(d, ix, &key, 1);
 }
 
 /* Each frame's function line, and per function the last sample that
@@ -239,7 +270,7 @@ struct run_fns {
 	size_t *seen;
 };
 
-static int add_functions(struct diff *d, struct fn_index *fx, int side, size_t run,
+static int add_functions(struct diff *d, struct line_index *ix, int side, size_t run,
 			 const struct recording *r)
 {
 	const struct profile *p = &r->prof;
@@ -249,7 +280,7 @@ static int add_functions(struct diff *d, struct fn_index *fx, int side, size_t r
 	int err = !rf.of_frame;
 
 	for (i = 0; !err && i < p->nframes; i++) {
-		rf.of_frame[i] = fn_line(d, fx, &p->frames[i]);
+		rf.of_frame[i] = fn_line(d, ix, &p->frames[i]);
 		err = rf.of_frame[i] < 0;
 	}
 	rf.seen = err ? NULL : calloc(d->nlines + 1, sizeof(size_t));
@@ -453,7 +484,7 @@ double diff_t_critical(double z, double df)
 
 int diff_build(struct diff *d)
 {
-	struct fn_index fx = { 0 };
+	struct line_index ix = { 0 };
 	size_t i;
 	int side, err = 0;
 
@@ -464,11 +495,11 @@ int diff_build(struct diff *d)
 	}
 	for (side = 0; !err && side < 2; side++)
 		for (i = 0; !err && i < d->nruns[side]; i++)
-			err = add_states(d, side, i, &d->runs[side][i]);
+			err = add_states(d, &ix, side, i, &d->runs[side][i]);
 	for (side = 0; !err && side < 2; side++)
 		for (i = 0; !err && i < d->nruns[side]; i++)
-			err = add_functions(d, &fx, side, i, &d->runs[side][i]);
-	free(fx.slots);
+			err = add_functions(d, &ix, side, i, &d->runs[side][i]);
+	free(ix.slots);
 	for (i = 0; !err && i < d->nlines; i++)
 		judge(d, &d->lines[i]);
 	return err ? -1 : 0;
@@ -483,13 +514,14 @@ void diff_free(struct diff *d)
 		free(d->lines[i].thread);
 		free(d->lines[i].function);
 		free(d->lines[i].file);
+		free(d->lines[i].v[0]);
 	}
 	free(d->lines);
 	d->lines = NULL;
 	d->nlines = d->cap = 0;
 }
 
-static int is_change(const struct diff_line *l)
+int diff_is_change(const struct diff_line *l)
 {
 	return l->verdict == VERDICT_GREW || l->verdict == VERDICT_SHRANK;
 }
@@ -502,8 +534,8 @@ static int line_cmp(const void *x, const void *y)
 	const struct diff_line *b = *(const struct diff_line *const *)y;
 	double da = fabs(a->delta), db = fabs(b->delta);
 
-	if (is_change(a) != is_change(b))
-		return is_change(a) ? -1 : 1;
+	if (diff_is_change(a) != diff_is_change(b))
+		return diff_is_change(a) ? -1 : 1;
 	if (a->kind != LINE_SELF && a->kind != LINE_TOTAL && fabs(a->score - b->score) > 1e-9)
 		return a->score > b->score ? -1 : 1;
 	return da > db ? -1 : da < db;
@@ -526,4 +558,82 @@ size_t diff_sorted(const struct diff *d, int kind, int processes_only,
 	}
 	qsort(*out, n, sizeof(**out), line_cmp);
 	return n;
+}
+
+/* ---- the one-line summary for the GC question (text, JSON, flame graph) ---- */
+
+/* "+12%", "-100%", "new" (appeared), "0%" */
+void diff_fmt_rel(char *out, size_t len, const struct diff_line *l)
+{
+	if (isinf(l->rel))
+		snprintf(out, len, "new");
+	else
+		snprintf(out, len, "%+.0f%%", 100 * l->rel);
+}
+
+double diff_state_amount(const struct diff *d, int state, int side)
+{
+	double sum = 0;
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++)
+		if (d->lines[i].kind == LINE_STATE && !d->lines[i].thread &&
+		    d->lines[i].state == state)
+			sum += d->lines[i].amount[side];
+	return sum;
+}
+
+static double state_rate(const struct diff *d, int state, int side)
+{
+	return diff_state_amount(d, state, side) * d->nruns[side] / d->wall_s[side];
+}
+
+static void summary_state(char *out, size_t len, const struct diff *d, int state,
+			  const char *title)
+{
+	double a = diff_state_amount(d, state, 0), b = diff_state_amount(d, state, 1);
+	double ra = state_rate(d, state, 0), rb = state_rate(d, state, 1);
+	size_t used = strlen(out);
+
+	if (ra > 0)
+		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s (%+.0f%%)", used ? "; " : "",
+			 title, a, b, 100 * (rb - ra) / ra);
+	else
+		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s", used ? "; " : "",
+			 title, a, b);
+}
+
+/* The thread whose on-CPU time changed most, outside the noise. */
+static const struct diff_line *top_on_cpu(const struct diff *d)
+{
+	const struct diff_line *best = NULL;
+	size_t i;
+
+	for (i = 0; i < d->nlines; i++) {
+		const struct diff_line *l = &d->lines[i];
+
+		if (l->kind != LINE_STATE || !l->thread || l->state != STATE_ON_CPU || !diff_is_change(l))
+			continue;
+		if (!best || fabs(l->delta) > fabs(best->delta))
+			best = l;
+	}
+	return best;
+}
+
+void diff_summary(const struct diff *d, char *out, size_t len)
+{
+	const struct diff_line *cpu = top_on_cpu(d);
+	char rel[32];
+	size_t used;
+
+	out[0] = 0;
+	summary_state(out, len, d, STATE_GC, "GC");
+	summary_state(out, len, d, STATE_GIL_WAIT_GC, "waiting for GC");
+	used = strlen(out);
+	if (cpu) {
+		diff_fmt_rel(rel, sizeof(rel), cpu);
+		snprintf(out + used, len - used, "; %s on-CPU %s", cpu->thread, rel);
+	} else {
+		snprintf(out + used, len - used, "; on-CPU: no change outside the noise");
+	}
 }

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -24,8 +25,22 @@ static const char *str_or(json_t *obj, const char *key, const char *fallback)
 	return s ? s : fallback;
 }
 
-/* A finite, non-negative number, or -1 if absent or anything else. */
-static double num(json_t *obj, const char *key)
+/*
+ * The bounds of every number read: each is converted to an integer or summed
+ * over up to millions of threads and samples, so each is bounded where it is
+ * read, well inside what a double and a uint64_t of nanoseconds hold. The
+ * results stay finite: no inf or nan reaches a report.
+ */
+#define MAX_SECONDS	1e9	/* a duration or a time: 31 years */
+#define MIN_DURATION_S	1e-9	/* the writer's resolution: %.9f */
+#define MAX_COUNT	1e15	/* samples taken, collections */
+#define MAX_WEIGHT_NS	1e15	/* one sample: 11 days */
+#define MAX_RATE_HZ	100000
+
+/* A finite number in [0, max] at obj.key into *out (below a tenth of a
+ * nanosecond read as 0: the writer has no finer resolution); -1 if absent
+ * or anything else. */
+static int bounded(json_t *obj, const char *key, double max, double *out)
 {
 	json_t *v = json_object_get(obj, key);
 	double x;
@@ -33,7 +48,22 @@ static double num(json_t *obj, const char *key)
 	if (!json_is_number(v))
 		return -1;
 	x = json_number_value(v);
-	return isfinite(x) && x >= 0 ? x : -1;
+	if (!(x >= 0 && x <= max))	/* false for nan too */
+		return -1;
+	*out = x < 1e-10 ? 0 : x;
+	return 0;
+}
+
+/* An integer in [min, max] at obj.key into *out; -1 if absent or anything else. */
+static int bounded_int(json_t *obj, const char *key, int min, int max, int *out)
+{
+	json_t *v = json_object_get(obj, key);
+	json_int_t x = json_integer_value(v);
+
+	if (!json_is_integer(v) || x < min || x > max)
+		return -1;
+	*out = (int)x;
+	return 0;
 }
 
 static int read_frames(struct recording *r, json_t *root, char *err, size_t errlen)
@@ -126,14 +156,14 @@ static int read_profile(struct recording *r, json_t *pr, int index, uint32_t *id
 		return -1;
 	}
 	profile_names(str_or(pr, "name", ""), thread, sizeof(thread), process, sizeof(process));
-	t = profile_thread(&r->prof, 0, index);
+	t = profile_new_thread(&r->prof, 0, index);	/* one per profile */
 	if (!t || !(t->name = strdup(thread)) || !(t->process = strdup(process))) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	for (i = 0; i < json_array_size(samples); i++) {
 		w = json_number_value(json_array_get(weights, i));
-		if (!json_is_number(json_array_get(weights, i)) || !(w >= 0) || w > 1e15 ||
+		if (!json_is_number(json_array_get(weights, i)) || !(w >= 0) || w > MAX_WEIGHT_NS ||
 		    read_stack(json_array_get(samples, i), ids, &s.nframes, r)) {
 			snprintf(err, errlen, "profile %d: sample %zu is not a valid stack and weight", index, i);
 			return -1;
@@ -174,72 +204,140 @@ static int read_profiles(struct recording *r, json_t *root, char *err, size_t er
 	return rc;
 }
 
-static int read_threads(struct recording *r, json_t *threads)
+static int read_thread(struct rec_thread *rt, json_t *t, size_t i, char *err, size_t errlen)
 {
-	json_t *t, *states;
-	size_t i;
+	json_t *states = json_object_get(t, "states_s");
 	int s;
 
-	r->threads = calloc(json_array_size(threads) + 1, sizeof(*r->threads));
-	if (!r->threads)
+	if (bounded_int(t, "pid", 0, INT_MAX, &rt->pid))
+		rt->pid = -1;	/* no GC statistics can be its process's */
+	if (!json_is_object(states)) {
+		snprintf(err, errlen, "thread %zu: no states_s object", i);
 		return -1;
-	json_array_foreach(threads, i, t) {
-		struct rec_thread *rt = &r->threads[r->nthreads];
-
-		states = json_object_get(t, "states_s");
-		rt->name = strdup(str_or(t, "name", "?"));
-		rt->process = strdup(str_or(t, "process", ""));
-		r->nthreads++;	/* recording_free() frees what was read */
-		if (!rt->name || !rt->process)
+	}
+	for (s = 0; s < DIFF_NSTATES; s++) {
+		if (bounded(states, sample_state_name(s), MAX_SECONDS, &rt->states_s[s])) {
+			snprintf(err, errlen, "thread %zu: invalid states_s.%s (not a number of "
+				 "seconds in [0, %.0e])", i, sample_state_name(s), MAX_SECONDS);
 			return -1;
-		if (!json_is_object(states))
-			return -1;
-		rt->observed_s = num(t, "observed_s");
-		for (s = 0; s < DIFF_NSTATES; s++) {
-			rt->states_s[s] = num(states, sample_state_name(s));
-			if (rt->states_s[s] < 0)
-				return -1;
 		}
 	}
 	return 0;
 }
 
-static const char *process_of_pid(const struct recording *r, json_t *threads, json_int_t pid)
+static int read_threads(struct recording *r, json_t *threads, char *err, size_t errlen)
 {
 	json_t *t;
 	size_t i;
 
-	json_array_foreach(threads, i, t)
-		if (json_integer_value(json_object_get(t, "pid")) == pid && i < r->nthreads)
-			return r->threads[i].process;
-	return "";
-}
+	r->threads = calloc(json_array_size(threads) + 1, sizeof(*r->threads));
+	if (!r->threads)
+		goto oom;
+	json_array_foreach(threads, i, t) {
+		struct rec_thread *rt = &r->threads[r->nthreads];
 
-static int read_gcs(struct recording *r, json_t *gcs, json_t *threads)
-{
-	json_t *g;
-	size_t i;
-
-	r->gcs = calloc(json_array_size(gcs) + 1, sizeof(*r->gcs));
-	if (!r->gcs)
-		return -1;
-	json_array_foreach(gcs, i, g) {
-		struct rec_gc *rg = &r->gcs[r->ngcs];
-
-		rg->process = strdup(process_of_pid(r, threads,
-						    json_integer_value(json_object_get(g, "pid"))));
-		r->ngcs++;
-		rg->generation = (int)json_integer_value(json_object_get(g, "generation"));
-		rg->count = num(g, "count");
-		rg->total_s = num(g, "total_s");
-		rg->p50_s = num(g, "p50_s");
-		rg->p99_s = num(g, "p99_s");
-		rg->max_s = num(g, "max_s");
-		if (!rg->process || rg->count < 0 || rg->total_s < 0 || rg->p50_s < 0 ||
-		    rg->p99_s < 0 || rg->max_s < 0 || rg->generation < -1 || rg->generation > 2)
+		rt->name = strdup(str_or(t, "name", "?"));
+		rt->process = strdup(str_or(t, "process", ""));
+		r->nthreads++;	/* recording_free() frees what was read */
+		if (!rt->name || !rt->process)
+			goto oom;
+		if (read_thread(rt, t, i, err, errlen))
 			return -1;
 	}
 	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+static int by_pid(const void *x, const void *y, void *arg)
+{
+	const struct rec_thread *t = arg;
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+
+	if (t[a].pid != t[b].pid)
+		return t[a].pid < t[b].pid ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/* The process name of the first thread of pid: a binary search in the
+ * threads' indexes sorted by pid (a GC entry per process, a thread entry per
+ * thread: a scan of one per the other would be quadratic). */
+static const char *process_of_pid(const struct recording *r, const size_t *order, int pid)
+{
+	size_t lo = 0, hi = r->nthreads, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (r->threads[order[mid]].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nthreads && r->threads[order[lo]].pid == pid ?
+	       r->threads[order[lo]].process : "";
+}
+
+static int read_gc(struct rec_gc *rg, json_t *g, size_t i, char *err, size_t errlen)
+{
+	static const char *const times[] = { "total_s", "p50_s", "p99_s", "max_s" };
+	double *dst[] = { &rg->total_s, &rg->p50_s, &rg->p99_s, &rg->max_s };
+	size_t k;
+
+	if (bounded_int(g, "generation", -1, 2, &rg->generation)) {
+		snprintf(err, errlen, "gc entry %zu: invalid generation (not -1, 0, 1 or 2)", i);
+		return -1;
+	}
+	if (bounded(g, "count", MAX_COUNT, &rg->count)) {
+		snprintf(err, errlen, "gc entry %zu: invalid count (not a number in [0, %.0e])", i, MAX_COUNT);
+		return -1;
+	}
+	for (k = 0; k < sizeof(times) / sizeof(times[0]); k++) {
+		if (bounded(g, times[k], MAX_SECONDS, dst[k])) {
+			snprintf(err, errlen, "gc entry %zu: invalid %s (not a number of seconds in [0, %.0e])",
+				 i, times[k], MAX_SECONDS);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int read_gcs(struct recording *r, json_t *gcs, char *err, size_t errlen)
+{
+	size_t *order = malloc((r->nthreads + 1) * sizeof(*order)), i;
+	json_t *g;
+	int pid, rc = 0;
+
+	r->gcs = calloc(json_array_size(gcs) + 1, sizeof(*r->gcs));
+	if (!order || !r->gcs) {
+		free(order);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < r->nthreads; i++)
+		order[i] = i;
+	qsort_r(order, r->nthreads, sizeof(*order), by_pid, r->threads);
+	json_array_foreach(gcs, i, g) {
+		struct rec_gc *rg = &r->gcs[r->ngcs];
+
+		if (bounded_int(g, "pid", 0, INT_MAX, &pid)) {
+			snprintf(err, errlen, "gc entry %zu: invalid pid (not a process id)", i);
+			rc = -1;
+			break;
+		}
+		rg->process = strdup(process_of_pid(r, order, pid));
+		r->ngcs++;
+		if (!rg->process) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+			break;
+		}
+		rc = read_gc(rg, g, i, err, errlen);
+		if (rc)
+			break;
+	}
+	free(order);
+	return rc;
 }
 
 /* A boolean the recording may state: 1, 0, or -1 when it does not. */
@@ -266,43 +364,49 @@ static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t er
 {
 	json_t *e = json_object_get(root, "ebpfprof");
 	json_t *threads = json_object_get(e, "threads"), *gcs = json_object_get(e, "gc");
-	double rate = num(e, "rate_hz"), wall = num(e, "duration_s");
+	char why[192];
+	double rate, samples = 0;
 
 	if (!json_is_object(e)) {
 		snprintf(err, errlen, "no \"ebpfprof\" object: not recorded by ebpfprof 0.1 or later");
 		return -1;
 	}
-	if (rate < 1 || rate > 100000 || !(wall > 0)) {
-		snprintf(err, errlen, "\"ebpfprof\" object: invalid rate_hz or duration_s");
+	if (bounded(e, "rate_hz", MAX_RATE_HZ, &rate) || rate < 1) {
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid rate_hz (not a number in [1, %d])",
+			 MAX_RATE_HZ);
+		return -1;
+	}
+	if (bounded(e, "duration_s", MAX_SECONDS, &r->wall_s) || r->wall_s < MIN_DURATION_S) {
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid duration_s (not a number of "
+			 "seconds in [%.0e, %.0e])", MIN_DURATION_S, MAX_SECONDS);
+		return -1;
+	}
+	if (json_object_get(e, "samples") && bounded(e, "samples", MAX_COUNT, &samples)) {
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid samples (not a number in [0, %.0e])",
+			 MAX_COUNT);
 		return -1;
 	}
 	r->rate_hz = (unsigned)rate;
-	r->wall_s = wall;
 	read_options(r, e);
-	r->samples = num(e, "samples") > 0 ? (unsigned long)num(e, "samples") : 0;
+	r->samples = (unsigned long)samples;
 	if (!json_is_array(threads) || !json_is_array(gcs))
 		return 0;	/* written without the analysis: functions only */
-	if (read_threads(r, threads) || read_gcs(r, gcs, threads)) {
-		snprintf(err, errlen, "\"ebpfprof\" object: invalid threads or gc entry");
+	if (read_threads(r, threads, why, sizeof(why)) || read_gcs(r, gcs, why, sizeof(why))) {
+		snprintf(err, errlen, "\"ebpfprof\" object: %s", why);
 		return -1;
 	}
 	r->has_states = 1;
 	return 0;
 }
 
-int recording_read(struct recording *r, const char *path, char *err, size_t errlen)
+static int read_root(struct recording *r, const char *path, json_t *root, json_error_t *jerr,
+		     char *err, size_t errlen)
 {
 	char why[256];
-	json_error_t jerr;
-	json_t *root;
 	int rc;
 
-	memset(r, 0, sizeof(*r));
-	r->path = path;
-	profile_init(&r->prof);
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		snprintf(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
+		snprintf(err, errlen, "%s: %s (line %d)", path, jerr->text, jerr->line);
 		return -1;
 	}
 	rc = read_ebpfprof(r, root, why, sizeof(why)) ||
@@ -311,9 +415,35 @@ int recording_read(struct recording *r, const char *path, char *err, size_t errl
 	json_decref(root);
 	if (rc)
 		snprintf(err, errlen, "%s: %s", path, why);
-	r->prof.duration_ns = (uint64_t)(r->wall_s * 1e9);
+	r->prof.duration_ns = (uint64_t)(r->wall_s * 1e9);	/* at most 1e18 */
 	r->prof.rate_hz = r->rate_hz;
 	return rc ? -1 : 0;
+}
+
+static void recording_init(struct recording *r, const char *path)
+{
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	profile_init(&r->prof);
+}
+
+int recording_read(struct recording *r, const char *path, char *err, size_t errlen)
+{
+	json_error_t jerr;
+
+	recording_init(r, path);
+	return read_root(r, path, json_load_file(path, JSON_REJECT_DUPLICATES, &jerr), &jerr,
+			 err, errlen);
+}
+
+int recording_read_buffer(struct recording *r, const char *name, const char *data, size_t len,
+			  char *err, size_t errlen)
+{
+	json_error_t jerr;
+
+	recording_init(r, name);
+	return read_root(r, name, json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr), &jerr,
+			 err, errlen);
 }
 
 void recording_free(struct recording *r)

@@ -20,87 +20,6 @@
 
 static const char *side_names[2] = { "base", "new" };
 
-static int is_change(const struct diff_line *l)
-{
-	return l->verdict == VERDICT_GREW || l->verdict == VERDICT_SHRANK;
-}
-
-/* "+12%", "-100%", "new" (appeared), "0%" */
-static void fmt_rel(char *out, size_t len, const struct diff_line *l)
-{
-	if (isinf(l->rel))
-		snprintf(out, len, "new");
-	else
-		snprintf(out, len, "%+.0f%%", 100 * l->rel);
-}
-
-static double state_total(const struct diff *d, int state, int side)
-{
-	double sum = 0;
-	size_t i;
-
-	for (i = 0; i < d->nlines; i++)
-		if (d->lines[i].kind == LINE_STATE && !d->lines[i].thread &&
-		    d->lines[i].state == state)
-			sum += d->lines[i].amount[side];
-	return sum;
-}
-
-static double state_rate(const struct diff *d, int state, int side)
-{
-	return state_total(d, state, side) * d->nruns[side] / d->wall_s[side];
-}
-
-static void summary_state(char *out, size_t len, const struct diff *d, int state,
-			  const char *title)
-{
-	double a = state_total(d, state, 0), b = state_total(d, state, 1);
-	double ra = state_rate(d, state, 0), rb = state_rate(d, state, 1);
-	size_t used = strlen(out);
-
-	if (ra > 0)
-		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s (%+.0f%%)", used ? "; " : "",
-			 title, a, b, 100 * (rb - ra) / ra);
-	else
-		snprintf(out + used, len - used, "%s%s: %.2f s -> %.2f s", used ? "; " : "",
-			 title, a, b);
-}
-
-/* The thread whose on-CPU time changed most, outside the noise. */
-static const struct diff_line *top_on_cpu(const struct diff *d)
-{
-	const struct diff_line *best = NULL;
-	size_t i;
-
-	for (i = 0; i < d->nlines; i++) {
-		const struct diff_line *l = &d->lines[i];
-
-		if (l->kind != LINE_STATE || !l->thread || l->state != STATE_ON_CPU || !is_change(l))
-			continue;
-		if (!best || fabs(l->delta) > fabs(best->delta))
-			best = l;
-	}
-	return best;
-}
-
-void diff_summary(const struct diff *d, char *out, size_t len)
-{
-	const struct diff_line *cpu = top_on_cpu(d);
-	char rel[32];
-	size_t used;
-
-	out[0] = 0;
-	summary_state(out, len, d, STATE_GC, "GC");
-	summary_state(out, len, d, STATE_GIL_WAIT_GC, "waiting for GC");
-	used = strlen(out);
-	if (cpu) {
-		fmt_rel(rel, sizeof(rel), cpu);
-		snprintf(out + used, len - used, "; %s on-CPU %s", cpu->thread, rel);
-	} else {
-		snprintf(out + used, len - used, "; on-CPU: no change outside the noise");
-	}
-}
-
 /* ---- text ---- */
 
 static void print_runs(FILE *f, const struct diff *d)
@@ -150,7 +69,7 @@ static void print_change(FILE *f, const struct diff_line *l, int rank)
 	int count = l->kind == LINE_GC_COUNT;
 
 	line_label(label, sizeof(label), l);
-	fmt_rel(rel, sizeof(rel), l);
+	diff_fmt_rel(rel, sizeof(rel), l);
 	fprintf(f, "  %2d. %-48s %8.3f %s -> %8.3f %s  %6s  (%+.3f %s per s)\n", rank, label,
 		l->amount[0], count ? "" : "s", l->amount[1], count ? "" : "s", rel,
 		l->delta, count ? "collections" : "s");
@@ -174,7 +93,7 @@ static size_t ranked_changes(const struct diff *d, const struct diff_line **all,
 	size_t n = diff_sorted(d, LINE_STATE, 1, &v), i, k, nall = 0;
 
 	for (i = 0; i < n && nall < max; i++)
-		if (is_change(v[i]))
+		if (diff_is_change(v[i]))
 			all[nall++] = v[i];
 	free(v);
 	for (i = 1; i < nall; i++)
@@ -212,7 +131,7 @@ static void print_states(FILE *f, const struct diff *d)
 		if (v[i]->verdict == VERDICT_SAME)
 			continue;
 		line_label(label, sizeof(label), v[i]);
-		fmt_rel(rel, sizeof(rel), v[i]);
+		diff_fmt_rel(rel, sizeof(rel), v[i]);
 		fprintf(f, "  %-48s %8.2f s %4.0f%% %8.2f s %4.0f%% %7s  %s\n", label,
 			v[i]->amount[0], 100 * v[i]->rate[0], v[i]->amount[1],
 			100 * v[i]->rate[1], rel, verdict_name(v[i]->verdict));
@@ -220,29 +139,21 @@ static void print_states(FILE *f, const struct diff *d)
 	free(v);
 }
 
-/* The statistics of one (process, generation) on one side: the first run's,
- * or with several runs their mean. */
-static int gc_stats(const struct diff *d, const struct diff_line *l, int side,
-		    double out[3])
+/* The pause percentiles of one (process, generation) on one side: the
+ * first run's, or with several runs their mean. */
+static int gc_stats(const struct diff_line *l, int side, double out[3])
 {
-	size_t i, j, found = 0;
+	size_t i, found = l->npauses[side];
 
-	out[0] = out[1] = out[2] = 0;
-	for (i = 0; i < d->nruns[side]; i++) {
-		const struct recording *r = &d->runs[side][i];
-
-		for (j = 0; j < r->ngcs; j++) {
-			if (r->gcs[j].generation != l->generation || strcmp(r->gcs[j].process, l->process))
-				continue;
-			out[0] += r->gcs[j].p50_s;
-			out[1] += r->gcs[j].p99_s;
-			out[2] += r->gcs[j].max_s;
-			found++;
-		}
-	}
-	for (i = 0; found && i < 3; i++)
-		out[i] /= found;
+	for (i = 0; i < 3; i++)
+		out[i] = found ? l->pause_s[side][i] / found : 0;
 	return found ? 0 : -1;
+}
+
+/* A GC count line's total line: the line after it (diff_model.c). */
+static const struct diff_line *gc_total(const struct diff_line *count)
+{
+	return count + 1;
 }
 
 static void print_gc(FILE *f, const struct diff *d)
@@ -256,19 +167,15 @@ static void print_gc(FILE *f, const struct diff *d)
 	if (!n)
 		fprintf(f, "  no collections in either run\n");
 	for (i = 0; i < n; i++) {
-		const struct diff_line *total = NULL;
+		const struct diff_line *total = gc_total(v[i]);
 
-		for (j = 0; j < d->nlines; j++)
-			if (d->lines[j].kind == LINE_GC_TOTAL && d->lines[j].generation == v[i]->generation &&
-			    !strcmp(d->lines[j].process, v[i]->process))
-				total = &d->lines[j];
-		gc_stats(d, v[i], 0, s[0]);
-		gc_stats(d, v[i], 1, s[1]);
+		gc_stats(v[i], 0, s[0]);
+		gc_stats(v[i], 1, s[1]);
 		fprintf(f, "  %s gen %d\n", printable(v[i]->process, proc, sizeof(proc)),
 			v[i]->generation);
 		for (j = 0; j < 2; j++) {
 			fprintf(f, "    %-4s %8.0f  %8.3f s", side_names[j], v[i]->amount[j],
-				total ? total->amount[j] : 0);
+				total->amount[j]);
 			if (v[i]->amount[j] > 0)
 				fprintf(f, "  p50 %8.3f ms  p99 %8.3f ms  max %8.3f ms\n", 1e3 * s[j][0],
 					1e3 * s[j][1], 1e3 * s[j][2]);
@@ -276,7 +183,7 @@ static void print_gc(FILE *f, const struct diff *d)
 				fputs("  (none)\n", f);
 		}
 		fprintf(f, "    count %s, total %s\n", verdict_name(v[i]->verdict),
-			total ? verdict_name(total->verdict) : "?");
+			verdict_name(total->verdict));
 	}
 	free(v);
 }
@@ -297,7 +204,7 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 			if (v[i]->verdict != dir)
 				continue;
 			line_label(label, sizeof(label), v[i]);
-			fmt_rel(rel, sizeof(rel), v[i]);
+			diff_fmt_rel(rel, sizeof(rel), v[i]);
 			fprintf(f, "    %+8.3f s/s  %6s  %.3f -> %.3f s/s  %s\n", v[i]->delta, rel,
 				v[i]->rate[0], v[i]->rate[1], label);
 			shown++;
@@ -398,11 +305,11 @@ static void json_lines(FILE *f, const char *key, const struct diff *d, int kind,
 
 	fprintf(f, ",\n\"%s\":[", key);
 	for (i = 0; i < n; i++) {
-		if ((changes_only && !is_change(v[i])) || v[i]->verdict == VERDICT_SAME)
+		if ((changes_only && !diff_is_change(v[i])) || v[i]->verdict == VERDICT_SAME)
 			continue;
 		fputs(first ? "\n" : ",\n", f);
 		first = 0;
-		json_line(f, v[i], ranked && is_change(v[i]) ? ++rank : 0);
+		json_line(f, v[i], ranked && diff_is_change(v[i]) ? ++rank : 0);
 	}
 	fputs("]", f);
 	free(v);
@@ -435,7 +342,7 @@ static void json_gc(FILE *f, const struct diff *d)
 		json_write_string(f, v[i]->process);
 		fprintf(f, ",\"generation\":%d", v[i]->generation);
 		for (side = 0; side < 2; side++) {
-			if (gc_stats(d, v[i], side, s))
+			if (gc_stats(v[i], side, s))
 				s[0] = s[1] = s[2] = 0;
 			fprintf(f, ",\"%s\":{\"count\":%.9g,\"p50_s\":%.9g,\"p99_s\":%.9g,\"max_s\":%.9g}",
 				side_names[side], v[i]->amount[side], s[0], s[1], s[2]);
@@ -464,8 +371,8 @@ static void json_runs(FILE *f, const struct diff *d)
 				r->has_states ? r->nthreads : r->prof.nthreads);
 		}
 		fprintf(f, "],\"wall_s\":%.9g", d->wall_s[side]);
-		json_num(f, "gc_s", state_total(d, STATE_GC, side));
-		json_num(f, "waiting_for_gc_s", state_total(d, STATE_GIL_WAIT_GC, side));
+		json_num(f, "gc_s", diff_state_amount(d, STATE_GC, side));
+		json_num(f, "waiting_for_gc_s", diff_state_amount(d, STATE_GIL_WAIT_GC, side));
 		fputs("}", f);
 	}
 }

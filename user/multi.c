@@ -13,6 +13,7 @@
 #include "multi.h"
 #include "printable.h"
 #include "procfs.h"
+#include "parse_num.h"
 #include "py_target.h"
 #include "recorder.h"
 
@@ -412,16 +413,13 @@ int parse_pid_list(const char *s, pid_t **out, size_t *n)
 		return -1;
 	*n = 0;
 	while (*s) {
-		char *end;
-		long pid;
+		const char *end;
+		unsigned long pid;
 
-		errno = 0;
-		pid = strtol(s, &end, 10);
-		if (errno || end == s || pid <= 0 || pid > INT_MAX || (*end && *end != ',') ||
-		    s[0] == '-' || s[0] == '+' || s[0] == ' ')
+		if (parse_ulong_at(s, 1, INT_MAX, &end, &pid) || (*end && *end != ','))
 			goto bad;
 		for (size_t i = 0; i < *n; i++)
-			if (v[i] == pid)
+			if (v[i] == (pid_t)pid)
 				goto bad;
 		v[(*n)++] = pid;
 		s = *end ? end + 1 : end;

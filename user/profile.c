@@ -293,6 +293,13 @@ struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 		if (t->pid == pid && t->tid == tid)
 			return t;
 	}
+	return profile_new_thread(p, pid, tid);
+}
+
+struct thread_profile *profile_new_thread(struct profile *p, int pid, int tid)
+{
+	struct thread_profile *t;
+
 	if (GROW_ARRAY(p->threads, p->threads_cap, p->nthreads + 1))
 		return NULL;
 	t = &p->threads[p->nthreads++];

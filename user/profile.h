@@ -73,6 +73,9 @@ void profile_free(struct profile *p);
 uint32_t profile_frame(struct profile *p, const char *name, const char *file,
 		       int line, int kind);
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid);
+/* A new thread (pid, tid), not looked up first: for a reader that knows each
+ * of its threads is new (a scan per thread would be quadratic). */
+struct thread_profile *profile_new_thread(struct profile *p, int pid, int tid);
 /* The thread's profile if it has one, else NULL (never adds one). */
 const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid);
 /* Names thread tid of pid for the thread table (copied); 0 or -1. */

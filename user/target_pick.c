@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "match.h"
+#include "parse_num.h"
 #include "preflight.h"
 #include "target_pick.h"
 
@@ -63,16 +64,12 @@ int target_open(pid_t pid, struct py_target *t, char *err, size_t errlen)
 error_t target_pick_option(int key, char *arg, struct argp_state *state,
 			   pid_t *pid, const char **match)
 {
-	char *end, err[512];
-	long v;
+	char err[512];
 
 	switch (key) {
 	case 'p':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || end == arg || v <= 0 || v > INT_MAX)
+		if (parse_pid(arg, pid))
 			argp_error(state, "invalid pid: %s", arg);
-		*pid = v;
 		return 0;
 	case 'm':
 		if (!arg[0])

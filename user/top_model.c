@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "top_model.h"
 
 void top_model_init(struct top_model *m)
@@ -17,28 +18,25 @@ void top_model_free(struct top_model *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static int grow(void **arr, size_t *n, size_t want, size_t size)
+/* grow_array(), then the items from n to want zeroed and counted in n. */
+static int grow_zeroed(void **arr, size_t *cap, size_t *n, size_t want, size_t size)
 {
-	void *p;
-
 	if (want <= *n)
 		return 0;
-	p = realloc(*arr, want * size);
-	if (!p)
+	if (grow_array(arr, cap, want, size))
 		return -1;
-	memset((char *)p + *n * size, 0, (want - *n) * size);
-	*arr = p;
+	memset((char *)*arr + *n * size, 0, (want - *n) * size);
 	*n = want;
 	return 0;
 }
 
 static int grow_fns(struct top_model *m, size_t nframes)
 {
-	size_t n = m->nfns, i;
+	size_t nstamps = m->nfns, i;
 
-	if (grow((void **)&m->fns, &m->nfns, nframes, sizeof(*m->fns)))
-		return -1;
-	if (grow((void **)&m->stamp, &n, nframes, sizeof(*m->stamp)))
+	/* the stamps first: fns' count is both arrays' length */
+	if (grow_zeroed((void **)&m->stamp, &m->stamp_cap, &nstamps, nframes, sizeof(*m->stamp)) ||
+	    grow_zeroed((void **)&m->fns, &m->fns_cap, &m->nfns, nframes, sizeof(*m->fns)))
 		return -1;
 	for (i = 0; i < m->nfns; i++)
 		m->fns[i].frame = i;
@@ -53,10 +51,8 @@ struct top_thread *top_model_thread(struct top_model *m, int pid, int tid)
 	for (i = 0; i < m->nthreads; i++)
 		if (m->threads[i].pid == pid && m->threads[i].tid == tid)
 			return &m->threads[i];
-	t = realloc(m->threads, (m->nthreads + 1) * sizeof(*t));
-	if (!t)
+	if (GROW_ARRAY(m->threads, m->threads_cap, m->nthreads + 1))
 		return NULL;
-	m->threads = t;
 	t = &m->threads[m->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
@@ -91,7 +87,8 @@ static int take_samples(struct top_model *m, const struct profile *p)
 	struct top_thread *tt;
 	size_t i, j;
 
-	if (grow((void **)&m->sample_cursor, &m->ncursors, p->nthreads, sizeof(size_t)))
+	if (grow_zeroed((void **)&m->sample_cursor, &m->cursors_cap, &m->ncursors, p->nthreads,
+			sizeof(size_t)))
 		return -1;
 	for (i = 0; i < p->nthreads; i++) {
 		const struct thread_profile *t = &p->threads[i];

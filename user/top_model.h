@@ -28,13 +28,14 @@ enum top_sort { TOP_SORT_OWN, TOP_SORT_TOTAL, TOP_SORT_OWN_ALL, TOP_SORT_TOTAL_A
 
 struct top_model {
 	struct top_fn *fns;		/* indexed by frame id */
-	size_t nfns;
+	size_t nfns, fns_cap;
 	uint64_t *stamp;		/* per frame id: last sample counted in */
+	size_t stamp_cap;
 	uint64_t serial;
 	struct top_thread *threads;
-	size_t nthreads;
+	size_t nthreads, threads_cap;
 	size_t *sample_cursor;		/* per profile thread: samples taken */
-	size_t ncursors;
+	size_t ncursors, cursors_cap;
 	size_t wait_cursor, gc_cursor;
 	uint64_t window_start_ns, window_end_ns;	/* since the session start */
 	/* GC pauses */
