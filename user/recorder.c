@@ -11,6 +11,8 @@
 #include "remote.h"
 
 #define MAX_NAMED_THREADS	1024
+/* A sample's weight beyond this is no tick's (a CPU back from offline): the mean period then */
+#define MAX_SAMPLE_WEIGHT_NS	1000000000ull
 
 struct rec_thread {
 	int tid;
@@ -295,7 +297,10 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	if (t && r->opts.idle)		/* for its preemptions, which need no walk */
 		t->last_stack = remember_stack(r, ev->pid, s.frames, s.nframes);
 	s.start_ns = since_start(r, ev->ts);
-	s.weight_ns = 1000000000ull / r->opts.rate_hz;
+	/* the time since the CPU's previous tick: the periods are random */
+	s.weight_ns = ev->weight_ns;
+	if (!s.weight_ns || s.weight_ns > MAX_SAMPLE_WEIGHT_NS)
+		s.weight_ns = 1000000000ull / r->opts.rate_hz;
 	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
 	tp = profile_thread(&r->profile, ev->pid, ev->tid);
 	if (tp && !profile_add_sample(&r->profile, tp, &s))
