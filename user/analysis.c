@@ -151,6 +151,11 @@ static const struct thread_totals *find_totals(const struct analysis *a, int pid
 	return a->totals_index[slot] ? &a->totals[a->totals_index[slot] - 1] : NULL;
 }
 
+int analysis_has_thread(const struct analysis *a, int pid, int tid)
+{
+	return find_totals(a, pid, tid) != NULL;
+}
+
 int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own_gc,
 			uint64_t count, uint64_t ns)
 {

@@ -425,7 +425,15 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 void recorder_on_totals(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val)
 {
 	struct recorder *r = ctx;
+	struct rec_process *p;
 
+	/* a thread first heard of here (it may never be sampled): its comm
+	 * now, while it surely lives, and its Python name by its tid later */
+	if (!analysis_has_thread(&r->analysis, key->pid, key->tid)) {
+		p = find_process(r, key->pid);
+		if (p)
+			note_thread(p, key->tid, 0);
+	}
 	if (analysis_add_totals(&r->analysis, key->pid, key->tid, analysis_reason_state(key->reason),
 				key->flags & EP_IV_OWN_GC, val->count, val->ns))
 		r->failed++;
@@ -503,11 +511,17 @@ static void refresh_process_names(struct rec_process *p)
 		return;
 	n = py_thread_names(p->target.pid, &p->target.layout, p->target.interp_addr,
 			    names, MAX_NAMED_THREADS);
-	for (i = 0; i < p->nthreads; i++)
+	for (i = 0; i < p->nthreads; i++) {
+		/* by its thread state's ident, else (never sampled) by its tid */
+		int inner = p->threads[i].ident ? 0 :
+			    procfs_task_inner_tid(p->target.pid, p->threads[i].tid);
+
 		for (j = 0; j < n; j++)
-			if (p->threads[i].ident && names[j].ident == p->threads[i].ident)
+			if ((p->threads[i].ident && names[j].ident == p->threads[i].ident) ||
+			    (inner > 0 && names[j].native_id == inner))
 				snprintf(p->threads[i].py_name, sizeof(p->threads[i].py_name),
 					 "%s", names[j].name);
+	}
 	free(names);
 }
 
@@ -566,8 +580,8 @@ static void label_threads(struct recorder *r)
 			if (profile_find_thread(&r->profile, p->target.pid, p->threads[j].tid))
 				continue;
 			name = known_name(p, p->threads[j].tid);
-			if (name && profile_label_thread(&r->profile, p->target.pid,
-							 p->threads[j].tid, name))
+			if (name && profile_label_thread(&r->profile, p->target.pid, p->threads[j].tid,
+							 name, p->comm[0] ? p->comm : "python"))
 				r->failed++;
 		}
 	}
