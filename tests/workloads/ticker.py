@@ -41,8 +41,10 @@ def main():
             time.sleep(delay)
     end = time.monotonic()
     cpu = time.thread_time() - cpu0
+    # cpu_total_s: the main thread's CPU time since it started, for a
+    # recording of the whole process (ebpfprof -- python3 ticker.py)
     common.write_truth(args, {"cpu_s": cpu, "begin": begin, "end": end,
-                              "share": cpu / (end - begin)})
+                              "share": cpu / (end - begin), "cpu_total_s": time.thread_time()})
     stop.set()
 
 
