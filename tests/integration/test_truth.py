@@ -70,7 +70,7 @@ def test_periodic_program_share_at_every_rate(runs, index):
     true_share = truth["cpu_total_s"] / observed
     summary_share = (main["states_s"]["on-cpu"] + main["states_s"]["gc"]) / observed
     sample_share = sampled_seconds(prof, truth["pid"]) / observed
-    assert 0.1 < true_share < 0.5, truth        # the workload did what it says
+    assert 0.05 < true_share < 0.5, truth       # the workload did what it says
     assert abs(summary_share - true_share) <= 0.03, (rate, summary_share, true_share, err)
     assert abs(sample_share - true_share) <= 0.03, (rate, sample_share, true_share, err)
 
