@@ -20,6 +20,12 @@
  * as an EP_EV_STACK record. Reading the target's memory is the dearest part
  * of a switch (~0.1 us a read in a VM), which the first way avoids.
  *
+ * The time on the CPU is exact too: switch-in notes the time, switch-out
+ * adds the run to the thread's on-CPU total (EP_TOTAL_ON_CPU), and the
+ * drain iterator counts a running thread's run so far (moving its start to
+ * the drain's time), so a thread that never leaves the CPU is counted and
+ * the totals of every thread add up to the time it was observed.
+ *
  * Switch-in adds the exact time to the thread's totals per reason, split
  * for a GIL wait into the part behind a collection, from the process's GC
  * clock. They are kept in the thread's storage (two atomic adds, where a
@@ -166,6 +172,9 @@ static __always_inline int has_rseq(struct task_struct *task)
 	return task->rseq != NULL;
 }
 
+static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
+				    const struct ep_proc_cfg *cfg, __u64 now);
+
 static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now)
 {
 	struct ep_offcpu_task *st;
@@ -185,11 +194,13 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now)
 		count(EP_CNT_MAP_FULL);
 		return;
 	}
-	st->off_ts = clock_now(now);
 	st->pid = pid;
 	st->tid = tid;
 	st->flags = 0;
+	st->primed = 0;
 	st->totals_in_task = cfg->totals_in_task;
+	end_run(prev, st, cfg, clock_now(now));
+	st->off_ts = *now;
 	st->reason = classify(cfg, prev);
 	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
 	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, st->off_ts) : 0;
@@ -250,13 +261,52 @@ static __always_inline void add_total(struct task_struct *task, struct ep_offcpu
 	__u8 own_gc = !!(st->flags & EP_IV_OWN_GC);
 	struct ep_totals *t;
 
-	if (!st->totals_in_task || (task->flags & PF_EXITING) || reason >= EP_OFF_REASONS) {
+	if (!st->totals_in_task || (task->flags & PF_EXITING) || reason >= EP_TOTAL_KINDS) {
 		add_total_map(st, reason, own_gc, 1, ns);
 		return;
 	}
 	t = &st->totals[own_gc][reason];
 	__sync_fetch_and_add(&t->count, 1);
 	__sync_fetch_and_add(&t->ns, ns);
+}
+
+/* The start of a run whose switch-in was not seen (the thread had no
+ * storage then): a thread started since its process is profiled has run
+ * for its whole CPU time (it has not left the CPU since it has no storage:
+ * each switch-out makes one); an older one since profiling began. */
+static __always_inline __u64 unseen_run_start(struct task_struct *task,
+					      const struct ep_proc_cfg *cfg, __u64 now)
+{
+	__u64 ran = task->se.sum_exec_runtime;
+
+	if (task->start_time < cfg->start_ts || ran >= now - cfg->start_ts)
+		return cfg->start_ts;
+	return now - ran;
+}
+
+/* Adds the run ending now to the thread's on-CPU total. Its start is taken
+ * with an exchange: the drain iterator, on another CPU, may be moving it to
+ * its own time, having counted the run up to there. A switch-in not seen
+ * (task storage is refused to a program while another holds its per-CPU
+ * lock on that CPU, e.g. the drain iterator preempted) leaves no start: the
+ * run is then the CPU time the thread gained since its last switch-out. */
+static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
+				    const struct ep_proc_cfg *cfg, __u64 now)
+{
+	__u64 since = __sync_lock_test_and_set(&st->on_ts, 0), ran = prev->se.sum_exec_runtime;
+	__u64 run = 0;
+
+	if (!since && st->ran_ns) {
+		run = ran > st->ran_ns ? ran - st->ran_ns : 0;
+		since = now > run ? now - run : 0;
+	} else if (!since) {
+		since = unseen_run_start(prev, cfg, now);
+	}
+	st->ran_ns = ran;
+	if (since < cfg->start_ts)	/* switched in before the process was profiled */
+		since = cfg->start_ts;
+	if (now > since)
+		add_total(prev, st, EP_TOTAL_ON_CPU, now - since);
 }
 
 static __always_inline void send_record(struct ep_offcpu_record *rec)
@@ -302,9 +352,12 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 *now_on
 	struct ep_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
 	__u64 now, len, gc_ns = 0, *clock;
 
-	if (!st || !st->off_ts)
+	if (!st)
 		return;
 	now = clock_now(now_once);
+	st->on_ts = now;	/* the run's start, for its on-CPU time */
+	if (!st->off_ts)
+		return;
 	len = now > st->off_ts ? now - st->off_ts : 0;
 	if (st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC)) {
 		clock = bpf_map_lookup_elem(&gc_clocks, &st->pid);
@@ -358,6 +411,79 @@ int BPF_PROG(offcpu_stack_at_return, struct task_struct *t)
 	return 0;
 }
 
+/* task's thread id in the profiler's PID namespace, 0 if it has none there.
+ * Runs in the profiler's context (an iterator being read): the depth of its
+ * own PID namespace is that of its own pid. */
+static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	unsigned int level;
+	struct pid *pid;
+	struct upid upid;
+	__u64 at;
+
+	if (!ep_pidns_ino)
+		return task->pid;
+	level = BPF_CORE_READ(me, thread_pid, level);
+	pid = BPF_CORE_READ(task, thread_pid);
+	if (!pid || BPF_CORE_READ(pid, level) < level)
+		return 0;
+	at = bpf_core_field_offset(struct pid, numbers) + (__u64)(level & 63) * sizeof(upid);
+	if (bpf_core_read(&upid, sizeof(upid), (void *)pid + at) ||
+	    BPF_CORE_READ(upid.ns, ns.inum) != ep_pidns_ino)
+		return 0;
+	return upid.nr;
+}
+
+/* A thread of the process without storage (it has not left the CPU since
+ * the process is profiled): storage for it, so that its switch-in is seen
+ * and, running now, its run so far is counted. */
+static __always_inline struct ep_offcpu_task *prime_task(struct task_struct *task, __u64 now)
+{
+	struct ep_offcpu_task *st;
+	struct ep_proc_cfg *cfg;
+	__u32 pid, tid;
+
+	if (task->flags & PF_EXITING)
+		return NULL;
+	tid = task_tid_in_ns(task);
+	pid = task_tid_in_ns(task->group_leader);
+	cfg = tid && pid ? bpf_map_lookup_elem(&procs, &pid) : NULL;
+	if (!cfg)
+		return NULL;
+	st = bpf_task_storage_get(&offcpu_tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st || st->pid)	/* a switch-out made it meanwhile */
+		return st;
+	st->pid = pid;
+	st->tid = tid;
+	st->totals_in_task = cfg->totals_in_task;
+	st->primed = 1;
+	st->ran_ns = task->se.sum_exec_runtime;
+	if (task->on_cpu)
+		__sync_val_compare_and_swap(&st->on_ts, 0, unseen_run_start(task, cfg, now));
+	return st;
+}
+
+/* A thread on the CPU now: its run up to now goes to its on-CPU total, and
+ * the run's start moves to now, unless it left the CPU meanwhile (its
+ * switch-out, which exchanges the start, then counts the run itself). */
+static __always_inline void count_running(struct task_struct *task, struct ep_offcpu_task *st,
+					  __u64 now)
+{
+	__u64 since = st->on_ts, from;
+	struct ep_proc_cfg *cfg;
+
+	if (!since || now <= since || !task->on_cpu || (task->flags & PF_EXITING) ||
+	    !st->totals_in_task)
+		return;
+	cfg = bpf_map_lookup_elem(&procs, &st->pid);
+	if (!cfg || __sync_val_compare_and_swap(&st->on_ts, since, now) != since)
+		return;
+	from = since > cfg->start_ts ? since : cfg->start_ts;
+	if (now > from)
+		__sync_fetch_and_add(&st->totals[0][EP_TOTAL_ON_CPU].ns, now - from);
+}
+
 /* Takes out the totals of one thread as ep_totals_entry records: each
  * subtracted once written, so what a switch-in adds meanwhile stays for the
  * next drain. Userspace reads at most EP_DRAIN_READ_BYTES at a time, so one
@@ -372,16 +498,21 @@ int offcpu_drain_totals(struct bpf_iter__task *ctx)
 	struct ep_offcpu_task *st;
 	struct ep_totals *t;
 	int own, reason;
+	__u64 now;
 
 	if (!task)
 		return 0;
+	now = bpf_ktime_get_ns();
 	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
 	if (!st)
+		st = prime_task(task, now);
+	if (!st)
 		return 0;
+	count_running(task, st, now);
 	e.key.pid = st->pid;
 	e.key.tid = st->tid;
 	for (own = 0; own < 2; own++) {
-		for (reason = 0; reason < EP_OFF_REASONS; reason++) {
+		for (reason = 0; reason < EP_TOTAL_KINDS; reason++) {
 			t = &st->totals[own][reason];
 			e.val.count = t->count;
 			e.val.ns = t->ns;
@@ -412,7 +543,7 @@ int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 	if (!st)
 		return 0;
 	for (own = 0; own < 2; own++) {
-		for (reason = 0; reason < EP_OFF_REASONS; reason++) {
+		for (reason = 0; reason < EP_TOTAL_KINDS; reason++) {
 			t = &st->totals[own][reason];
 			n = t->count;
 			ns = t->ns;
@@ -431,42 +562,21 @@ int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 	return 0;
 }
 
-/* task's thread id in the profiler's PID namespace, 0 if it has none there.
- * Runs in the profiler's context (an iterator being read): the depth of its
- * own PID namespace is that of its own pid. */
-static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
-{
-	struct task_struct *me = bpf_get_current_task_btf();
-	unsigned int level;
-	struct pid *pid;
-	struct upid upid;
-	__u64 at;
-
-	if (!ep_pidns_ino)
-		return task->pid;
-	level = BPF_CORE_READ(me, thread_pid, level);
-	pid = BPF_CORE_READ(task, thread_pid);
-	if (!pid || BPF_CORE_READ(pid, level) < level)
-		return 0;
-	at = bpf_core_field_offset(struct pid, numbers) + (__u64)(level & 63) * sizeof(upid);
-	if (bpf_core_read(&upid, sizeof(upid), (void *)pid + at) ||
-	    BPF_CORE_READ(upid.ns, ns.inum) != ep_pidns_ino)
-		return 0;
-	return upid.nr;
-}
-
 static __always_inline void apply_task_op(struct task_struct *task, const struct ep_task_op *op)
 {
 	struct ep_offcpu_task *st;
 
 	if (op->op == EP_TASK_SEED) {
-		/* no storage yet (pid 0): the thread has not left the CPU since
-		 * it was found blocked, so the seed's interval is still its own */
+		/* no storage yet (pid 0), or only the drain iterator's: the
+		 * thread has not left the CPU since it was found blocked, so the
+		 * seed's interval is still its own */
 		st = bpf_task_storage_get(&offcpu_tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!st)
 			count(EP_CNT_MAP_FULL);
-		else if (!st->pid)
+		else if (!st->pid || (st->primed && !st->on_ts)) {
 			__builtin_memcpy(st, &op->seed, sizeof(*st));
+			st->ran_ns = task->se.sum_exec_runtime;
+		}
 		return;
 	}
 	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);

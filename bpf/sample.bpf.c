@@ -12,6 +12,32 @@
 #include "maps.bpf.h"
 #include "pystack.bpf.h"
 
+/* Per CPU: the time of its last tick, for the weight of the next sample. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} last_tick SEC(".maps");
+
+/*
+ * A sample stands for the CPU time since its CPU's previous tick, whatever
+ * ran then: userspace re-arms each CPU's timer with a random period now and
+ * then (session.c), so samples never keep step with a periodic program, and
+ * this weight stays exact across those restarts. Its mean is the mean period.
+ */
+static __always_inline __u64 tick_weight(struct bpf_perf_event_data *ctx, __u64 now)
+{
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&last_tick, &zero), gap;
+
+	if (!last)
+		return ctx->sample_period;
+	gap = *last && now > *last ? now - *last : ctx->sample_period;
+	*last = now;
+	return gap;
+}
+
 /* In a collection: exactly known from the GC probes, or (stripped builds
  * without probes) when the interpreter's flag is set and this thread holds
  * the GIL, since only the GIL holder can be collecting. */
@@ -36,6 +62,7 @@ int sample_on_cpu(struct bpf_perf_event_data *ctx)
 	struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	struct ep_stack_event *ev;
+	__u64 now = bpf_ktime_get_ns(), weight = tick_weight(ctx, now);
 	__u32 pid, tid;
 
 	if (!current_ids(&pid, &tid))
@@ -46,7 +73,8 @@ int sample_on_cpu(struct bpf_perf_event_data *ctx)
 	sc = scratch_slot(EP_SCRATCH_SAMPLE);
 	if (!sc)
 		return 0;
-	ev = start_stack_event(sc, EP_EV_SAMPLE, pid, tid, bpf_ktime_get_ns());
+	ev = start_stack_event(sc, EP_EV_SAMPLE, pid, tid, now);
+	ev->weight_ns = weight;
 	ev->gil_holder = gil_holder(cfg);
 	count(EP_CNT_SAMPLES);
 	capture_python_stack(cfg, sc, tid);

@@ -21,7 +21,7 @@
 #define EP_WAKEUP_BYTES		(EP_RINGBUF_BYTES / 4)
 #define EP_DRAIN_MS		50
 /* One read() of the totals' drain iterator: far below the kernel's iterator
- * buffer (8 pages), so one task's records (at most 14) always fit after it. */
+ * buffer (8 pages), so one task's records (at most 16) always fit after it. */
 #define EP_DRAIN_READ_BYTES	8192
 /* Bytes of one interpreter frame read in a single probe read. */
 #define EP_FRAME_READ_MAX	128
@@ -49,6 +49,7 @@ struct ep_proc_cfg {
 	__u64 gil_start;		/* [gil_start, gil_end): futexes of the GIL */
 	__u64 gil_end;
 	__u64 code_tag_mask;		/* bits to clear from the code pointer (3.14 stackrefs) */
+	__u64 start_ts;			/* profiled since (bpf_ktime_get_ns): on-CPU time counts from here */
 	__u16 interp_threads_head;
 	__u16 tstate_next;
 	__u16 tstate_thread_id;		/* pthread_t, equal to the thread's fsbase */
@@ -127,6 +128,7 @@ struct ep_stack_event {
 	__u32 pad;
 	__s64 collected;	/* GC: objects collected, -1 if unknown */
 	__u64 stack_id;		/* STACK: ep_stack_id() of the frames */
+	__u64 weight_ns;	/* SAMPLE: time since its CPU's previous sample (its weight) */
 	struct ep_frame frames[EP_MAX_FRAMES];
 };
 
@@ -142,6 +144,11 @@ enum ep_offcpu_reason {
 	EP_OFF_GIL_GC = 6,	/* GIL wait while the holder was collecting */
 	EP_OFF_REASONS = 7,
 };
+
+/* The kernel's per-thread totals also hold the thread's exact on-CPU time
+ * (switch-in to switch-out), under this reason after the off-CPU ones. */
+#define EP_TOTAL_ON_CPU		EP_OFF_REASONS
+#define EP_TOTAL_KINDS		(EP_OFF_REASONS + 1)
 
 /* x86-64 syscall numbers the off-CPU classifier knows */
 #define EP_NR_read		0
@@ -330,6 +337,8 @@ struct ep_totals_entry {
  */
 struct ep_offcpu_task {
 	__u64 off_ts;		/* switch-out time, 0: on the CPU */
+	__u64 on_ts;		/* switch-in time (or the last drain's), 0: off the CPU */
+	__u64 ran_ns;		/* its CPU time (se.sum_exec_runtime) at the last switch-out */
 	__u64 gc_clock_out;	/* gccum at switch-out */
 	__u64 stack_id;		/* stack at switch-out, 0 if not walked */
 	__u64 stack_key;	/* fingerprint of the innermost frames at the last walk */
@@ -340,13 +349,15 @@ struct ep_offcpu_task {
 	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED, EP_IV_STACK_LATER */
 	__u8 gc_gen;		/* with EP_IV_OWN_GC */
 	__u8 totals_in_task;	/* the process's cfg->totals_in_task at switch-out */
-	__u8 pad[4];
+	__u8 primed;		/* made by the drain iterator; no switch-out since */
+	__u8 pad[3];
 	/* kind != 0: a record to send once the stack is known, on the thread's
 	 * return to user mode (EP_IV_STACK_LATER) */
 	struct ep_offcpu_record pending;
-	/* exact time per [own collection][reason] not yet drained: taken out
-	 * by the drain iterator, or at the thread's exit into offcpu_totals */
-	struct ep_totals totals[2][EP_OFF_REASONS];
+	/* exact time per [own collection][reason, or EP_TOTAL_ON_CPU] not yet
+	 * drained: taken out by the drain iterator, or at the thread's exit
+	 * into offcpu_totals */
+	struct ep_totals totals[2][EP_TOTAL_KINDS];
 };
 
 /*

@@ -133,6 +133,21 @@ static struct thread_totals *totals_of(struct analysis *a, int pid, int tid)
 	return &a->totals[a->ntotals - 1];
 }
 
+static const struct thread_totals *find_totals(const struct analysis *a, int pid, int tid)
+{
+	size_t slot;
+
+	if (!a->index_cap)
+		return NULL;
+	slot = thread_slot(a, pid, tid);
+	return a->totals_index[slot] ? &a->totals[a->totals_index[slot] - 1] : NULL;
+}
+
+int analysis_has_thread(const struct analysis *a, int pid, int tid)
+{
+	return find_totals(a, pid, tid) != NULL;
+}
+
 int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own_gc,
 			uint64_t count, uint64_t ns)
 {
@@ -144,7 +159,8 @@ int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own
 		t->own_gc_ns += ns;
 	else
 		t->ns[state] += ns;
-	a->intervals += count;
+	if (state != STATE_ON_CPU)	/* runs are not off-CPU intervals */
+		a->intervals += count;
 	return 0;
 }
 
@@ -164,27 +180,53 @@ static struct thread_states *states_of(struct thread_states **v, size_t *n, size
 	return &(*v)[(*n)++];
 }
 
+/* On-CPU time from the kernel's exact total where there is one (else from
+ * the samples), less the time on the CPU inside the thread's collections,
+ * which the GC column has: with exact pauses, the pauses less the time the
+ * collector spent off the CPU; else the samples taken in collections. */
+static void settle_on_cpu(const struct analysis *a, struct thread_states *ts,
+			  const struct thread_totals *t, uint64_t sampled_on, uint64_t sampled_gc)
+{
+	uint64_t exact = t ? t->ns[STATE_ON_CPU] : 0, in_gc;
+
+	if (!exact) {
+		ts->ns[STATE_ON_CPU] = sampled_on;
+		return;
+	}
+	if (!analysis_gc_is_exact(a, ts->pid))
+		in_gc = sampled_gc;
+	else
+		in_gc = ts->ns[STATE_GC] > t->own_gc_ns ? ts->ns[STATE_GC] - t->own_gc_ns : 0;
+	ts->ns[STATE_ON_CPU] = exact > in_gc ? exact - in_gc : 0;
+}
+
 size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 			      struct thread_states **out)
 {
 	struct thread_states *ts;
-	size_t i, j, n = 0, cap = 0;
+	uint64_t *sampled;	/* per thread of the table: [on-CPU, in GC] */
+	size_t i, j, n = 0, cap = 0, scap = 0;
 
 	*out = NULL;
+	sampled = NULL;
 	for (i = 0; i < p->nthreads; i++) {
 		const struct thread_profile *t = &p->threads[i];
 		struct sample_iter it;
 		struct sample s;
 
 		ts = states_of(out, &n, &cap, t->pid, t->tid);
+		if (!ts || grow_array((void **)&sampled, &scap, 2 * n, sizeof(*sampled)))
+			break;
+		sampled[2 * (ts - *out)] = sampled[2 * (ts - *out) + 1] = 0;
 		sample_iter_init(&it, p, t);
-		while (ts && sample_iter_next(&it, &s)) {
+		while (sample_iter_next(&it, &s)) {
+			if (s.state == STATE_ON_CPU)
+				sampled[2 * (ts - *out)] += s.weight_ns;
 			/* exact collections are counted from the pauses below */
-			if (s.state == STATE_GC && analysis_gc_is_exact(a, t->pid))
-				continue;
-			if (s.state == STATE_ON_CPU || s.state == STATE_GC)
-				ts->ns[s.state] += s.weight_ns;
+			else if (s.state == STATE_GC && !analysis_gc_is_exact(a, t->pid))
+				sampled[2 * (ts - *out) + 1] += s.weight_ns;
 		}
+		ts->ns[STATE_GC] = sampled[2 * (ts - *out) + 1];
 	}
 	for (i = 0; i < a->gcs.n; i++) {
 		const struct interval *g = &a->gcs.v[i];
@@ -199,15 +241,22 @@ size_t analysis_thread_states(const struct analysis *a, const struct profile *p,
 		/* threads with nothing but off-CPU time are still threads of the table */
 		ts = states_of(out, &n, &cap, t->pid, t->tid);
 		for (j = 0; ts && j < STATE_MAX; j++)
-			ts->ns[j] += t->ns[j];
+			if (j != STATE_ON_CPU)
+				ts->ns[j] += t->ns[j];
 		/* a collector off the CPU mid-collection: with exact pauses that
 		 * time is already the pause's */
 		if (ts && !analysis_gc_is_exact(a, t->pid))
 			ts->ns[STATE_OTHER] += t->own_gc_ns;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		const struct thread_totals *t = find_totals(a, (*out)[i].pid, (*out)[i].tid);
+		int had = sampled && 2 * i + 1 < scap && i < p->nthreads;
+
+		settle_on_cpu(a, &(*out)[i], t, had ? sampled[2 * i] : 0, had ? sampled[2 * i + 1] : 0);
 		for (j = 0; j < STATE_MAX; j++)
 			(*out)[i].observed_ns += (*out)[i].ns[j];
+	}
+	free(sampled);
 	return n;
 }
 

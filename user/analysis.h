@@ -66,6 +66,8 @@ int analysis_reason_state(int reason);
 int analysis_add_totals(struct analysis *a, int pid, int tid, int state, int own_gc,
 			uint64_t count, uint64_t ns);
 
+/* 1 if the kernel's totals have mentioned thread (pid, tid) this period. */
+int analysis_has_thread(const struct analysis *a, int pid, int tid);
 /* Totals per thread over samples, collections and the kernel's off-CPU
  * totals; *out is malloc'ed. */
 size_t analysis_thread_states(const struct analysis *a, const struct profile *p,

@@ -67,8 +67,10 @@ static void thread_free(struct thread_profile *t)
 
 static void drop_labels(struct profile *p)
 {
-	for (size_t i = 0; i < p->nlabels; i++)
+	for (size_t i = 0; i < p->nlabels; i++) {
 		free(p->labels[i].name);
+		free(p->labels[i].process);
+	}
 	p->nlabels = 0;
 }
 
@@ -247,39 +249,58 @@ void profile_drop_threads(struct profile *p)
 	drop_labels(p);
 }
 
-int profile_label_thread(struct profile *p, int pid, int tid, const char *name)
+int profile_label_thread(struct profile *p, int pid, int tid, const char *name,
+			 const char *process)
 {
 	struct thread_label *l;
-	char *copy;
+	char *copy = strdup(name), *proc = strdup(process);
 	size_t i;
 
 	for (i = 0; i < p->nlabels; i++)
 		if (p->labels[i].pid == pid && p->labels[i].tid == tid)
 			break;
-	copy = strdup(name);
-	if (!copy || (i == p->nlabels && GROW_ARRAY(p->labels, p->labels_cap, p->nlabels + 1))) {
+	if (!copy || !proc ||
+	    (i == p->nlabels && GROW_ARRAY(p->labels, p->labels_cap, p->nlabels + 1))) {
 		free(copy);
+		free(proc);
 		return -1;
 	}
 	if (i == p->nlabels)
-		p->labels[p->nlabels++] = (struct thread_label){ pid, tid, NULL };
+		p->labels[p->nlabels++] = (struct thread_label){ pid, tid, NULL, NULL };
 	l = &p->labels[i];
 	free(l->name);
+	free(l->process);
 	l->name = copy;
+	l->process = proc;
 	return 0;
+}
+
+static const struct thread_label *find_label(const struct profile *p, int pid, int tid)
+{
+	for (size_t i = 0; i < p->nlabels; i++)
+		if (p->labels[i].pid == pid && p->labels[i].tid == tid)
+			return &p->labels[i];
+	return NULL;
+}
+
+const char *profile_thread_process(const struct profile *p, int pid, int tid)
+{
+	const struct thread_profile *t = profile_find_thread(p, pid, tid);
+	const struct thread_label *l = find_label(p, pid, tid);
+
+	if (t && t->process)
+		return t->process;
+	return l ? l->process : NULL;
 }
 
 const char *profile_thread_name(const struct profile *p, int pid, int tid)
 {
 	const struct thread_profile *t = profile_find_thread(p, pid, tid);
-	size_t i;
+	const struct thread_label *l = find_label(p, pid, tid);
 
 	if (t && t->name)
 		return t->name;
-	for (i = 0; i < p->nlabels; i++)
-		if (p->labels[i].pid == pid && p->labels[i].tid == tid)
-			return p->labels[i].name;
-	return NULL;
+	return l ? l->name : NULL;
 }
 
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid)

@@ -59,6 +59,7 @@ struct profile {
 	struct thread_label {
 		int pid, tid;
 		char *name;
+		char *process;		/* its process's comm */
 	} *labels;
 	size_t nlabels, labels_cap;
 	uint64_t duration_ns;	/* session length: the common time axis */
@@ -79,9 +80,12 @@ struct thread_profile *profile_new_thread(struct profile *p, int pid, int tid);
 /* The thread's profile if it has one, else NULL (never adds one). */
 const struct thread_profile *profile_find_thread(const struct profile *p, int pid, int tid);
 /* Names thread tid of pid for the thread table (copied); 0 or -1. */
-int profile_label_thread(struct profile *p, int pid, int tid, const char *name);
+int profile_label_thread(struct profile *p, int pid, int tid, const char *name,
+			 const char *process);
 /* The thread's name: its profile's, else its label's; NULL if neither. */
 const char *profile_thread_name(const struct profile *p, int pid, int tid);
+/* Its process's name, from its profile or its label; NULL if neither. */
+const char *profile_thread_process(const struct profile *p, int pid, int tid);
 /* Forgets every thread and its samples; the frames stay (--rotate). */
 void profile_drop_threads(struct profile *p);
 /* Appends a sample; frames (root first) are copied. */

@@ -12,6 +12,8 @@
 #include "states.h"
 
 #define MAX_NAMED_THREADS	1024
+/* A sample's weight beyond this is no tick's (a CPU back from offline): the mean period then */
+#define MAX_SAMPLE_WEIGHT_NS	1000000000ull
 
 struct rec_thread {
 	int tid;
@@ -296,7 +298,10 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	if (t && r->opts.idle)		/* for its preemptions, which need no walk */
 		t->last_stack = remember_stack(r, ev->pid, s.frames, s.nframes);
 	s.start_ns = since_start(r, ev->ts);
-	s.weight_ns = 1000000000ull / r->opts.rate_hz;
+	/* the time since the CPU's previous tick: the periods are random */
+	s.weight_ns = ev->weight_ns;
+	if (!s.weight_ns || s.weight_ns > MAX_SAMPLE_WEIGHT_NS)
+		s.weight_ns = 1000000000ull / r->opts.rate_hz;
 	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
 	tp = profile_thread(&r->profile, ev->pid, ev->tid);
 	if (tp && !profile_add_sample(&r->profile, tp, &s))
@@ -421,7 +426,15 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 void recorder_on_totals(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val)
 {
 	struct recorder *r = ctx;
+	struct rec_process *p;
 
+	/* a thread first heard of here (it may never be sampled): its comm
+	 * now, while it surely lives, and its Python name by its tid later */
+	if (!analysis_has_thread(&r->analysis, key->pid, key->tid)) {
+		p = find_process(r, key->pid);
+		if (p)
+			note_thread(p, key->tid, 0);
+	}
 	if (analysis_add_totals(&r->analysis, key->pid, key->tid, analysis_reason_state(key->reason),
 				key->flags & EP_IV_OWN_GC, val->count, val->ns))
 		r->failed++;
@@ -499,11 +512,17 @@ static void refresh_process_names(struct rec_process *p)
 		return;
 	n = py_thread_names(p->target.pid, &p->target.layout, p->target.interp_addr,
 			    names, MAX_NAMED_THREADS);
-	for (i = 0; i < p->nthreads; i++)
+	for (i = 0; i < p->nthreads; i++) {
+		/* by its thread state's ident, else (never sampled) by its tid */
+		int inner = p->threads[i].ident ? 0 :
+			    procfs_task_inner_tid(p->target.pid, p->threads[i].tid);
+
 		for (j = 0; j < n; j++)
-			if (p->threads[i].ident && names[j].ident == p->threads[i].ident)
+			if ((p->threads[i].ident && names[j].ident == p->threads[i].ident) ||
+			    (inner > 0 && names[j].native_id == inner))
 				snprintf(p->threads[i].py_name, sizeof(p->threads[i].py_name),
 					 "%s", names[j].name);
+	}
 	free(names);
 }
 
@@ -562,8 +581,8 @@ static void label_threads(struct recorder *r)
 			if (profile_find_thread(&r->profile, p->target.pid, p->threads[j].tid))
 				continue;
 			name = known_name(p, p->threads[j].tid);
-			if (name && profile_label_thread(&r->profile, p->target.pid,
-							 p->threads[j].tid, name))
+			if (name && profile_label_thread(&r->profile, p->target.pid, p->threads[j].tid,
+							 name, p->comm[0] ? p->comm : "python"))
 				r->failed++;
 		}
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +27,10 @@ struct session {
 	struct bpf_link **links;	/* the sampler, one per CPU */
 	int *perf_fds;
 	int ncpu;
+	unsigned rate_hz;		/* the mean rate asked for */
+	uint64_t rng;			/* xorshift64* state for the sampling periods */
+	uint64_t next_rearm_ns;		/* when the next CPUs get new periods */
+	int rearm_cpu;			/* the next of them */
 	struct bpf_link **gc_links;	/* two per interpreter file probed */
 	size_t ngc_links, gc_links_cap;
 	struct gc_file {		/* the files probed, and how */
@@ -74,23 +79,80 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, args);
 }
 
+/*
+ * Sampling periods. A timer that ticks at a fixed period keeps step with a
+ * program that works on a timer of the same period (or a multiple): every
+ * sample lands in the same phase of its cycle, and a thread busy 30% of
+ * each 10 ms read as 0% or 98% at 100 Hz. So each CPU's timer gets a new
+ * random period now and then (PERF_EVENT_IOC_PERIOD, which restarts it):
+ * the rate uniform in [rate/2, 3*rate/2], whose mean is the rate asked for;
+ * a period drawn that way moves the samples' phase in any program's cycle
+ * shorter than it by an amount spread evenly over that cycle. Each sample
+ * is weighted by the time since its CPU's previous tick (sample.bpf.c), so
+ * the restarts and the varying periods leave the weights exact. A CPU keeps
+ * a period for at least REARM_PERIODS mean periods (and a drain period);
+ * at most REARM_CPUS_PER_DRAIN CPUs are re-armed per drain (each an IPI).
+ */
+#define REARM_PERIODS		4
+#define REARM_CPUS_PER_DRAIN	16
+#define MIN_PERIOD_NS		10000	/* the kernel's floor for a cpu-clock period */
+
+static uint64_t next_random(struct session *s)
+{
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return s->rng * 0x2545f4914f6cdd1dull;
+}
+
+static uint64_t draw_period(struct session *s)
+{
+	/* 53 random bits: u uniform in [0, 1) */
+	double u = (next_random(s) >> 11) * (1.0 / 9007199254740992.0);
+	uint64_t period = (uint64_t)(1e9 / (s->rate_hz * (0.5 + u)));
+
+	return period > MIN_PERIOD_NS ? period : MIN_PERIOD_NS;
+}
+
 /* A cpu-clock event per CPU: a software timer, present in every VM, ticking
- * every 1/rate s of CPU time whatever runs, so samples are exact in time. */
-static int open_cpu_clock(int cpu, unsigned rate_hz)
+ * every period of CPU time whatever runs, so samples are exact in time. */
+static int open_cpu_clock(int cpu, uint64_t period_ns)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		.size = sizeof(attr),
-		.sample_period = 1000000000ull / rate_hz,
+		.sample_period = period_ns,
 	};
 
 	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* New random periods for the next CPUs in turn, when their time has come. */
+static void rearm_samplers(struct session *s)
+{
+	uint64_t now = monotonic_ns(), keep, period;
+	int n, cpu;
+
+	if (!s->perf_fds || now < s->next_rearm_ns)
+		return;
+	for (n = 0; n < REARM_CPUS_PER_DRAIN && n < s->ncpu; n++) {
+		cpu = s->rearm_cpu;
+		s->rearm_cpu = (s->rearm_cpu + 1) % s->ncpu;
+		period = draw_period(s);
+		if (s->perf_fds[cpu] >= 0)
+			ioctl(s->perf_fds[cpu], PERF_EVENT_IOC_PERIOD, &period);
+	}
+	keep = REARM_PERIODS * (1000000000ull / s->rate_hz);
+	s->next_rearm_ns = now + (keep > EP_DRAIN_MS * 1000000ull ? keep : 0);
+}
+
 static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_t errlen)
 {
 	int cpu;
+
+	s->rate_hz = rate_hz ? rate_hz : 100;
+	s->rng = (monotonic_ns() ^ (uint64_t)getpid() << 32) | 1;
 
 	s->ncpu = libbpf_num_possible_cpus();
 	if (s->ncpu <= 0) {
@@ -106,7 +168,7 @@ static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_
 	for (cpu = 0; cpu < s->ncpu; cpu++)
 		s->perf_fds[cpu] = -1;
 	for (cpu = 0; cpu < s->ncpu; cpu++) {
-		s->perf_fds[cpu] = open_cpu_clock(cpu, rate_hz);
+		s->perf_fds[cpu] = open_cpu_clock(cpu, draw_period(s));
 		if (s->perf_fds[cpu] < 0) {
 			if (errno == ENODEV)	/* CPU offline */
 				continue;
@@ -285,17 +347,29 @@ static int attach_drain_iter(struct session *s, pid_t pid)
 	return 0;
 }
 
+static void drain_task_totals(struct session *s, struct drain_iter *it);
+
 int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *cfg)
 {
 	struct ep_proc_cfg with_iter = *cfg;
+	struct drain_iter *it;
 	__u32 key = pid;
 
 	with_iter.totals_in_task = !attach_drain_iter(s, pid);
+	/* its threads' on-CPU time counts from here */
+	with_iter.start_ts = monotonic_ns();
 	if (verbose_libbpf)
 		fprintf(stderr, "ebpfprof: off-CPU totals of %d: %s\n", pid, with_iter.totals_in_task ?
 			"per thread in task storage, drained by a task iterator" :
 			"in a hash map (no task iterator for the process)");
-	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY);
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY))
+		return -1;
+	/* a first drain gives every thread storage: the switch-in of one
+	 * runnable now is then seen, and one running now is counted from here */
+	it = find_iter(s, pid);
+	if (it)
+		drain_task_totals(s, it);
+	return 0;
 }
 
 /* The GC clock of pid at now into *out; -1 if its collections are not probed. */
@@ -596,6 +670,7 @@ int session_poll(struct session *s, int timeout_ms)
 		n = ring_buffer__consume(s->rb);
 	drain_all(s);
 	resend_lost_stacks(s);
+	rearm_samplers(s);
 	return n;
 }
 

@@ -9,7 +9,7 @@ const struct state_spelling state_table[STATE_MAX] = {
 		.name = "on-cpu", .title = "on-CPU", .column = "on-CPU",
 		.short_label = "on-CPU", .top_col = 1,
 		.marker = NULL,		/* on-CPU samples have their own stacks */
-		.dump_name = "running", .reason = STATE_NO_REASON,
+		.dump_name = "running", .reason = EP_TOTAL_ON_CPU,	/* the scheduler's exact runs */
 	},
 	[STATE_GC] = {
 		.name = "gc", .title = "GC", .column = "GC",

@@ -138,6 +138,13 @@ static void read_state(const struct py_target *t, struct dump_thread *th, uint64
 		return;
 	}
 	th->syscall = procfs_task_syscall_args(t->pid, th->tid, th->args);
+	/* in no syscall: it ran since its state was read (a spinning thread
+	 * blocks on the GIL for microseconds), so it is running or runnable;
+	 * only a page fault (D) blocks outside a syscall */
+	if (th->syscall < 0 && st != 'D') {
+		th->state = DUMP_RUNNING;
+		return;
+	}
 	th->state = ep_classify_blocked(th->syscall, th->args[0], st == 'D',
 					t->cfg.gil_start, t->cfg.gil_end);
 	if (th->syscall == EP_NR_futex)

@@ -280,17 +280,19 @@ static int write_info(FILE *f, const struct profile *p, const struct recording_i
 static int write_thread_states(FILE *f, const struct profile *p, const struct analysis *a)
 {
 	struct thread_states *ts;
-	const struct thread_profile *t;
+	const char *name, *process;
 	size_t i, n = analysis_thread_states(a, p, &ts);
 	int s, err = fputs(",\n\"threads\":[", f) < 0;
 
 	for (i = 0; !err && i < n; i++) {
-		t = profile_find_thread(p, ts[i].pid, ts[i].tid);
+		/* sampled or not: threads with only off-CPU time have a label */
+		name = profile_thread_name(p, ts[i].pid, ts[i].tid);
+		process = profile_thread_process(p, ts[i].pid, ts[i].tid);
 		err = fprintf(f, "%s\n{\"pid\":%d,\"tid\":%d,\"name\":", i ? "," : "",
 			      ts[i].pid, ts[i].tid) < 0 ||
-		      json_write_string(f, t && t->name ? t->name : "") ||
+		      json_write_string(f, name ? name : "") ||
 		      fputs(",\"process\":", f) < 0 ||
-		      json_write_string(f, t && t->process ? t->process : "") ||
+		      json_write_string(f, process ? process : "") ||
 		      fprintf(f, ",\"observed_s\":%.9f,\"states_s\":{", ts[i].observed_ns / 1e9) < 0;
 		for (s = 0; !err && s < STATE_IDLE; s++)
 			err = fprintf(f, "%s\"%s\":%.9f", s ? "," : "", sample_state_name(s),

@@ -22,7 +22,8 @@ static const struct {
 	const char *name, *title, *column, *short_label, *marker, *dump_name;
 	int top_col, reason;
 } want[STATE_MAX] = {
-	{ STATE_ON_CPU, "on-cpu", "on-CPU", "on-CPU", "on-CPU", "[off-CPU]", "running", 1, -1 },
+	{ STATE_ON_CPU, "on-cpu", "on-CPU", "on-CPU", "on-CPU", "[off-CPU]", "running", 1,
+	  EP_TOTAL_ON_CPU },,
 	{ STATE_GC, "gc", "GC", "GC", "GC", "[GC]", NULL, 3, -1 },
 	{ STATE_GIL_WAIT, "gil-wait", "GIL wait", "GIL wait", "GIL", "[GIL wait]", "gil_wait", 2,
 	  EP_OFF_GIL },
@@ -164,7 +165,8 @@ static void test_reasons(void **state)
 		assert_int_equal(analysis_reason_state(reason), state_of_reason(reason));
 	}
 	assert_int_equal(state_of_reason(EP_OFF_GIL_GC), STATE_GIL_WAIT_GC);
-	assert_int_equal(state_of_reason(EP_OFF_REASONS), STATE_OTHER);
+	assert_int_equal(state_of_reason(EP_TOTAL_ON_CPU), STATE_ON_CPU);
+	assert_int_equal(state_of_reason(EP_TOTAL_KINDS), STATE_OTHER);
 	assert_int_equal(state_of_reason(STATE_NO_REASON), STATE_OTHER);
 	assert_int_equal(state_of_reason(-7), STATE_OTHER);
 }

@@ -1,0 +1,100 @@
+"""Issue 23: what the profiler says a thread did must be what it did.
+
+A service that works on a 10 ms timer (tests/workloads/ticker.py: ~30% of
+a CPU after each tick, asleep the rest) is where a fixed-period sampler
+fails: at 100 Hz every sample landed in the same phase of the program's
+cycle, and its on-CPU share came out anywhere from 0.00 to 0.98. The
+sampling periods are now random, each sample weighted by its CPU's time
+since the previous tick; the state table's on-CPU column is the kernel's
+exact switch-in to switch-out time. Each rate is recorded for the whole
+life of the process (launched by ebpfprof), so the truth is the main
+thread's time.thread_time() at its end."""
+import json
+import subprocess
+
+import pytest
+
+import conftest
+from conftest import Profile, require_interpreter
+
+RATES = [None, 50, 100, 200, 250, 1000]    # None: the default rate
+
+
+def seconds_at(rate):
+    """Long enough for ~1500 samples at the lowest rate: the share of a
+    30%-busy thread then has a sampling error of ~1.2 points."""
+    return 30 if rate == 50 else 20
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One recording per rate, all at once (each alone would take minutes)."""
+    interp = require_interpreter("debian-3.11")
+    tmp = tmp_path_factory.mktemp("truth")
+    procs = []
+    for i, rate in enumerate(RATES):
+        out, truth = tmp / f"r{i}.json", tmp / f"t{i}.json"
+        argv = [str(conftest.EBPFPROF), "-o", str(out)]
+        if rate:
+            argv += ["-r", str(rate)]
+        argv += ["--", *interp.argv, str(conftest.WORKLOADS / "ticker.py"),
+                 "--seconds", str(seconds_at(rate)), "--truth", str(truth)]
+        procs.append((rate, out, truth,
+                      subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True)))
+    done = []
+    for rate, out, truth, p in procs:
+        _, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err
+        with open(truth) as f:
+            done.append((rate, Profile(out, check=False), json.load(f), err))
+    return done
+
+
+def thread_entry(prof, tid):
+    hits = [t for t in prof.doc["ebpfprof"]["threads"] if t["tid"] == tid]
+    assert hits, prof.doc["ebpfprof"]["threads"]
+    return hits[0]
+
+
+def sampled_seconds(prof, tid):
+    main = prof.profile(f"Thread {tid} ")
+    return sum(w for _, w in prof.stacks(main)) / 1e9
+
+
+@pytest.mark.parametrize("index", range(len(RATES)), ids=[f"{r or 'default'}Hz" for r in RATES])
+def test_periodic_program_share_at_every_rate(runs, index):
+    rate, prof, truth, err = runs[index]
+    main = thread_entry(prof, truth["pid"])
+    observed = main["observed_s"]
+    true_share = truth["cpu_total_s"] / observed
+    summary_share = (main["states_s"]["on-cpu"] + main["states_s"]["gc"]) / observed
+    sample_share = sampled_seconds(prof, truth["pid"]) / observed
+    assert 0.05 < true_share < 0.5, truth       # the workload did what it says
+    assert abs(summary_share - true_share) <= 0.03, (rate, summary_share, true_share, err)
+    assert abs(sample_share - true_share) <= 0.03, (rate, sample_share, true_share, err)
+
+
+def test_state_table_adds_up_and_on_cpu_is_exact(runs):
+    _, prof, truth, err = runs[RATES.index(100)]
+    duration = prof.doc["ebpfprof"]["duration_s"]
+    for t in prof.doc["ebpfprof"]["threads"]:
+        total = sum(t["states_s"].values())
+        assert abs(total - t["observed_s"]) <= 1e-6 * max(1, total), t
+        if t["tid"] == truth["pid"]:
+            # the main thread lived through the whole recording
+            assert abs(t["observed_s"] - duration) <= 0.02 * duration, (t, duration)
+            on_cpu = t["states_s"]["on-cpu"] + t["states_s"]["gc"]
+            assert abs(on_cpu - truth["cpu_total_s"]) <= 0.02 * truth["cpu_total_s"], (t, truth)
+
+
+def test_thread_that_only_sleeps_is_named(runs):
+    _, prof, truth, err = runs[RATES.index(100)]
+    threads = prof.doc["ebpfprof"]["threads"]
+    logger = [t for t in threads if t["name"] == "logger"]
+    assert logger, threads
+    assert logger[0]["process"] == "python3.11", logger
+    assert logger[0]["states_s"]["lock-wait"] > 0.5 * logger[0]["observed_s"], logger
+    # the summary's thread table names it too
+    assert any(line.split()[1:2] == ["logger"] for line in err.splitlines()
+               if line.startswith("  ") and line.split()[0].isdigit()), err
