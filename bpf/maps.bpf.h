@@ -29,16 +29,19 @@ extern const volatile __u8 ep_has_current_task_btf;
  * global function, which the verifier checks once whatever the number of
  * calls (Linux 5.6+), for EP_WALK_CHUNK frames a call, up to EP_MAX_FRAMES
  * as with bpf_loop; the walk's state waits in the scratch between calls.
+ * Two frames a call: the verifier's time grows with the frames a call
+ * (a program is loaded in seconds under QEMU's emulation, not minutes).
  */
 #define EP_WALK_BPF_LOOP	1
 #define EP_WALK_BOUNDED		0
-#define EP_WALK_CHUNK		8
+#define EP_WALK_CHUNK		2
 /* Threads a bounded scan reaches (EP_MAX_THREADS_SCAN with bpf_loop). */
 #define EP_MAX_THREADS_SCAN_BOUNDED	32
 
 /* A bounded walk between two calls of ep_walk_chunk (struct frame_walk
  * without its pointers, which a map cannot hold). */
 struct ep_walk_resume {
+	struct ep_proc_cfg cfg;		/* the process's, copied once a walk */
 	__u64 frame;
 	__u64 last_code;
 	__u64 win_base;

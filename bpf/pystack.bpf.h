@@ -362,7 +362,7 @@ static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep
 	if (loop == EP_WALK_BPF_LOOP) {
 		bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
 	} else {
-		sc->resume = (struct ep_walk_resume){ .frame = frame, .span = w.span,
+		sc->resume = (struct ep_walk_resume){ .cfg = *cfg, .frame = frame, .span = w.span,
 						      .ident_tag = w.ident_tag };
 		for (int i = 0; i < EP_MAX_FRAMES / EP_WALK_CHUNK + 1; i++)
 			if (ep_walk_chunk(slot))

@@ -17,16 +17,12 @@ __noinline int ep_walk_chunk(__u32 slot)
 	struct ep_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
 	struct frame_walk w = { 0 };
 	struct ep_walk_resume *r;
-	__u32 pid;
 	int i, done = 0;
 
 	if (!sc)
 		return 1;
-	pid = sc->ev.pid;
-	w.cfg = bpf_map_lookup_elem(&procs, &pid);
-	if (!w.cfg)
-		return 1;
 	r = &sc->resume;
+	w.cfg = &r->cfg;
 	w.sc = sc;
 	w.idents = bpf_map_lookup_elem(&ident_cache, &slot);
 	w.frame = r->frame;

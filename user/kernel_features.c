@@ -23,7 +23,7 @@ static const struct {
 	[KF_TASK_PT_REGS] = { "task_pt_regs", "bpf_task_pt_regs", "5.15",
 		"a blocked thread's syscall read from its kernel stack with probes" },
 	[KF_BPF_LOOP] = { "bpf_loop", "bpf_loop", "5.17",
-		"stacks walked by a global function, 8 frames a call, threads scanned to 32" },
+		"stacks walked by a global function, 2 frames a call, threads scanned to 32" },
 	[KF_ITER_TASK_PID] = { "iter_task_pid", "task iterators of one process", "6.1",
 		"task iterators over every task, filtered in BPF" },
 };
