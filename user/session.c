@@ -578,6 +578,21 @@ static void close_open_intervals(struct session *s, pid_t pid, int keep)
 	free(c.closed);
 }
 
+/* Reads and deletes one entry of a hash map: in one step from Linux 5.14;
+ * before, a lookup then a delete (what a switch-in adds between the two,
+ * microseconds apart, is lost). */
+static int take_entry(int fd, const void *key, void *val)
+{
+	if (!bpf_map_lookup_and_delete_elem(fd, key, val))
+		return 0;
+	if (errno != EINVAL && errno != ENOTSUP && errno != 524 /* ENOTSUPP */)
+		return -1;
+	if (bpf_map_lookup_elem(fd, key, val))
+		return -1;
+	bpf_map_delete_elem(fd, key);
+	return 0;
+}
+
 /*
  * Moves the kernel's off-CPU totals to on_totals: the keys first, then each
  * entry, read and deleted in one step so that nothing added meanwhile is lost.
@@ -603,7 +618,7 @@ static void drain_totals(struct session *s)
 	while (n < max && !bpf_map_get_next_key(fd, prev, &s->drain_keys[n]))
 		prev = &s->drain_keys[n++];
 	for (i = 0; i < n; i++) {
-		if (bpf_map_lookup_and_delete_elem(fd, &s->drain_keys[i], &val)) {
+		if (take_entry(fd, &s->drain_keys[i], &val)) {
 			if (errno != ENOENT)
 				s->drain_failed++;
 			continue;
