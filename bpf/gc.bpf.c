@@ -46,7 +46,7 @@ static __always_inline void gc_clock_stop(__u32 pid, __u64 now)
 		*clock = ep_gc_clock_stop(*clock, now);
 }
 
-static __always_inline void gc_end(long collected)
+static __always_inline void gc_end(long collected, int loop)
 {
 	struct ep_gc_running *run;
 	struct ep_proc_cfg *cfg;
@@ -74,7 +74,7 @@ static __always_inline void gc_end(long collected)
 		ev->flags = EP_F_GC_GEN_KNOWN;
 		ev->collected = collected;
 		/* the collection runs inside the frame that allocated: its stack is the trigger */
-		capture_python_stack(cfg, sc, tid);
+		capture_python_stack(cfg, sc, tid, loop);
 		emit_stack_by_id(ev);
 	}
 	bpf_map_delete_elem(&gc_running, &tid);
@@ -90,7 +90,15 @@ int BPF_USDT(gc_start_usdt, int generation)
 SEC("usdt")
 int BPF_USDT(gc_done_usdt, long collected)
 {
-	gc_end(collected);
+	gc_end(collected, EP_WALK_BPF_LOOP);
+	return 0;
+}
+
+/* Before Linux 5.17 (no bpf_loop): the loader keeps these instead. */
+SEC("usdt")
+int BPF_USDT(gc_done_usdt_bounded, long collected)
+{
+	gc_end(collected, EP_WALK_BOUNDED);
 	return 0;
 }
 
@@ -106,6 +114,13 @@ int BPF_KPROBE(gc_start_uprobe, void *tstate, long generation)
 SEC("uretprobe")
 int BPF_KRETPROBE(gc_done_uprobe, long ret)
 {
-	gc_end(ret);
+	gc_end(ret, EP_WALK_BPF_LOOP);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gc_done_uprobe_bounded, long ret)
+{
+	gc_end(ret, EP_WALK_BOUNDED);
 	return 0;
 }

@@ -13,6 +13,48 @@
 #define EP_MAP extern
 #endif
 
+/* The kernel's features, set by the loader (see settings.bpf.c). */
+extern const volatile __u8 ep_has_task_storage;
+extern const volatile __u8 ep_has_task_pt_regs;
+extern const volatile __u8 ep_has_current_task_btf;
+
+/*
+ * How a program loops over frames and threads: bpf_loop (Linux 5.17), or,
+ * on older kernels, bounded loops. A compile-time constant: each walking
+ * program is built twice, and the loader keeps the one the kernel takes (a
+ * bpf_loop call cannot even be loaded as dead code before 5.13, which
+ * rejects its callback's address). The verifier follows a bounded loop
+ * turn by turn, ~15,000 instructions a frame: 64 frames inline passed its
+ * limit of 1M. So the bounded walk calls ep_walk_chunk (bpf/walk.bpf.c), a
+ * global function, which the verifier checks once whatever the number of
+ * calls (Linux 5.6+), for EP_WALK_CHUNK frames a call, up to EP_MAX_FRAMES
+ * as with bpf_loop; the walk's state waits in the scratch between calls.
+ * Two frames a call: the verifier's time grows with the frames a call
+ * (a program is loaded in seconds under QEMU's emulation, not minutes).
+ */
+#define EP_WALK_BPF_LOOP	1
+#define EP_WALK_BOUNDED		0
+#define EP_WALK_CHUNK		2
+/* Threads a bounded scan reaches (EP_MAX_THREADS_SCAN with bpf_loop). */
+#define EP_MAX_THREADS_SCAN_BOUNDED	32
+
+/* A bounded walk between two calls of ep_walk_chunk (struct frame_walk
+ * without its pointers, which a map cannot hold). */
+struct ep_walk_resume {
+	struct ep_proc_cfg cfg;		/* the process's, copied once a walk */
+	__u64 frame;
+	__u64 last_code;
+	__u64 win_base;
+	__u32 last_ident;
+	__u32 ident_tag;
+	__u32 win_room;
+	__u32 span;
+};
+
+/* Walks up to EP_WALK_CHUNK frames of the walk resumed from scratch slot
+ * `slot`; 1 when the walk has ended. */
+int ep_walk_chunk(__u32 slot);
+
 /* Which scratch slot a program uses: programs of different kinds can nest on one CPU
  * (a cpu-clock sample can interrupt a uprobe), so each kind has its own. */
 enum ep_scratch_slot {
@@ -65,6 +107,7 @@ struct ep_scratch {
 	__u8 window[EP_WINDOW_BYTES + EP_FRAME_READ_MAX + 16];
 	__u8 code_span[EP_CODE_SPAN + 8];	/* see read_code_ident */
 	__u32 slot;		/* this scratch's index: its identity cache's too */
+	struct ep_walk_resume resume;	/* a bounded walk's (kernels without bpf_loop) */
 };
 
 /* tgid (in the profiler's PID namespace) -> how to walk its stacks */

@@ -53,12 +53,52 @@ const volatile __u64 ep_offcpu_period_ns = 10000000;
 /* Set by userspace once offcpu_stack_at_return is attached. */
 volatile __u32 ep_stack_at_return;
 
+/* Each thread's off-CPU state. Task storage (Linux 5.11) goes with the
+ * task; on older kernels the loader makes this a preallocated hash of
+ * EP_TID_STATES entries keyed by the thread's host tid (task->pid), whose
+ * entry offcpu_thread_exit deletes (see task_state_get). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct ep_offcpu_task);
 } offcpu_tasks SEC(".maps");
+
+/* A zeroed state, the first value of a thread's entry in the tid hash. */
+static const struct ep_offcpu_task no_state;
+
+/*
+ * The off-CPU state of task: its task storage, or, before Linux 5.11, its
+ * entry in the tid hash (the same map, made a hash by the loader). create:
+ * make it if missing, except for an exiting task in the hash, whose entry
+ * offcpu_thread_exit has deleted (or is about to): nothing would delete a
+ * new one. NULL when there is none (or the map is full).
+ */
+static __always_inline struct ep_offcpu_task *task_state_get(struct task_struct *task, int create)
+{
+	struct ep_offcpu_task *st;
+	__u32 tid;
+
+	if (ep_has_task_storage)
+		return bpf_task_storage_get(&offcpu_tasks, task, 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	tid = task->pid;
+	st = bpf_map_lookup_elem(&offcpu_tasks, &tid);
+	if (st || !create || (task->flags & PF_EXITING))
+		return st;
+	bpf_map_update_elem(&offcpu_tasks, &tid, &no_state, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&offcpu_tasks, &tid);
+}
+
+/* The thread is gone: its entry in the tid hash goes too (task storage goes
+ * with the task by itself). */
+static __always_inline void task_state_free(struct task_struct *task)
+{
+	__u32 tid = task->pid;
+
+	if (!ep_has_task_storage)
+		bpf_map_delete_elem(&offcpu_tasks, &tid);
+}
 
 /* (pid, tid, reason) -> exact count and time; drained by userspace every
  * EP_DRAIN_MS, so it holds the threads active in one period */
@@ -77,22 +117,43 @@ struct {
 	__type(value, struct ep_task_op);
 } offcpu_task_ops SEC(".maps");
 
+/* task_struct before 5.14 named its state `state` (a long). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* x86-64's kernel stack (THREAD_SIZE: 16 KiB without KASAN, as in every
+ * distribution kernel) ends with the task's user-mode registers. */
+#define EP_THREAD_SIZE	16384
+
 static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_struct *prev)
 {
 	/* prev and its pt_regs are BTF pointers the verifier trusts: plain
 	 * (CO-RE relocated) loads, not a helper call per field */
-	unsigned int state = prev->__state;
+	unsigned int state;
 	struct pt_regs *regs;
 	long nr;
 	__u64 arg0;
 
+	if (bpf_core_field_exists(prev->__state))
+		state = prev->__state;
+	else
+		state = ((struct task_struct___pre514 *)prev)->state;
 	if (state == 0)		/* TASK_RUNNING: switched out while runnable */
 		return EP_OFF_PREEMPTED;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (!regs)
-		return EP_OFF_OTHER;
-	nr = regs->orig_ax;
-	arg0 = regs->di;
+	if (ep_has_task_pt_regs) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		if (!regs)
+			return EP_OFF_OTHER;
+		nr = regs->orig_ax;
+		arg0 = regs->di;
+	} else {
+		/* before 5.15: task_pt_regs() by hand, read with a probe */
+		regs = (struct pt_regs *)((__u64)prev->stack + EP_THREAD_SIZE) - 1;
+		if (bpf_core_read(&nr, sizeof(nr), &regs->orig_ax) ||
+		    bpf_core_read(&arg0, sizeof(arg0), &regs->di))
+			return EP_OFF_OTHER;
+	}
 	return ep_classify_blocked(nr, arg0, state & TASK_UNINTERRUPTIBLE,
 				   cfg->gil_start, cfg->gil_end);
 }
@@ -108,12 +169,12 @@ static __always_inline int holder_collecting(const struct ep_proc_cfg *cfg)
  * remembers while that still names this thread (one read for both), else
  * through the shared lookup. 0 for none. */
 static __always_inline __u64 task_frame(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
-					struct ep_offcpu_task *st, __u32 tid)
+					struct ep_offcpu_task *st, __u32 tid, int loop)
 {
 	__u64 field;
 
 	if (!st->tstate || !tstate_frame_field(cfg, sc, st->tstate, &field)) {
-		st->tstate = find_tstate(cfg, tid);
+		st->tstate = find_tstate(cfg, tid, loop);
 		if (!st->tstate)
 			return 0;
 		field = read_u64(st->tstate + cfg->tstate_frame);
@@ -124,7 +185,7 @@ static __always_inline __u64 task_frame(const struct ep_proc_cfg *cfg, struct ep
 /* The stack the thread leaves the CPU with: the last walk's if the
  * fingerprint matches, else a new walk, sent as an EP_EV_STACK record. */
 static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
-				       __u32 pid, __u32 tid, __u64 now)
+				       __u32 pid, __u32 tid, __u64 now, int loop)
 {
 	struct ep_scratch *sc = scratch_slot(EP_SCRATCH_OFFCPU);
 	struct ep_stack_event *ev;
@@ -133,7 +194,7 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	st->stack_id = 0;
 	if (!sc)
 		return;
-	frame = task_frame(cfg, sc, st, tid);
+	frame = task_frame(cfg, sc, st, tid, loop);
 	if (!frame)
 		return;
 	key = stack_key(cfg, sc, frame);
@@ -144,7 +205,7 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	}
 	ev = start_stack_event(sc, EP_EV_STACK, pid, tid, now);
 	ev->tstate = st->tstate;
-	walk_python_stack(cfg, sc, st->tstate);
+	walk_python_stack(cfg, sc, st->tstate, loop);
 	count(EP_CNT_STACK_WALKS);
 	st->stack_key = 0;
 	if (emit_stack_event(ev))
@@ -175,7 +236,7 @@ static __always_inline int has_rseq(struct task_struct *task)
 static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
 				    const struct ep_proc_cfg *cfg, __u64 now);
 
-static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now)
+static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop)
 {
 	struct ep_offcpu_task *st;
 	struct ep_gc_running *own_gc;
@@ -189,7 +250,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now)
 	cfg = bpf_map_lookup_elem(&procs, &pid);
 	if (!cfg)
 		return;
-	st = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	st = task_state_get(prev, 1);
 	if (!st) {
 		count(EP_CNT_MAP_FULL);
 		return;
@@ -222,7 +283,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now)
 	if (ep_stack_at_return && has_rseq(prev))
 		st->flags |= EP_IV_STACK_LATER;
 	else
-		note_stack(cfg, st, pid, tid, st->off_ts);
+		note_stack(cfg, st, pid, tid, st->off_ts, loop);
 }
 
 /* Adds to offcpu_totals: the totals of exiting threads and of processes
@@ -349,7 +410,7 @@ static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u
 
 static __always_inline void on_switch_in(struct task_struct *next, __u64 *now_once)
 {
-	struct ep_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
+	struct ep_offcpu_task *st = task_state_get(next, 0);
 	__u64 now, len, gc_ns = 0, *clock;
 
 	if (!st)
@@ -380,9 +441,29 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 {
 	__u64 now = 0;
 
-	on_switch_out(prev, &now);
+	on_switch_out(prev, &now, EP_WALK_BPF_LOOP);
 	on_switch_in(next, &now);
 	return 0;
+}
+
+/* Before Linux 5.17 (no bpf_loop): the loader keeps this one instead. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch_bounded, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	__u64 now = 0;
+
+	on_switch_out(prev, &now, EP_WALK_BOUNDED);
+	on_switch_in(next, &now);
+	return 0;
+}
+
+/* Is t the current task? (a trusted pointer from 5.11, a number before) */
+static __always_inline int is_current(struct task_struct *t)
+{
+	if (ep_has_current_task_btf)
+		return t == bpf_get_current_task_btf();
+	return (__u64)t == bpf_get_current_task();
 }
 
 /*
@@ -392,17 +473,16 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
  * Tracepoints run with preemption off, so the off-CPU scratch slot is not
  * shared with a sched_switch run on this CPU.
  */
-SEC("tp_btf/rseq_update")
-int BPF_PROG(offcpu_stack_at_return, struct task_struct *t)
+static __always_inline int stack_at_return(struct task_struct *t, int loop)
 {
-	struct ep_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, t, 0, 0);
+	struct ep_offcpu_task *st = task_state_get(t, 0);
 	struct ep_proc_cfg *cfg;
 
-	if (!st || !st->pending.kind || t != bpf_get_current_task_btf())
+	if (!st || !st->pending.kind || !is_current(t))
 		return 0;
 	cfg = bpf_map_lookup_elem(&procs, &st->pid);
 	if (cfg) {
-		note_stack(cfg, st, st->pid, st->tid, bpf_ktime_get_ns());
+		note_stack(cfg, st, st->pid, st->tid, bpf_ktime_get_ns(), loop);
 		st->pending.stack_id = st->stack_id;
 		count(EP_CNT_STACK_LATER);
 	}
@@ -411,12 +491,25 @@ int BPF_PROG(offcpu_stack_at_return, struct task_struct *t)
 	return 0;
 }
 
+SEC("tp_btf/rseq_update")
+int BPF_PROG(offcpu_stack_at_return, struct task_struct *t)
+{
+	return stack_at_return(t, EP_WALK_BPF_LOOP);
+}
+
+SEC("tp_btf/rseq_update")
+int BPF_PROG(offcpu_stack_at_return_bounded, struct task_struct *t)
+{
+	return stack_at_return(t, EP_WALK_BOUNDED);
+}
+
 /* task's thread id in the profiler's PID namespace, 0 if it has none there.
  * Runs in the profiler's context (an iterator being read): the depth of its
  * own PID namespace is that of its own pid. */
 static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
 {
-	struct task_struct *me = bpf_get_current_task_btf();
+	/* read with probes: any kernel's task, trusted or not */
+	struct task_struct *me = (struct task_struct *)bpf_get_current_task();
 	unsigned int level;
 	struct pid *pid;
 	struct upid upid;
@@ -451,7 +544,7 @@ static __always_inline struct ep_offcpu_task *prime_task(struct task_struct *tas
 	cfg = tid && pid ? bpf_map_lookup_elem(&procs, &pid) : NULL;
 	if (!cfg)
 		return NULL;
-	st = bpf_task_storage_get(&offcpu_tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	st = task_state_get(task, 1);
 	if (!st || st->pid)	/* a switch-out made it meanwhile */
 		return st;
 	st->pid = pid;
@@ -503,7 +596,7 @@ int offcpu_drain_totals(struct bpf_iter__task *ctx)
 	if (!task)
 		return 0;
 	now = bpf_ktime_get_ns();
-	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	st = task_state_get(task, 0);
 	if (!st)
 		st = prime_task(task, now);
 	if (!st)
@@ -535,7 +628,7 @@ int offcpu_drain_totals(struct bpf_iter__task *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 {
-	struct ep_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	struct ep_offcpu_task *st = task_state_get(task, 0);
 	struct ep_totals *t;
 	__u64 n, ns;
 	int own, reason;
@@ -559,6 +652,7 @@ int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 		send_record(&st->pending);
 		st->pending.kind = 0;
 	}
+	task_state_free(task);
 	return 0;
 }
 
@@ -570,7 +664,7 @@ static __always_inline void apply_task_op(struct task_struct *task, const struct
 		/* no storage yet (pid 0), or only the drain iterator's: the
 		 * thread has not left the CPU since it was found blocked, so the
 		 * seed's interval is still its own */
-		st = bpf_task_storage_get(&offcpu_tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		st = task_state_get(task, 1);
 		if (!st)
 			count(EP_CNT_MAP_FULL);
 		else if (!st->pid || (st->primed && !st->on_ts)) {
@@ -579,7 +673,7 @@ static __always_inline void apply_task_op(struct task_struct *task, const struct
 		}
 		return;
 	}
-	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	st = task_state_get(task, 0);
 	/* the same interval as userspace read (it has not run since) */
 	if (st && st->off_ts == op->expect_off_ts) {
 		st->off_ts = op->off_ts;
@@ -608,7 +702,7 @@ int offcpu_task_io(struct bpf_iter__task *ctx)
 		apply_task_op(task, op);
 		bpf_map_delete_elem(&offcpu_task_ops, &tid);
 	}
-	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	st = task_state_get(task, 0);
 	if (!st)
 		return 0;
 	head.tid = tid;

@@ -51,8 +51,11 @@ static __always_inline int current_ids(__u32 *pid, __u32 *tid)
  * every PyThreadState (thread_id), in every version and every namespace. */
 static __always_inline __u64 current_pthread_id(void)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task;
 
+	if (!ep_has_current_task_btf)	/* before 5.11: a probe read */
+		return BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), thread.fsbase);
+	task = bpf_get_current_task_btf();
 	return task->thread.fsbase;	/* a trusted BTF pointer: a plain load */
 }
 
@@ -92,8 +95,9 @@ static long tstate_scan_one(__u32 i, struct tstate_scan *s)
 }
 
 /* The current thread's PyThreadState, or 0 if it has none. A cached answer is
- * checked with one read, since thread states are freed and reused. */
-static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 tid)
+ * checked with one read, since thread states are freed and reused. loop:
+ * EP_WALK_BPF_LOOP or EP_WALK_BOUNDED (maps.bpf.h), a constant. */
+static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 tid, int loop)
 {
 	__u64 pthread_id = current_pthread_id();
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
@@ -103,7 +107,13 @@ static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 ti
 	    read_u64(*cached + cfg->tstate_thread_id) == pthread_id)
 		return *cached;
 	s.tstate = read_u64(cfg->interp_addr + cfg->interp_threads_head);
-	bpf_loop(EP_MAX_THREADS_SCAN, tstate_scan_one, &s, 0);
+	if (loop == EP_WALK_BPF_LOOP) {
+		bpf_loop(EP_MAX_THREADS_SCAN, tstate_scan_one, &s, 0);
+	} else {
+		for (int i = 0; i < EP_MAX_THREADS_SCAN_BOUNDED; i++)
+			if (tstate_scan_one(i, &s))
+				break;
+	}
 	if (s.found)
 		bpf_map_update_elem(&tstates, &tid, &s.found, BPF_ANY);
 	return s.found;
@@ -338,7 +348,7 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
  * stack_id that names the stack in later records (emit_stack_by_id, the
  * off-CPU tracker's stack records); flags a truncated stack. */
 static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
-					__u64 frame)
+					__u64 frame, int loop)
 {
 	struct frame_walk w = { .cfg = cfg, .sc = sc, .frame = frame, .span = EP_WINDOW_BYTES,
 				.ident_tag = ident_tag(sc->ev.pid, bpf_ktime_get_ns()) };
@@ -349,14 +359,22 @@ static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep
 	sc->ev.depth = 0;
 	sc->ev.stack_id = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
-	bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
+	if (loop == EP_WALK_BPF_LOOP) {
+		bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
+	} else {
+		sc->resume = (struct ep_walk_resume){ .cfg = *cfg, .frame = frame, .span = w.span,
+						      .ident_tag = w.ident_tag };
+		for (int i = 0; i < EP_MAX_FRAMES / EP_WALK_CHUNK + 1; i++)
+			if (ep_walk_chunk(slot))
+				break;
+	}
 	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
 }
 
 static __always_inline void walk_python_stack(const struct ep_proc_cfg *cfg,
-					      struct ep_scratch *sc, __u64 tstate)
+					      struct ep_scratch *sc, __u64 tstate, int loop)
 {
-	walk_frames(cfg, sc, current_frame(cfg, tstate));
+	walk_frames(cfg, sc, current_frame(cfg, tstate), loop);
 }
 
 /*
@@ -446,7 +464,7 @@ static __always_inline struct ep_stack_event *start_stack_event(struct ep_scratc
  * it has none). The thread state cached for the thread is checked and its
  * frame field read in one probe read; the lookup runs only when it fails. */
 static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
-						 struct ep_scratch *sc, __u32 tid)
+						 struct ep_scratch *sc, __u32 tid, int loop)
 {
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
 	__u64 field, frame;
@@ -455,14 +473,14 @@ static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
 		sc->ev.tstate = *cached;
 		frame = frame_from_field(cfg, field);
 	} else {
-		sc->ev.tstate = find_tstate(cfg, tid);
+		sc->ev.tstate = find_tstate(cfg, tid, loop);
 		if (!sc->ev.tstate) {
 			sc->ev.flags |= EP_F_NO_TSTATE;
 			return;
 		}
 		frame = current_frame(cfg, sc->ev.tstate);
 	}
-	walk_frames(cfg, sc, frame);
+	walk_frames(cfg, sc, frame, loop);
 }
 
 /*

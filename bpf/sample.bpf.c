@@ -56,8 +56,7 @@ static __always_inline void mark_gc(const struct ep_proc_cfg *cfg,
 		ev->flags |= EP_F_IN_GC;
 }
 
-SEC("perf_event")
-int sample_on_cpu(struct bpf_perf_event_data *ctx)
+static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 {
 	struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
@@ -77,11 +76,24 @@ int sample_on_cpu(struct bpf_perf_event_data *ctx)
 	ev->weight_ns = weight;
 	ev->gil_holder = gil_holder(cfg);
 	count(EP_CNT_SAMPLES);
-	capture_python_stack(cfg, sc, tid);
+	capture_python_stack(cfg, sc, tid, loop);
 	if (ev->flags & EP_F_NO_TSTATE)
 		count(EP_CNT_NO_TSTATE);
 	else
 		mark_gc(cfg, ev, tid);
 	emit_stack_by_id(ev);
 	return 0;
+}
+
+SEC("perf_event")
+int sample_on_cpu(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, EP_WALK_BPF_LOOP);
+}
+
+/* Before Linux 5.17 (no bpf_loop): the loader keeps this one instead. */
+SEC("perf_event")
+int sample_on_cpu_bounded(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, EP_WALK_BOUNDED);
 }

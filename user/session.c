@@ -18,11 +18,22 @@
 #include "clock.h"
 #include "ebpfprof.skel.h"
 #include "grow.h"
+#include "kernel_features.h"
 #include "py_target.h"
 #include "session.h"
 
+/* The programs that walk stacks, in the variant the kernel takes (bpf_loop,
+ * or a bounded loop before 5.17), with where their links are kept. */
+struct walkers {
+	struct bpf_program *sample, *sw, *stack_at_return, *gc_done_usdt, *gc_done_uprobe;
+	struct bpf_link **sw_link, **stack_at_return_link;
+};
+
 struct session {
 	struct ebpfprof_bpf *skel;	/* single links are in skel->links */
+	struct kernel_features kf;
+	struct walkers walk;
+	struct bpf_link *all_tasks_drain;	/* without per-process task iterators (< 6.1) */
 	struct ring_buffer *rb;
 	struct bpf_link **links;	/* the sampler, one per CPU */
 	int *perf_fds;
@@ -176,8 +187,7 @@ static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_
 				 cpu, strerror(errno));
 			return -1;
 		}
-		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.sample_on_cpu,
-							       s->perf_fds[cpu]);
+		s->links[cpu] = bpf_program__attach_perf_event(s->walk.sample, s->perf_fds[cpu]);
 		if (!s->links[cpu]) {
 			snprintf(err, errlen, "cannot attach the sampler on CPU %d: %s",
 				 cpu, strerror(errno));
@@ -207,11 +217,10 @@ static int kernel_has_tracepoint(const char *name)
  * (bpf/offcpu.bpf.c); without it, or if it cannot be attached, at switch-out. */
 static void attach_stack_at_return(struct session *s)
 {
-	if (!bpf_program__autoload(s->skel->progs.offcpu_stack_at_return))
+	if (!bpf_program__autoload(s->walk.stack_at_return))
 		return;
-	s->skel->links.offcpu_stack_at_return =
-		bpf_program__attach(s->skel->progs.offcpu_stack_at_return);
-	if (s->skel->links.offcpu_stack_at_return)
+	*s->walk.stack_at_return_link = bpf_program__attach(s->walk.stack_at_return);
+	if (*s->walk.stack_at_return_link)
 		s->skel->bss->ep_stack_at_return = 1;
 }
 
@@ -234,6 +243,67 @@ static int attach_followers(struct session *s, char *err, size_t errlen)
 	return attach_one(k->progs.follow_fork, &k->links.follow_fork, "follow_fork", err, errlen) ||
 	       attach_one(k->progs.follow_exec, &k->links.follow_exec, "follow_exec", err, errlen) ||
 	       attach_one(k->progs.follow_exit, &k->links.follow_exit, "follow_exit", err, errlen);
+}
+
+/* The per-thread state map before 5.11: a hash keyed by host tid, one entry
+ * per live thread of the profiled processes (offcpu_thread_exit deletes). */
+#define EP_TID_STATES	16384
+
+/*
+ * Sets the object up for what the kernel has (user/kernel_features.c): the
+ * feature flags the programs test (the other mechanism's code is dead and
+ * never verified), the per-thread state map's type, and which variant of
+ * each stack-walking program is loaded.
+ */
+static int fit_to_kernel(struct session *s)
+{
+	struct ebpfprof_bpf *k = s->skel;
+	const struct kernel_features *kf = &s->kf;
+	int loop = kf->has[KF_BPF_LOOP];
+	struct bpf_program *unused[] = {
+		loop ? k->progs.sample_on_cpu_bounded : k->progs.sample_on_cpu,
+		loop ? k->progs.offcpu_switch_bounded : k->progs.offcpu_switch,
+		loop ? k->progs.offcpu_stack_at_return_bounded : k->progs.offcpu_stack_at_return,
+		loop ? k->progs.gc_done_usdt_bounded : k->progs.gc_done_usdt,
+		loop ? k->progs.gc_done_uprobe_bounded : k->progs.gc_done_uprobe,
+	};
+	size_t i;
+
+	k->rodata->ep_has_task_storage = kf->has[KF_TASK_STORAGE];
+	k->rodata->ep_has_task_pt_regs = kf->has[KF_TASK_PT_REGS];
+	k->rodata->ep_has_current_task_btf = kf->has[KF_CURRENT_TASK_BTF];
+	if (!kf->has[KF_TASK_STORAGE] &&
+	    (bpf_map__set_type(k->maps.offcpu_tasks, BPF_MAP_TYPE_HASH) ||
+	     bpf_map__set_map_flags(k->maps.offcpu_tasks, 0) ||
+	     bpf_map__set_max_entries(k->maps.offcpu_tasks, EP_TID_STATES)))
+		return -1;
+	for (i = 0; i < sizeof(unused) / sizeof(unused[0]); i++)
+		bpf_program__set_autoload(unused[i], false);
+	s->walk = (struct walkers){
+		.sample = loop ? k->progs.sample_on_cpu : k->progs.sample_on_cpu_bounded,
+		.sw = loop ? k->progs.offcpu_switch : k->progs.offcpu_switch_bounded,
+		.sw_link = loop ? &k->links.offcpu_switch : &k->links.offcpu_switch_bounded,
+		.stack_at_return = loop ? k->progs.offcpu_stack_at_return :
+					  k->progs.offcpu_stack_at_return_bounded,
+		.stack_at_return_link = loop ? &k->links.offcpu_stack_at_return :
+					       &k->links.offcpu_stack_at_return_bounded,
+		.gc_done_usdt = loop ? k->progs.gc_done_usdt : k->progs.gc_done_usdt_bounded,
+		.gc_done_uprobe = loop ? k->progs.gc_done_uprobe : k->progs.gc_done_uprobe_bounded,
+	};
+	return 0;
+}
+
+/* With -v: what the kernel lacks, and what is done instead. */
+static void print_fallbacks(const struct session *s, FILE *f, const char *prefix)
+{
+	int i;
+
+	for (i = 0; i < KF_COUNT; i++)
+		if (!s->kf.has[i])
+			fprintf(f, "%sthis kernel lacks %s (Linux %s)%s: %s\n", prefix,
+				kernel_feature_what(i), kernel_feature_since(i),
+				s->kf.forced[i] ? " (EBPFPROF_FORCE_MISSING)" : "",
+				kernel_feature_without(i));
 }
 
 int session_follow(struct session *s, pid_t pid)
@@ -260,11 +330,20 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	s->ctx = o->ctx;
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
+	if (kernel_features_probe(&s->kf, err, errlen))
+		goto fail;
 	s->skel = ebpfprof_bpf__open();
 	if (!s->skel) {
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		goto fail;
 	}
+	if (fit_to_kernel(s)) {
+		snprintf(err, errlen, "cannot set the BPF object up for this kernel: %s",
+			 strerror(errno));
+		goto fail;
+	}
+	if (o->verbose)
+		print_fallbacks(s, stderr, "ebpfprof: ");
 	s->skel->rodata->ep_pidns_dev = o->pidns_dev;
 	s->skel->rodata->ep_pidns_ino = o->pidns_ino;
 	if (o->offcpu_exact_ns)
@@ -277,7 +356,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		bpf_program__set_autoload(s->skel->progs.follow_exit, false);
 	}
 	if (!kernel_has_tracepoint("rseq_update"))
-		bpf_program__set_autoload(s->skel->progs.offcpu_stack_at_return, false);
+		bpf_program__set_autoload(s->walk.stack_at_return, false);
 	rc = ebpfprof_bpf__load(s->skel);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-rc),
@@ -286,8 +365,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	if (attach_samplers(s, o->rate_hz, err, errlen))
 		goto fail;
-	if (attach_one(s->skel->progs.offcpu_switch, &s->skel->links.offcpu_switch,
-		       "to the sched_switch tracepoint", err, errlen))
+	if (attach_one(s->walk.sw, s->walk.sw_link, "to the sched_switch tracepoint", err, errlen))
 		goto fail;
 	attach_stack_at_return(s);
 	/* without it, an exiting thread's totals would go with its storage:
@@ -317,12 +395,15 @@ static struct drain_iter *find_iter(struct session *s, pid_t pid)
 	return NULL;
 }
 
-/* prog as a task iterator over the threads of process pid (Linux 6.1+). */
-static struct bpf_link *attach_task_iter(struct bpf_program *prog, pid_t pid)
+/* prog as a task iterator over the threads of process pid (Linux 6.1+);
+ * before 6.1, over every task (the programs skip those without state). */
+static struct bpf_link *attach_task_iter(struct session *s, struct bpf_program *prog, pid_t pid)
 {
 	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	union bpf_iter_link_info linfo = { 0 };
 
+	if (!s->kf.has[KF_ITER_TASK_PID])
+		return bpf_program__attach_iter(prog, NULL);
 	linfo.task.pid = pid;
 	opts.link_info = &linfo;
 	opts.link_info_len = sizeof(linfo);
@@ -337,10 +418,16 @@ static int attach_drain_iter(struct session *s, pid_t pid)
 
 	if (find_iter(s, pid))
 		return 0;
-	if (!s->thread_exit_attached ||
-	    GROW_ARRAY(s->iters, s->iters_cap, s->niters + 1))
+	if (!s->thread_exit_attached || !s->kf.has[KF_TASK_STORAGE])
 		return -1;
-	link = attach_task_iter(s->skel->progs.offcpu_drain_totals, pid);
+	if (!s->kf.has[KF_ITER_TASK_PID]) {	/* one iterator drains every process */
+		if (!s->all_tasks_drain)
+			s->all_tasks_drain = attach_task_iter(s, s->skel->progs.offcpu_drain_totals, 0);
+		return s->all_tasks_drain ? 0 : -1;
+	}
+	if (GROW_ARRAY(s->iters, s->iters_cap, s->niters + 1))
+		return -1;
+	link = attach_task_iter(s, s->skel->progs.offcpu_drain_totals, pid);
 	if (!link)
 		return -1;
 	s->iters[s->niters++] = (struct drain_iter){ pid, link };
@@ -361,7 +448,9 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 	if (verbose_libbpf)
 		fprintf(stderr, "ebpfprof: off-CPU totals of %d: %s\n", pid, with_iter.totals_in_task ?
 			"per thread in task storage, drained by a task iterator" :
-			"in a hash map (no task iterator for the process)");
+			s->kf.has[KF_TASK_STORAGE] ?
+			"in a hash map (no task iterator for the process)" :
+			"in a hash map (no task storage in this kernel)");
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY))
 		return -1;
 	/* a first drain gives every thread storage: the switch-in of one
@@ -429,7 +518,7 @@ static void clear_task_ops(struct session *s)
  * needs Linux 6.9. */
 static int task_io(struct session *s, pid_t pid, void (*fn)(void *arg, const void *rec), void *arg)
 {
-	struct bpf_link *link = attach_task_iter(s->skel->progs.offcpu_task_io, pid);
+	struct bpf_link *link = attach_task_iter(s, s->skel->progs.offcpu_task_io, pid);
 	int rc;
 
 	if (!link) {
@@ -563,6 +652,21 @@ static void close_open_intervals(struct session *s, pid_t pid, int keep)
 	free(c.closed);
 }
 
+/* Reads and deletes one entry of a hash map: in one step from Linux 5.14;
+ * before, a lookup then a delete (what a switch-in adds between the two,
+ * microseconds apart, is lost). */
+static int take_entry(int fd, const void *key, void *val)
+{
+	if (!bpf_map_lookup_and_delete_elem(fd, key, val))
+		return 0;
+	if (errno != EINVAL && errno != ENOTSUP && errno != 524 /* ENOTSUPP */)
+		return -1;
+	if (bpf_map_lookup_elem(fd, key, val))
+		return -1;
+	bpf_map_delete_elem(fd, key);
+	return 0;
+}
+
 /*
  * Moves the kernel's off-CPU totals to on_totals: the keys first, then each
  * entry, read and deleted in one step so that nothing added meanwhile is lost.
@@ -588,7 +692,7 @@ static void drain_totals(struct session *s)
 	while (n < max && !bpf_map_get_next_key(fd, prev, &s->drain_keys[n]))
 		prev = &s->drain_keys[n++];
 	for (i = 0; i < n; i++) {
-		if (bpf_map_lookup_and_delete_elem(fd, &s->drain_keys[i], &val)) {
+		if (take_entry(fd, &s->drain_keys[i], &val)) {
 			if (errno != ENOENT)
 				s->drain_failed++;
 			continue;
@@ -616,10 +720,19 @@ static void drain_task_totals(struct session *s, struct drain_iter *it)
 		s->drain_failed++;
 }
 
+/* The drain iterator over every task (kernels before 6.1), if any. */
+static void drain_all_tasks(struct session *s)
+{
+	if (s->all_tasks_drain &&
+	    read_iter(s->all_tasks_drain, sizeof(struct ep_totals_entry), deliver_totals_entry, s))
+		s->drain_failed++;
+}
+
 static void drain_all(struct session *s)
 {
 	size_t i;
 
+	drain_all_tasks(s);
 	for (i = 0; i < s->niters; i++)
 		drain_task_totals(s, &s->iters[i]);
 	drain_totals(s);
@@ -638,6 +751,7 @@ void session_remove_process(struct session *s, pid_t pid)
 		bpf_link__destroy(it->link);
 		*it = s->iters[--s->niters];
 	}
+	drain_all_tasks(s);
 	drain_totals(s);
 }
 
@@ -648,6 +762,7 @@ void session_cut_period(struct session *s, pid_t pid)
 	close_open_intervals(s, pid, 1);
 	if (it)
 		drain_task_totals(s, it);
+	drain_all_tasks(s);
 	drain_totals(s);
 }
 
@@ -745,7 +860,7 @@ static int attach_gc_usdt(struct session *s, const struct py_target *t)
 
 	start = bpf_program__attach_usdt(s->skel->progs.gc_start_usdt, GC_PROBE_PID, t->elf_path,
 					 "python", "gc__start", NULL);
-	done = bpf_program__attach_usdt(s->skel->progs.gc_done_usdt, GC_PROBE_PID, t->elf_path,
+	done = bpf_program__attach_usdt(s->walk.gc_done_usdt, GC_PROBE_PID, t->elf_path,
 					"python", "gc__done", NULL);
 	return keep_gc_pair(s, start, done);
 }
@@ -758,7 +873,7 @@ static int attach_gc_uprobe(struct session *s, const struct py_target *t, const 
 
 	start = bpf_program__attach_uprobe_opts(s->skel->progs.gc_start_uprobe, GC_PROBE_PID,
 						t->elf_path, 0, &entry);
-	done = bpf_program__attach_uprobe_opts(s->skel->progs.gc_done_uprobe, GC_PROBE_PID,
+	done = bpf_program__attach_uprobe_opts(s->walk.gc_done_uprobe, GC_PROBE_PID,
 					       t->elf_path, 0, &ret);
 	return keep_gc_pair(s, start, done);
 }
@@ -839,6 +954,7 @@ void session_close(struct session *s)
 	for (i = 0; i < s->niters; i++)
 		bpf_link__destroy(s->iters[i].link);
 	free(s->iters);
+	bpf_link__destroy(s->all_tasks_drain);
 	free(s->gc_files);
 	free(s->drain_keys);
 	if (s->rb)
@@ -859,6 +975,7 @@ void session_print_summary(struct session *s, FILE *f)
 	uint64_t c[EP_CNT_MAX];
 
 	session_counters(s, c);
+	print_fallbacks(s, f, "ebpfprof: ");
 	fprintf(f, "ebpfprof: off-CPU: %llu intervals timed exactly in the kernel, %llu of them sent (over the threshold, or sampled), %llu of those with their stack taken on the thread's return to user mode; stacks walked %llu times, reused %llu times\n",
 		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
 		(unsigned long long)c[EP_CNT_STACK_LATER],

@@ -30,7 +30,7 @@
 # elsewhere; passed into the guest).
 set -uo pipefail
 prog=vmtests/run.sh
-ALL_KERNELS="6.1 6.12"
+ALL_KERNELS="5.10 6.1 6.12"
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 KERNELS=""

@@ -5,10 +5,16 @@
 #   * QEMU, busybox-static and the tools vmtests/boot.sh uses (cpio, kmod's
 #     modprobe and depmod, readelf, xz, zstd: Debian's 6.1 kernel is
 #     xz-compressed, 6.12 zstd-compressed with .ko.xz modules);
-#   * Debian 12's two kernels, unpacked (dpkg-deb -x, never installed: the host's
+#   * three Debian kernels, unpacked (dpkg-deb -x, never installed: the host's
 #     /boot is left alone) into $EBPFPROF_KERNELS (/var/cache/ebpfprof/kernels):
+#       5.10/  Debian 11's 5.10 (linux-image-5.10.0-32-amd64-unsigned, the kernel
+#              of the report in issue 24), from the bullseye suite
 #       6.1/   the 6.1 kernel that linux-image-amd64 points at (6.1.0-NN-amd64)
 #       6.12/  a 6.12.x+deb12 kernel from bookworm-backports/updates
+#     The host is Debian 12, whose apt knows no bullseye package: 5.10 is
+#     fetched through an apt configuration of its own (sources list, lists
+#     and cache under $EBPFPROF_KERNELS/.apt-bullseye, Debian's keyring), so
+#     neither the host's apt state nor a chroot is touched or needed.
 #     each holding boot/vmlinuz-<release> and lib/modules/<release>, to which
 #     this script adds what a package's installation would have made
 #     (modules.dep, for modprobe) and boot/vmlinux-<release>, the kernel
@@ -16,6 +22,8 @@
 #
 # Environment:
 #   EBPFPROF_KERNELS      cache directory              [/var/cache/ebpfprof/kernels]
+#   EBPFPROF_KERNEL_5_10  5.10 package to fetch        [linux-image-5.10.0-32-amd64-unsigned if
+#                         bullseye has it, else its newest linux-image-5.10.0-*-amd64-unsigned]
 #   EBPFPROF_KERNEL_6_1   6.1 package to fetch         [what linux-image-amd64 depends on]
 #   EBPFPROF_KERNEL_6_12  6.12 package to fetch        [linux-image-6.12.117+deb12-amd64 if
 #                         apt knows it, else the newest linux-image-6.12.*+deb12-amd64]
@@ -51,13 +59,14 @@ have() {
     return 1
 }
 
-# fetch SERIES PACKAGE: download PACKAGE and unpack it into $KCACHE/SERIES
+# fetch SERIES PACKAGE [APT OPTIONS...]: download PACKAGE and unpack it into $KCACHE/SERIES
 fetch() {
     local series=$1 pkg=$2 tmp
+    shift 2
     mkdir -p "$KCACHE"
     tmp=$(mktemp -d "$KCACHE/.fetch-$series.XXXXXX")
     echo "setup: downloading $pkg"
-    if ! (cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >/dev/null); then
+    if ! (cd "$tmp" && apt-get "$@" download -q -o APT::Sandbox::User=root "$pkg" >/dev/null); then
         rm -rf "$tmp"; die "apt-get download $pkg failed"
     fi
     mkdir -p "$tmp/root"
@@ -68,6 +77,41 @@ fetch() {
     mv "$tmp/root" "$KCACHE/$series"
     rmdir "$tmp"
 }
+
+# 5.10: Debian 11's, from bullseye through apt options of our own (see above).
+BULLSEYE=$KCACHE/.apt-bullseye
+BULLSEYE_APT=(-o "Dir::Etc::sourcelist=$BULLSEYE/sources.list" -o Dir::Etc::sourceparts=-
+              -o "Dir::Etc::preferencesparts=$BULLSEYE/preferences.d"
+              -o "Dir::State::Lists=$BULLSEYE/lists" -o "Dir::Cache=$BULLSEYE/cache"
+              -o APT::Architecture=amd64)
+bullseye_update() {
+    mkdir -p "$BULLSEYE"/lists/partial "$BULLSEYE"/cache/archives/partial "$BULLSEYE"/preferences.d
+    cat > "$BULLSEYE/sources.list" <<'EOF'
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bullseye main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bullseye-security main
+EOF
+    apt-get "${BULLSEYE_APT[@]}" update -qq || die "apt-get update of the bullseye suite failed"
+}
+if have 5.10; then
+    echo "setup: kernel 5.10 present: $(ls "$KCACHE"/5.10/boot/vmlinuz-*)"
+else
+    [ -r /usr/share/keyrings/debian-archive-keyring.gpg ] ||
+        die "/usr/share/keyrings/debian-archive-keyring.gpg missing (apt-get install debian-archive-keyring)"
+    bullseye_update
+    pkg=${EBPFPROF_KERNEL_5_10:-}
+    if [ -z "$pkg" ]; then
+        avail=$(apt-cache "${BULLSEYE_APT[@]}" search --names-only '^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$' |
+                cut -d' ' -f1 | sort -V)
+        [ -n "$avail" ] || die "the bullseye suite has no linux-image-5.10.0-*-amd64-unsigned package"
+        if grep -qx 'linux-image-5.10.0-32-amd64-unsigned' <<<"$avail"; then
+            pkg=linux-image-5.10.0-32-amd64-unsigned
+        else
+            pkg=$(tail -n1 <<<"$avail")
+        fi
+    fi
+    fetch 5.10 "$pkg" "${BULLSEYE_APT[@]}"
+    echo "setup: kernel 5.10 fetched: $(ls "$KCACHE"/5.10/boot/vmlinuz-*)"
+fi
 
 # 6.1: the package linux-image-amd64 (Debian 12's default kernel) depends on.
 if have 6.1; then
@@ -142,6 +186,7 @@ prepare() {
         echo "setup: kernel $series: no PVH entry in $rel; QEMU boots the compressed kernel"
     fi
 }
+prepare 5.10
 prepare 6.1
 prepare 6.12
 echo "setup: done (kernels in $KCACHE)"

@@ -32,7 +32,7 @@ def cannot_run(reason):
     pytest.skip(reason)
 
 
-@pytest.mark.parametrize("kernel", ["6.1", "6.12"])
+@pytest.mark.parametrize("kernel", ["5.10", "6.1", "6.12"])
 def test_kernel(kernel):
     if os.geteuid() != 0:
         cannot_run("needs root (QEMU sharing the host's root file system, apt-get in vmtests/setup.sh)")

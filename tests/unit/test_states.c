@@ -23,7 +23,7 @@ static const struct {
 	int top_col, reason;
 } want[STATE_MAX] = {
 	{ STATE_ON_CPU, "on-cpu", "on-CPU", "on-CPU", "on-CPU", "[off-CPU]", "running", 1,
-	  EP_TOTAL_ON_CPU },,
+	  EP_TOTAL_ON_CPU },
 	{ STATE_GC, "gc", "GC", "GC", "GC", "[GC]", NULL, 3, -1 },
 	{ STATE_GIL_WAIT, "gil-wait", "GIL wait", "GIL wait", "GIL", "[GIL wait]", "gil_wait", 2,
 	  EP_OFF_GIL },

@@ -1,0 +1,63 @@
+"""Issue 24: kernels older than the host's. EBPFPROF_FORCE_MISSING makes
+ebpfprof act as on a kernel without the features named: a required one gives
+one line naming it and the Linux that brings it; the others switch to their
+fallbacks (vmtests boots Debian 11's 5.10, where they are the real ones)."""
+import os
+import re
+import time
+
+from conftest import Profile, interpreters, need_bpf, require_interpreter, run_ebpfprof
+
+RELEASE = os.uname().release
+
+
+def test_a_missing_required_feature_is_one_line(workloads, monkeypatch):
+    need_bpf()
+    require_interpreter("debian-3.11")
+    w = workloads(interpreters()["debian-3.11"], "two_hot.py", seconds=20)
+    monkeypatch.setenv("EBPFPROF_FORCE_MISSING", "ringbuf")
+    res = run_ebpfprof("--pid", w.pid, "-d", 1)
+    assert res.returncode == 1
+    assert res.stdout == ""
+    assert res.stderr == (f"ebpfprof: this kernel ({RELEASE}) lacks BPF ring buffers (Linux 5.8): "
+                          "ebpfprof needs Linux 5.8 or later\n")
+
+
+def test_an_unknown_forced_feature_is_refused(workloads, monkeypatch):
+    need_bpf()
+    require_interpreter("debian-3.11")
+    w = workloads(interpreters()["debian-3.11"], "two_hot.py", seconds=20)
+    monkeypatch.setenv("EBPFPROF_FORCE_MISSING", "bpf_loop,warp_drive")
+    res = run_ebpfprof("--pid", w.pid, "-d", 1)
+    assert res.returncode == 1
+    assert res.stderr.count("\n") == 1
+    assert res.stderr.startswith("ebpfprof: EBPFPROF_FORCE_MISSING: unknown kernel feature 'warp_drive'")
+
+
+def test_the_fallbacks_walk_deep_stacks_and_time_waits(workloads, out, monkeypatch):
+    """Every fallback at once, as on 5.10: a 300-frame stack walked whole by
+    the chunked walk, off-CPU totals kept in the tid hash, and the summary
+    saying what the kernel lacks."""
+    need_bpf()
+    require_interpreter("debian-3.11")
+    interp = interpreters()["debian-3.11"]
+    deep = workloads(interp, "recurse.py", "--depth", "300", seconds=30)
+    path = out()
+    monkeypatch.setenv("EBPFPROF_FORCE_MISSING", "fallbacks")
+    res = run_ebpfprof("--pid", deep.pid, "-d", 2, "-o", path, check=True)
+    for line in ("this kernel lacks task storage maps (Linux 5.11)",
+                 "this kernel lacks bpf_loop (Linux 5.17)",
+                 "this kernel lacks bpf_task_pt_regs (Linux 5.15)",
+                 "this kernel lacks task iterators of one process (Linux 6.1)"):
+        assert line in res.stderr
+    stacks = [(names, w) for names, w in Profile(path, check=False).stacks() if names[-1] == "floor"]
+    assert stacks, res.stderr
+    depth = max(names.count("dive") for names, _ in stacks)
+    assert depth == 300, f"the deepest stack has {depth} dive() frames"
+
+    mix = workloads(interp, "thread_mix.py", seconds=30)
+    time.sleep(0.5)  # its locker blocks before the recording starts
+    res = run_ebpfprof("--pid", mix.pid, "-d", 2, "--idle", "-o", out(), check=True)
+    locker = [l for l in res.stderr.splitlines() if re.match(r"\s+\d+ locker ", l)]
+    cells = re.findall(r"(\d+\.\d+)s\s+(\d+)%", locker[0]) if locker else []
+    assert len(cells) == 9 and int(cells[4][1]) >= 80, res.stderr[-1500:]
