@@ -28,14 +28,18 @@ WERROR     ?= $(if $(filter true,$(CI)),1,0)
 WERROR_FLAG := $(if $(filter 1,$(WERROR)),-Werror)
 CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DEP_VERSION='"$(VERSION)"'
-INCLUDES   := -I$(OUTPUT) -Iinclude -Iuser
+# user/ in layers, lowest first: each folder includes its own headers and
+# those of the folders before it (scripts/check-layers.sh holds it to that)
+USER_DIRS  := base cpython model output diff record live cli
+INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
 LDLIBS     := -lbpf -lelf -lz -ljansson -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
-USER_SRCS  := $(wildcard user/*.c)
+USER_SRCS  := $(wildcard $(patsubst %,user/%/*.c,$(USER_DIRS)))
+USER_HDRS  := $(wildcard user/*/*.h)
 USER_OBJS  := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
@@ -49,7 +53,7 @@ PYTHON     ?= /usr/bin/python3
 .DELETE_ON_ERROR:
 all: ebpfprof
 
-$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/tests:
 	mkdir -p $@
 
 # CO-RE: types come from the running kernel's BTF; relocations adapt the
@@ -67,15 +71,16 @@ $(OUTPUT)/ebpfprof.bpf.o: $(BPF_OBJS)
 $(OUTPUT)/ebpfprof.skel.h: $(OUTPUT)/ebpfprof.bpf.o
 	$(BPFTOOL) gen skeleton $< name ebpfprof_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/user/session.o: $(OUTPUT)/ebpfprof.skel.h
+$(OUTPUT)/user/record/session.o: $(OUTPUT)/ebpfprof.skel.h
 
-$(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) include/ebpfprof.h | $(OUTPUT)/user
+$(OUTPUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
 
 ebpfprof: $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(LIB): $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
+$(LIB): $(filter-out $(OUTPUT)/user/cli/main.o,$(USER_OBJS))
 	$(AR) rcs $@ $^
 
 $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB) | $(OUTPUT)/tests
@@ -88,12 +93,12 @@ deps:
 # out of bounds, a use after free, an overflow or a bad shift fails the test.
 ASAN_OUT    := $(OUTPUT)/asan
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
-ASAN_OBJS   := $(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+ASAN_OBJS   := $(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(filter-out user/cli/main.c,$(USER_SRCS)))
 ASAN_BINS   := $(patsubst tests/unit/%.c,$(ASAN_OUT)/tests/%,$(UNIT_SRCS))
 
-$(ASAN_OUT)/user/session.o: $(OUTPUT)/ebpfprof.skel.h
+$(ASAN_OUT)/user/record/session.o: $(OUTPUT)/ebpfprof.skel.h
 
-$(ASAN_OUT)/user/%.o: user/%.c $(wildcard user/*.h) include/ebpfprof.h
+$(ASAN_OUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(ASAN_CFLAGS) $(INCLUDES) -c $< -o $@
 
@@ -115,19 +120,19 @@ FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 600
 FUZZ_SHORT   ?= 10
 FUZZ_JOBS    ?= 2
-fuzz_linetable_SRCS     := user/py_linetable.c
-fuzz_elf_SRCS           := user/elf_syms.c
+fuzz_linetable_SRCS     := user/cpython/py_linetable.c
+fuzz_elf_SRCS           := user/base/elf_syms.c
 fuzz_elf_LIBS           := -lelf
-fuzz_debug_offsets_SRCS := user/py_debug_offsets.c user/py_layout_table.c user/remote.c
-fuzz_pystr_SRCS         := user/py_str.c
-fuzz_json_SRCS          := user/json.c user/printable.c
-fuzz_recording_SRCS     := user/diff_read.c user/diff_model.c user/diff_report.c user/diff_flame.c \
-			   user/diff_folded.c user/profile.c user/sample_log.c user/grow.c \
-			   user/json.c user/printable.c
+fuzz_debug_offsets_SRCS := user/cpython/py_debug_offsets.c user/cpython/py_layout_table.c user/base/remote.c
+fuzz_pystr_SRCS         := user/cpython/py_str.c
+fuzz_json_SRCS          := user/base/json.c user/base/printable.c
+fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/diff/diff_report.c user/diff/diff_flame.c \
+			   user/diff/diff_folded.c user/model/profile.c user/model/sample_log.c user/base/grow.c \
+			   user/base/json.c user/base/printable.c
 fuzz_recording_LIBS     := -ljansson -lm
 
 .SECONDEXPANSION:
-$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(wildcard user/*.h) include/ebpfprof.h
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(USER_HDRS) include/ebpfprof.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(INCLUDES) -Itests/unit $< $(fuzz_$*_SRCS) $(fuzz_$*_LIBS) -o $@
 
@@ -192,7 +197,7 @@ IMAGE      ?= localhost/ebpfprof:$(VERSION)
 install: ebpfprof
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 0755 ebpfprof $(DESTDIR)$(BINDIR)/ebpfprof
-	$(INSTALL) -m 0644 doc/ebpfprof.1 $(DESTDIR)$(MANDIR)/man1/ebpfprof.1
+	$(INSTALL) -m 0644 docs/ebpfprof.1 $(DESTDIR)$(MANDIR)/man1/ebpfprof.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ebpfprof $(DESTDIR)$(MANDIR)/man1/ebpfprof.1

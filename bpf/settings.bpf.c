@@ -10,7 +10,7 @@
 const volatile __u64 ep_pidns_dev = 0;	/* nonzero: filter on pids in this PID namespace */
 const volatile __u64 ep_pidns_ino = 0;
 
-/* What the running kernel has (user/kernel_features.c), set before load:
+/* What the running kernel has (user/record/kernel_features.c), set before load:
  * each picks a mechanism, the other one's code is dead and never verified. */
 const volatile __u8 ep_has_task_storage = 1;	/* task storage maps: 5.11; else a tid hash */
 const volatile __u8 ep_has_task_pt_regs = 1;	/* bpf_task_pt_regs: 5.15; else from task->stack */

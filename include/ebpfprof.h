@@ -37,7 +37,7 @@ enum ep_instr_kind {
 
 /*
  * Everything the kernel side needs to walk one target's Python stacks.
- * Filled per process by userspace (user/py_target_prepare.c), keyed by tgid
+ * Filled per process by userspace (user/cpython/py_target_prepare.c), keyed by tgid
  * as seen in the profiler's PID namespace. Addresses are in the target's
  * memory.
  */

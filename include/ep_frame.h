@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Decoding one CPython interpreter frame read into a buffer, shared by the
- * kernel's walk (bpf/pystack.bpf.h) and the userspace one (user/py_stack.c):
+ * kernel's walk (bpf/pystack.bpf.h) and the userspace one (user/cpython/py_stack.c):
  * which code object it runs, at which instruction, and whether it is Python
  * code at all. The buffer holds EP_FRAME_READ_MAX bytes and 16 to spare;
  * every offset is masked into it, so the verifier sees each access in

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Generates the struct py_layout entries of user/py_layout_table.c by
+# Generates the struct py_layout entries of user/cpython/py_layout_table.c by
 # compiling scripts/layout_probe.c against a CPython version's headers,
 # internal ones included (-DPy_BUILD_CORE), and running it. Every figure
 # comes from offsetof/sizeof on the real structs; nothing is copied by hand.
@@ -15,7 +15,7 @@
 #       are still used (they come first).
 #   gen-layout.sh --debug-offsets [--sysroot DIR] INCDIR
 #       3.13+: the u64 indices of the _Py_DebugOffsets fields that
-#       user/py_debug_offsets.c reads.
+#       user/cpython/py_debug_offsets.c reads.
 #   gen-layout.sh --all
 #       every entry of the table, from the header sets listed in table_sets().
 #   gen-layout.sh --compare

@@ -3,12 +3,12 @@
  * Layout probe: compiled by scripts/gen-layout.sh against one CPython
  * version's headers, internal ones included (-DPy_BUILD_CORE), and run on
  * the build host. It prints, as the body of a C initializer of
- * struct py_layout (user/py_layout.h), every figure the profiler needs,
+ * struct py_layout (user/cpython/py_layout.h), every figure the profiler needs,
  * each taken with offsetof/sizeof so that nothing is transcribed by hand.
  *
  * Built with -DEP_PROBE_DEBUG_OFFSETS (3.13+ only) it instead prints where
  * each field of _Py_DebugOffsets sits in that struct, counted in u64 words:
- * the index tables of user/py_debug_offsets.c.
+ * the index tables of user/cpython/py_debug_offsets.c.
  *
  * Must be compiled for x86-64, the only target the profiler supports, so
  * that pointer sizes and alignment are the target's.
@@ -240,7 +240,7 @@ int main(void)
 #define IDX(member)	(OFF(_Py_DebugOffsets, member) / 8)
 
 /*
- * One designated initializer per field user/py_debug_offsets.c reads, as
+ * One designated initializer per field user/cpython/py_debug_offsets.c reads, as
  * u64 word indices into the blob; the names are that file's DO_* enum.
  */
 int main(void)

@@ -1,5 +1,5 @@
 """Writing a file so that a reader never sees half of it, by the profiler's
-own rules (writer_write_atomic() in user/writer.c): a hidden temporary file
+own rules (writer_write_atomic() in user/output/writer.c): a hidden temporary file
 in the same directory ("DIR/.BASE.XXXXXX", so the rename cannot cross file
 systems and a crash leaves nothing that looks like a profile), written,
 given mode 0666 less the umask (and, under sudo, the owner who ran sudo),

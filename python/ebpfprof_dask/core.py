@@ -69,7 +69,7 @@ def summarize_gc_log(data):
     return out
 
 
-# the figures of a recording's "ebpfprof" object (user/writer_speedscope.c)
+# the figures of a recording's "ebpfprof" object (user/output/writer_speedscope.c)
 # kept in the index, each with the check its value must pass
 _SUMMARY_FIELDS = (("duration_s", untrusted.seconds), ("rate_hz", untrusted.count),
                    ("samples", untrusted.count), ("lost", untrusted.count),

@@ -15,7 +15,7 @@ ERROR_MAX = 500
 PID_LIMIT = 4 * 1024 * 1024
 # a figure of seconds beyond this (115 days) is not from a recording
 SECONDS_MAX = 1e7
-# what ebpfprof writes as a wait's "reason" (sample_state_name() in user/profile.c)
+# what ebpfprof writes as a wait's "reason" (sample_state_name() in user/model/profile.c)
 WAIT_REASONS = frozenset(("on-cpu", "gc", "gil-wait", "waiting-for-gc", "lock-wait", "io", "sleep",
                           "preempted", "other"))
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * libFuzzer target of the ELF reader (user/elf_syms.c) on a hostile file:
+ * libFuzzer target of the ELF reader (user/base/elf_syms.c) on a hostile file:
  * the input is the file (in a memfd), read as py_target.c reads a target's
  * interpreter: symbols, SONAME, .rodata strings, a read at a link-time
  * address. Crashes, hangs (-timeout) and huge allocations (-rss_limit_mb)

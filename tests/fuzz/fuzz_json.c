@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * libFuzzer target of the text escapers: json_write_string() and
- * json_escape() (user/json.c), printable() (user/printable.c). Names reach
+ * json_escape() (user/base/json.c), printable() (user/base/printable.c). Names reach
  * them from the target's memory: any bytes. Input: 2 bytes buffer size,
  * then the string (cut at its first NUL). The JSON must be one quoted
  * string without raw control characters; the printable text must have no

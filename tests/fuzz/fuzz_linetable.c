@@ -1,4 +1,4 @@
-// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iuser -Iinclude tests/fuzz/fuzz_linetable.c user/py_linetable.c -o build/fuzz_linetable
+// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Iuser/{base,cpython,model,output,diff,record,live,cli} tests/fuzz/fuzz_linetable.c user/cpython/py_linetable.c -o build/fuzz_linetable
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * libFuzzer target of py_linetable_line_for_offset(). Input: 1 byte format

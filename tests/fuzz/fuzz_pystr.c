@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * libFuzzer target of the PyUnicode reader (user/py_str.c): the state word,
+ * libFuzzer target of the PyUnicode reader (user/cpython/py_str.c): the state word,
  * kind and length come from the target and may be anything. Input: 4 bytes
  * state, 4 bytes length, 2 bytes output size, the rest the characters
  * (copied to a buffer of their exact size). The output must be n bytes of

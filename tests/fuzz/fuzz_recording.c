@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * libFuzzer target of ebpfprof diff's recording reader (user/diff_read.c):
+ * libFuzzer target of ebpfprof diff's recording reader (user/diff/diff_read.c):
  * a recording is a file a user hands over, from anywhere. Input: the file's
  * bytes. When it reads, the recording is compared with itself and every
  * output is written (text, JSON, flame graph, folded stacks) to /dev/null:

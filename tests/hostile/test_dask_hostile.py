@@ -264,7 +264,7 @@ def test_summary_comes_from_the_recording_not_from_stderr(dask_pkg, tmp_path):
     assert index["processes"][0]["summary"]["stop_reason"] == "signal"
 
 
-# -- the atomic write: user/writer.c's rules --------------------------------
+# -- the atomic write: user/output/writer.c's rules --------------------------------
 
 def out_and_victim(tmp_path):
     """An output directory, and a file beside it that nothing may write."""

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import EBPFPROF, ROOT, cannot_run
 
-MAN = ROOT / "doc" / "ebpfprof.1"
+MAN = ROOT / "docs" / "ebpfprof.1"
 
 
 def make(*args):

@@ -2,7 +2,7 @@
 /*
  * thread_names PID: prints "ident<TAB>name" for each Python thread of a
  * running CPython process, read by py_thread_names() from its memory.
- * A test tool for user/py_threads.c (tests/tools/thread_names_target.py
+ * A test tool for user/cpython/py_threads.c (tests/tools/thread_names_target.py
  * is its target).
  *
  * Finds _PyRuntime by itself: the first mapping of each file whose name
@@ -11,10 +11,10 @@
  * looked up with libelf. The version comes from that file name.
  *
  * Build (from the top of the tree):
- *   gcc -Wall -Wextra -O2 -Iuser -Iinclude -o thread_names tests/tools/thread_names.c \
- *       user/py_threads.c user/py_symbolizer.c user/py_linetable.c user/py_str.c \
- *       user/remote.c user/elf_syms.c user/py_layout_table.c \
- *       user/py_debug_offsets.c -lelf
+ *   gcc -Wall -Wextra -O2 -Iinclude -Iuser/{base,cpython,model,output,diff,record,live,cli} -o thread_names tests/tools/thread_names.c \
+ *       user/cpython/py_threads.c user/cpython/py_symbolizer.c user/cpython/py_linetable.c user/cpython/py_str.c \
+ *       user/base/remote.c user/base/elf_syms.c user/cpython/py_layout_table.c \
+ *       user/cpython/py_debug_offsets.c -lelf
  */
 #define _GNU_SOURCE
 #include <inttypes.h>

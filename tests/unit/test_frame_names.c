@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Unit tests of user/frame_names.c (how frames are named, py-spy's way) and
- * of the /proc/net line parsers of user/fd_describe.c.
+ * Unit tests of user/cpython/frame_names.c (how frames are named, py-spy's way) and
+ * of the /proc/net line parsers of user/base/fd_describe.c.
  */
 #include <stdarg.h>
 #include <stddef.h>

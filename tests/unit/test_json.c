@@ -3,8 +3,8 @@
  * JSON string escaping: every input, valid UTF-8 or not, must come out as a
  * valid JSON string.
  *
- * gcc -Wall -Wextra -g -Iuser -Iinclude tests/unit/test_json.c user/json.c \
- *     user/profile.c user/writer*.c -lz -lcmocka -o build/test_json
+ * gcc -Wall -Wextra -g -Iinclude -Iuser/{base,cpython,model,output,diff,record,live,cli} tests/unit/test_json.c user/base/json.c \
+ *     user/model/profile.c user/writer*.c -lz -lcmocka -o build/test_json
  */
 #define _GNU_SOURCE
 #include <stdarg.h>

@@ -2,13 +2,13 @@
 /*
  * The per-version layout table and the 3.13+ _Py_DebugOffsets reader.
  *
- *   gcc -Iuser -Iinclude tests/unit/test_layout.c user/py_layout_table.c \
- *       user/py_debug_offsets.c [user/remote.c] -lcmocka
+ *   gcc -Iinclude -Iuser/{base,cpython,model,output,diff,record,live,cli} tests/unit/test_layout.c user/cpython/py_layout_table.c \
+ *       user/cpython/py_debug_offsets.c [user/base/remote.c] -lcmocka
  *
  * The captured blobs are handed to py_debug_offsets_read() as this very
  * process's memory (pid = getpid(), address = a copy of the blob), so the
- * real remote_read() of user/remote.c reads them with process_vm_readv.
- * Without user/remote.c the weak stub below serves the same reads.
+ * real remote_read() of user/base/remote.c reads them with process_vm_readv.
+ * Without user/base/remote.c the weak stub below serves the same reads.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,7 +24,7 @@
 #include "remote.h"
 #include "debug_offsets_blobs.h"
 
-/* Overridden by user/remote.c when that is linked in. */
+/* Overridden by user/base/remote.c when that is linked in. */
 __attribute__((weak)) int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	if (pid != getpid() || !addr)

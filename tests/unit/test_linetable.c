@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Unit tests of user/py_linetable.c. The main check replays real tables from
+ * Unit tests of user/cpython/py_linetable.c. The main check replays real tables from
  * CPython 3.8 to 3.13 (linetable_vectors.h, made by gen_linetable_vectors.py)
  * against each interpreter's own answer for every code unit; the rest pins
  * down the formats' corner cases with hand-made tables and feeds broken ones.
  *
- * gcc -Wall -Wextra -O1 -g -Iuser -Iinclude tests/unit/test_linetable.c \
- *     user/py_linetable.c -lcmocka -o build/test_linetable
+ * gcc -Wall -Wextra -O1 -g -Iinclude -Iuser/{base,cpython,model,output,diff,record,live,cli} tests/unit/test_linetable.c \
+ *     user/cpython/py_linetable.c -lcmocka -o build/test_linetable
  */
 #include <limits.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Unit tests of user/printable.c: target text made safe for a terminal
+/* Unit tests of user/base/printable.c: target text made safe for a terminal
  * (issue 9 item 9). */
 #include <stdarg.h>
 #include <stddef.h>

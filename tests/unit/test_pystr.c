@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Unit tests of user/py_str.c: PEP 393 state words (values read out of live
+ * Unit tests of user/cpython/py_str.c: PEP 393 state words (values read out of live
  * 3.8 to 3.13 interpreters) and the 1/2/4-byte kinds to UTF-8.
  *
- * gcc -Wall -Wextra -O1 -g -Iuser -Iinclude tests/unit/test_pystr.c \
- *     user/py_str.c -lcmocka -o build/test_pystr
+ * gcc -Wall -Wextra -O1 -g -Iinclude -Iuser/{base,cpython,model,output,diff,record,live,cli} tests/unit/test_pystr.c \
+ *     user/cpython/py_str.c -lcmocka -o build/test_pystr
  */
 #include <stdarg.h>
 #include <stddef.h>

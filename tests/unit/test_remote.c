@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Unit tests of user/remote.c: bounded reads of another process, and issue 9
+ * Unit tests of user/base/remote.c: bounded reads of another process, and issue 9
  * item 12: a pid reused by another process mid-recording is not read.
  * The reuse is made for real: a child exits and is reaped, and the next
  * child is given its pid through /proc/sys/kernel/ns_last_pid (root).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Unit tests of user/states.c: the one table of thread states and their
+/* Unit tests of user/model/states.c: the one table of thread states and their
  * spellings (issue 19). The expected spellings are the ones each output used
  * before the table: a recording, a summary, top, dump or diff reads the same
  * words as before. */

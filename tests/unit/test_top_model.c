@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Unit tests of user/top_model.c: what `ebpfprof top` computes per refresh. */
+/* Unit tests of user/live/top_model.c: what `ebpfprof top` computes per refresh. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * The profile store and the four output writers: each format is written
  * from a small profile and read back with a parser of its own here.
  *
- * gcc -Wall -Wextra -g -Iuser -Iinclude tests/unit/test_writers.c user/json.c \
- *     user/profile.c user/writer*.c -lz -lcmocka -o build/test_writers
+ * gcc -Wall -Wextra -g -Iinclude -Iuser/{base,cpython,model,output,diff,record,live,cli} tests/unit/test_writers.c user/base/json.c \
+ *     user/model/profile.c user/writer*.c -lz -lcmocka -o build/test_writers
  *
  * With EP_TEST_KEEP=DIR the written files are also copied to DIR, for
  * checking them with speedscope, pprof and other readers.

@@ -250,7 +250,7 @@ static int attach_followers(struct session *s, char *err, size_t errlen)
 #define EP_TID_STATES	16384
 
 /*
- * Sets the object up for what the kernel has (user/kernel_features.c): the
+ * Sets the object up for what the kernel has (user/record/kernel_features.c): the
  * feature flags the programs test (the other mechanism's code is dead and
  * never verified), the per-thread state map's type, and which variant of
  * each stack-walking program is loaded.
