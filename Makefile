@@ -128,7 +128,7 @@ fuzz_pystr_SRCS         := user/cpython/py_str.c
 fuzz_json_SRCS          := user/base/json.c user/base/printable.c
 fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/diff/diff_report.c user/diff/diff_flame.c \
 			   user/diff/diff_folded.c user/model/profile.c user/model/sample_log.c user/base/grow.c \
-			   user/base/json.c user/base/printable.c
+			   user/model/states.c user/base/json.c user/base/printable.c
 fuzz_recording_LIBS     := -ljansson -lm
 
 .SECONDEXPANSION:

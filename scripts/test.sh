@@ -17,6 +17,8 @@ scripts/make-chroots.sh || echo "test.sh: some chroots could not be built; their
 vmtests/setup.sh || echo "test.sh: the VM test kernels could not be fetched; their tests will say so"
 
 make -j"$(nproc)" ebpfprof unit-bins embed-host || exit 1
+# user/ is layered: no folder includes a header of one above it
+scripts/check-layers.sh || status=1
 make unit || status=1
 # the same unit tests under AddressSanitizer and UBSan
 make -j"$(nproc)" check-asan || status=1
