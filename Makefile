@@ -118,7 +118,7 @@ FUZZ_JOBS    ?= 2
 fuzz_linetable_SRCS     := user/py_linetable.c
 fuzz_elf_SRCS           := user/elf_syms.c
 fuzz_elf_LIBS           := -lelf
-fuzz_debug_offsets_SRCS := user/py_debug_offsets.c user/py_layout_table.c user/remote.c
+fuzz_debug_offsets_SRCS := user/py_debug_offsets.c user/py_layout_table.c user/remote.c user/grow.c
 fuzz_pystr_SRCS         := user/py_str.c
 fuzz_json_SRCS          := user/json.c user/printable.c
 
