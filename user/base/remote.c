@@ -7,66 +7,157 @@
  * the process it named then, and every read of that pid is checked, after
  * it completes, against that pidfd: if the process has exited, the bytes
  * may come from a stranger and the read fails. (Before the check the read
- * was of a live process, which keeps its pid: it was ours.) */
+ * was of a live process, which keeps its pid: it was ours.) A pid never
+ * tracked is not read at all: there is nothing to tell whose it is. Every
+ * process followed is tracked, however many: the table grows, bounded only
+ * by the descriptors the open-file limit allows. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <poll.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "grow.h"
 #include "remote.h"
 
 /* Nothing in a code object or frame is larger; a bigger request is a bug or
  * corrupt target data and must not turn into a huge read. */
 #define REMOTE_READ_MAX	(16u << 20)
-/* Processes tracked at once (the target and followed children); the oldest
- * is forgotten when full (its reads are then unchecked, as before). */
-#define TRACKED_MAX	64
+/* However high the open-file limit, this many at most (the kernel follows
+ * 4096 processes per recording: this is never what stops us). */
+#define TRACKED_HARD_MAX	(1u << 20)
 
-static struct tracked {
+struct tracked {
 	pid_t pid;
 	int pidfd;
-} tracked[TRACKED_MAX];
-static unsigned tracked_next;
+};
+
+/* sorted by pid: a read looks its pid up without scanning */
+static struct tracked *tracked;
+static size_t ntracked, tracked_cap;
+static int told_full;
+
+/* The index pid has, or would have, in the table. */
+static size_t slot_of(pid_t pid)
+{
+	size_t lo = 0, hi = ntracked;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tracked[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 static struct tracked *find_tracked(pid_t pid)
 {
-	int i;
+	size_t i = slot_of(pid);
 
-	for (i = 0; i < TRACKED_MAX; i++)
-		if (tracked[i].pid == pid && tracked[i].pidfd > 0)
-			return &tracked[i];
-	return NULL;
+	return i < ntracked && tracked[i].pid == pid ? &tracked[i] : NULL;
+}
+
+/* readable: the process the pidfd holds has exited */
+static int has_exited(int pidfd)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
+size_t remote_track_max(void)
+{
+	struct rlimit lim;
+	size_t max = TRACKED_HARD_MAX;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+	    lim.rlim_cur < max + REMOTE_FD_RESERVE)
+		max = lim.rlim_cur > REMOTE_FD_RESERVE + 16 ? lim.rlim_cur - REMOTE_FD_RESERVE : 16;
+	return max;
+}
+
+size_t remote_tracked(void)
+{
+	return ntracked;
+}
+
+int remote_full(void)
+{
+	return told_full;
+}
+
+/* A new entry for pid (not tracked) holding fd; -1 when out of memory. */
+static int insert(pid_t pid, int fd)
+{
+	size_t i;
+
+	if (GROW_ARRAY(tracked, tracked_cap, ntracked + 1))
+		return -1;
+	i = slot_of(pid);
+	memmove(&tracked[i + 1], &tracked[i], (ntracked - i) * sizeof(*tracked));
+	tracked[i] = (struct tracked){ pid, fd };
+	ntracked++;
+	return 0;
 }
 
 int remote_track(pid_t pid)
 {
 	struct tracked *t = find_tracked(pid);
-	int fd = syscall(SYS_pidfd_open, pid, 0);
+	int fd, saved;
 
-	if (fd < 0)
+	/* a live process keeps its pid: the pidfd held is still of it */
+	if (t && !has_exited(t->pidfd))
+		return 0;
+	if (!t && ntracked >= remote_track_max()) {
+		told_full = 1;
+		errno = EMFILE;
 		return -1;
-	if (!t) {
-		t = &tracked[tracked_next++ % TRACKED_MAX];
-		if (t->pidfd > 0)
-			close(t->pidfd);
-	} else {
-		close(t->pidfd);
 	}
-	t->pid = pid;
-	t->pidfd = fd;
+	fd = syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0) {
+		if (t)
+			remote_untrack(pid);
+		return -1;
+	}
+	if (t) {
+		close(t->pidfd);
+		t->pidfd = fd;
+		return 0;
+	}
+	if (insert(pid, fd)) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
 	return 0;
+}
+
+void remote_untrack(pid_t pid)
+{
+	struct tracked *t = find_tracked(pid);
+	size_t i;
+
+	if (!t)
+		return;
+	close(t->pidfd);
+	i = t - tracked;
+	memmove(&tracked[i], &tracked[i + 1], (ntracked - i - 1) * sizeof(*tracked));
+	ntracked--;
 }
 
 int remote_same_process(pid_t pid)
 {
 	struct tracked *t = find_tracked(pid);
-	struct pollfd pfd;
 
 	if (!t)
-		return 1;
-	pfd = (struct pollfd){ .fd = t->pidfd, .events = POLLIN };
-	/* readable: the process tracked has exited */
-	return poll(&pfd, 1, 0) == 0;
+		return pid == getpid();	/* ours is never anyone else's */
+	return !has_exited(t->pidfd);
 }
 
 int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
@@ -77,6 +168,9 @@ int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (len == 0)
 		return 0;
 	if (len > REMOTE_READ_MAX || addr == 0 || addr + len < addr)
+		return -1;
+	/* not tracked, or gone: whoever has the pid now is not read at all */
+	if (!remote_same_process(pid))
 		return -1;
 	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
 		return -1;

@@ -4,6 +4,7 @@
 #include "follow.h"
 #include "grow.h"
 #include "printable.h"
+#include "remote.h"
 
 /* How long after an exec the new program may take to map libpython and
  * initialise it, and to show that it is no Python at all. */
@@ -42,9 +43,13 @@ static int try_discover(struct follower *f, const struct pending_exec *p)
 {
 	struct py_target t;
 	char err[512], shown[2048];
-	int rc = py_target_find(p->pid, &t, err, sizeof(err));
+	int rc;
 	uint64_t now = monotonic_ns();
 
+	/* held since its fork: gone, its pid may be anyone's now */
+	if (!remote_same_process(p->pid))
+		return 1;
+	rc = py_target_find(p->pid, &t, err, sizeof(err));
 	if (rc == PY_TARGET_OK)
 		rc = py_target_prepare(&t, err, sizeof(err));
 	if (rc == PY_TARGET_OK) {
@@ -67,12 +72,31 @@ static int try_discover(struct follower *f, const struct pending_exec *p)
 	return 1;
 }
 
+/* A child the recorder could not hold by a pidfd is never read: the kernel
+ * forgets it and its children. Said once when the bound is the reason. */
+static void stop_following(struct follower *f, int pid)
+{
+	session_unfollow(f->session, pid);
+	if (remote_full() && !f->told_full) {
+		fprintf(stderr, "ebpfprof: %zu processes followed already, the most the open-file "
+			"limit allows (ulimit -n less %d): process %d and any new process are not "
+			"followed while so many live\n", remote_tracked(), REMOTE_FD_RESERVE, pid);
+		f->told_full = 1;
+	} else if (f->verbose) {
+		fprintf(stderr, "ebpfprof: not following process %d: it exited\n", pid);
+	}
+}
+
 static void handle(struct follower *f, const struct proc_change *c)
 {
 	const struct py_target *t;
 
 	switch (c->kind) {
 	case EP_EV_FORK:
+		if (!remote_same_process(c->pid)) {
+			stop_following(f, c->pid);
+			break;
+		}
 		t = c->python ? recorder_target(f->rec, c->pid) : NULL;
 		if (t)
 			attach_gc(f, t);

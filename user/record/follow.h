@@ -21,6 +21,7 @@ struct follower {
 	struct session *session;
 	struct recorder *rec;
 	int verbose;
+	int told_full;		/* the line about the open-file limit was printed */
 	struct pending_exec *pending;
 	size_t npending, cap;
 };

@@ -16,6 +16,7 @@
 #include "parse_num.h"
 #include "py_target.h"
 #include "recorder.h"
+#include "remote.h"
 
 #define POLL_NS		(200ull * 1000000ull)
 /* how long a matching process may take to show a CPython interpreter */
@@ -200,6 +201,8 @@ static void try_start(struct multi *m, struct target *t)
 	/* started only once its interpreter is initialised: "--pid" does not wait */
 	if (rc == PY_TARGET_OK)
 		rc = py_target_prepare(&pt, err, sizeof(err));
+	/* the recording reads it, not this process: its pidfd is let go */
+	remote_untrack(t->pid);
 	if (rc == PY_TARGET_OK) {
 		start_or_wait(m, t);
 	} else if (rc == PY_TARGET_UNSUPPORTED) {

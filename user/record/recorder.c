@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "grow.h"
 #include "procfs.h"
 #include "py_symbolizer.h"
@@ -111,13 +113,48 @@ size_t recorder_take_changes(struct recorder *r, struct proc_change **out)
 	return n;
 }
 
+/* Holds the child a fork event names (event time fork_ns, CLOCK_MONOTONIC)
+ * by a pidfd: 0, or -1 if it cannot be held. The event is read a little
+ * after the fork: if the child is gone already and its pid reused, the
+ * process found started after the fork, and is not it (to the clock tick). */
+static int track_child(pid_t pid, uint64_t fork_ns)
+{
+	struct timespec boot, mono;
+	unsigned long long start_ticks;
+	uint64_t start_ns, fork_boot_ns;
+
+	if (remote_track(pid))
+		return -1;
+	start_ticks = procfs_start_time(pid);
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	/* /proc's start time counts clock ticks of CLOCK_BOOTTIME */
+	start_ns = start_ticks * (1000000000ull / sysconf(_SC_CLK_TCK));
+	fork_boot_ns = fork_ns + (boot.tv_sec - mono.tv_sec) * 1000000000ull +
+		       boot.tv_nsec - mono.tv_nsec;
+	/* a start time read while the pidfd's process lived is that process's */
+	if (!start_ticks || start_ns > fork_boot_ns + 1000000 || !remote_same_process(pid)) {
+		remote_untrack(pid);
+		return -1;
+	}
+	return 0;
+}
+
 /* A forked child is a copy of its parent: same interpreter, same addresses;
- * it gets its own symbolizer since new code objects will differ. */
+ * it gets its own symbolizer since new code objects will differ. Every
+ * process followed is held by a pidfd from its fork on (its samples come
+ * right after this event), and let go at its exit: its pid is then free for
+ * anyone. A child that cannot be held is not read (the driver stops
+ * following it). */
 static void on_proc_event(struct recorder *r, const struct ep_proc_event *e)
 {
 	struct proc_change c = { .kind = e->kind, .pid = e->pid, .ppid = e->ppid };
-	struct rec_process *parent = e->kind == EP_EV_FORK ? find_process(r, e->ppid) : NULL;
+	struct rec_process *parent = NULL;
 
+	if (e->kind == EP_EV_EXIT)
+		remote_untrack(e->pid);
+	if (e->kind == EP_EV_FORK && track_child(e->pid, e->ts) == 0)
+		parent = find_process(r, e->ppid);
 	if (parent) {
 		struct py_target child = parent->target;
 

@@ -314,6 +314,14 @@ int session_follow(struct session *s, pid_t pid)
 	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.followed), &key, &one, BPF_ANY);
 }
 
+void session_unfollow(struct session *s, pid_t pid)
+{
+	__u32 key = pid;
+
+	session_remove_process(s, pid);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.followed), &key);
+}
+
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen)
 {
 	struct session *s = calloc(1, sizeof(*s));

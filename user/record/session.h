@@ -63,6 +63,8 @@ void session_remove_process(struct session *s, pid_t pid);
 void session_cut_period(struct session *s, pid_t pid);
 /* --subprocesses: follow pid's future children (forks and execs). */
 int session_follow(struct session *s, pid_t pid);
+/* Forgets pid entirely: no more samples, and its children are not followed. */
+void session_unfollow(struct session *s, pid_t pid);
 /* Marks thread tid (of process st->pid, both in our PID namespace) as off the
  * CPU since st->off_ts, so the kernel closes the interval when it runs again;
  * nothing if it has left the CPU since it was found blocked. 0 or -1. */
