@@ -60,11 +60,17 @@ def sleepers(exe, marker, n):
 
 def test_refused_target_is_not_retried(tmp_path):
     need_bpf()
-    # a GIL build copied under a free-threaded name: refused for its name
-    fake = tmp_path / "python3.13t"
-    shutil.copy(PY, fake)
+    # a process that says it is CPython 3.13 with _Py_DebugOffsets no CPython
+    # has (tests/hostile/fake_debug_offsets.c, "huge"): refused by what it holds
+    exe = tmp_path / "fakepy"
+    res = subprocess.run(["cc", "-O0", "-o", str(exe),
+                          str(Path(__file__).parent / "fake_debug_offsets.c")],
+                         capture_output=True, text=True)
+    if res.returncode:
+        cannot_run(f"cannot build the fake target: {res.stderr}")
     marker = f"refused-{os.getpid()}"
-    procs = sleepers(str(fake), marker, 1)
+    procs = [subprocess.Popen([str(exe), "huge", marker], stderr=subprocess.PIPE, text=True)]
+    assert procs[0].stderr.readline().startswith("pid=")
     try:
         rc, err, seen, _ = watch(["--match", re.escape(marker), "-d", "5",
                                   "-o", str(tmp_path / "out")], 30)
@@ -75,7 +81,7 @@ def test_refused_target_is_not_retried(tmp_path):
     assert seen == set(), f"{len(seen)} recordings started for a refused target\n{err}"
     pid = procs[0].pid
     assert err.count(f"not profiling process {pid}: ") == 1, err
-    assert "free-threaded CPython build" in err and "not tried again" in err
+    assert "no CPython has" in err and "not tried again" in err
     assert rc == 1 and "0 processes recorded" in err and "1 refused" in err, err
 
 
