@@ -388,8 +388,8 @@ uint32_t analysis_idle_markers(struct profile *p, uint32_t *ids, uint32_t n, int
 
 	/* a collector off the CPU mid-collection: the time is the pause's too */
 	if (gen >= 0) {
-		snprintf(gc_name, sizeof(gc_name), "[GC gen %d]", gen);
-		ids[n++] = profile_frame(p, gc_name, NULL, 0, FRAME_MARKER);
+		ids[n++] = profile_frame(p, state_gc_marker(gen, gc_name, sizeof(gc_name)), NULL, 0,
+					 FRAME_MARKER);
 	}
 	ids[n++] = profile_frame(p, state_marker(state), NULL, 0, FRAME_MARKER);
 	return n;

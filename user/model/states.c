@@ -2,6 +2,8 @@
 /* The one table of thread states and their spellings (see states.h). */
 #include <stddef.h>
 #include "ebpfprof.h"
+#include <stdio.h>
+
 #include "states.h"
 
 const struct state_spelling state_table[STATE_MAX] = {
@@ -90,4 +92,13 @@ int state_top_columns(int out[STATE_MAX])
 const char *sample_state_name(enum sample_state s)
 {
 	return state_spelling(s)->name;
+}
+
+const char *state_gc_marker(int gen, char *buf, size_t len)
+{
+	if (gen < 0)
+		snprintf(buf, len, "%s", state_table[STATE_GC].marker);
+	else
+		snprintf(buf, len, "[GC gen %d]", gen);
+	return buf;
 }

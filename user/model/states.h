@@ -52,5 +52,8 @@ int state_of_reason(int reason);
 int state_top_columns(int out[STATE_MAX]);
 
 const char *sample_state_name(enum sample_state s);
+/* The marker frame of a collection into buf: "[GC gen 2]", or "[GC]" when
+ * its generation is unknown (gen < 0). */
+const char *state_gc_marker(int gen, char *buf, size_t len);
 
 #endif

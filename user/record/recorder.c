@@ -238,10 +238,7 @@ static uint32_t add_gc_marker(struct recorder *r, const struct ep_stack_event *e
 
 	if (!(ev->flags & EP_F_IN_GC))
 		return n;
-	if (ev->flags & EP_F_GC_GEN_KNOWN)
-		snprintf(name, sizeof(name), "[GC gen %u]", ev->gc_gen);
-	else
-		snprintf(name, sizeof(name), "%s", state_table[STATE_GC].marker);
+	state_gc_marker(ev->flags & EP_F_GC_GEN_KNOWN ? ev->gc_gen : -1, name, sizeof(name));
 	r->ids[n++] = marker(r, name);
 	return n;
 }
