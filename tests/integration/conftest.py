@@ -111,8 +111,10 @@ class Workload:
         self.pid = int(line.strip().split("=")[1])
 
     def _chroot_truth(self, interp, truth):
-        self.truth_path = str(Path(interp.chroot) / "tmp" / Path(truth).name)
-        return "/tmp/" + Path(truth).name
+        # the chroot's /tmp is shared with other test runs: name it per run
+        name = f"{os.getpid()}-{Path(truth).name}"
+        self.truth_path = str(Path(interp.chroot) / "tmp" / name)
+        return "/tmp/" + name
 
     def wait(self, timeout=60):
         self.proc.wait(timeout=timeout)
@@ -236,6 +238,18 @@ def pytest_configure(config):
 
 def pytest_sessionstart(session):
     shutil.rmtree(COLLECTED, ignore_errors=True)
+
+
+def go_file(interp, tmp_path, name="go"):
+    """A --go file for a workload: (the path the harness writes, the path the
+    workload waits on). In a chroot the workload sees it under its own root,
+    in the chroot's /tmp, which other test runs share: named per run."""
+    if not interp.chroot:
+        return tmp_path / name, str(tmp_path / name)
+    inside = f"/tmp/{name}-{os.getpid()}-{tmp_path.name}"
+    host = Path(interp.chroot) / inside.lstrip("/")
+    host.unlink(missing_ok=True)
+    return host, inside
 
 
 def wait_for_go(path):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import (EBPFPROF, Interpreter, Profile, read_gc_log, require_interpreter,
+from conftest import (EBPFPROF, Interpreter, Profile, go_file, read_gc_log, require_interpreter,
                       wait_for_go)
 
 
@@ -40,7 +40,7 @@ FAVOURED = ["nice", "-n", "-10"]
 
 def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=100, tag="r",
                         need_truth=False, prefix=REALTIME, whole_work=False, go_first=False,
-                        rates=None, flags=None):
+                        rates=None, flags=None, interp_name="debian-3.11"):
     """Starts one workload per variant (a list of extra argument lists), then
     records them all at once for `seconds`, or with whole_work until each has
     done `seconds` of work after the go and exited (every recording then
@@ -52,12 +52,12 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
     once on two CPUs can start recording a second apart, and a window that
     began before the go held that much idle time more than the other).
     rates and flags, when given, are each recording's -r and extra options."""
-    debian = require_interpreter("debian-3.11")
-    interp = Interpreter(debian.name, prefix + debian.argv, debian.version)
-    ws, go = [], tmp_path / f"go-{tag}"
+    base = require_interpreter(interp_name)
+    interp = Interpreter(base.name, prefix + base.argv, base.version, chroot=base.chroot)
+    ws, (go, go_inside) = [], go_file(base, tmp_path, f"go-{tag}")
     for i, extra in enumerate(variants):
         # else long enough for a loaded machine's slow attach; the fixture ends them
-        ws.append(workloads(interp, script, "--go", str(go), *extra,
+        ws.append(workloads(interp, script, "--go", go_inside, *extra,
                             seconds=seconds if whole_work else seconds + 15,
                             truth=str(tmp_path / f"truth-{tag}{i}.json")))
     if go_first:
@@ -266,10 +266,11 @@ def test_idle_recording_against_a_plain_one_is_refused(workloads, tmp_path):
 
 # ---- done-when 3: a function made 2x slower ----
 
-def test_a_function_made_twice_slower_is_ranked_first(workloads, tmp_path):
+@pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
+def test_a_function_made_twice_slower_is_ranked_first(interp_name, workloads, tmp_path):
     (a, ta), (b, tb) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
                                            [[], ["--slower", "2"]], seconds=8, rate=2000, tag="slow",
-                                           need_truth=True)
+                                           need_truth=True, interp_name=interp_name)
     rep = diff_json(a, b)
     first = rep["functions_self"][0]
     assert first["function"] == "changed" and first["verdict"] == "grew", rep["functions_self"][:3]

@@ -44,7 +44,7 @@ def test_unsupported_python_version_names_the_supported_ones(workloads, out):
     try:
         time.sleep(0.5)
         res = run_ebpfprof("--pid", proc.pid, "-o", out())
-        one_line_error(res, "CPython 3.7", "not supported", "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14")
+        one_line_error(res, "CPython 3.7", "not supported", "3.8, 3.9, 3.10, 3.11, 3.12, 3.13, 3.14, 3.15")
     finally:
         proc.kill()
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EBPFPROF, ROOT, WORKLOADS, Profile, require_interpreter, run_ebpfprof, wait_for_go
+from conftest import (EBPFPROF, ROOT, WORKLOADS, Profile, go_file, require_interpreter, run_ebpfprof,
+                      wait_for_go)
 
 
 def child_of(pid, timeout=5):
@@ -77,11 +78,12 @@ def test_threads_blocked_throughout_are_seeded_inside_a_pid_namespace(tmp_path):
     assert not re.search(r"[1-9]\d* blocked threads not seeded", text), text
 
 
+@pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
 @pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_subprocesses_gives_a_profile_per_process(method, workloads, out, tmp_path):
-    interp = require_interpreter("debian-3.11")
-    go = tmp_path / "go"
-    w = workloads(interp, "pool.py", "--method", method, "--go", str(go), seconds=3,
+def test_subprocesses_gives_a_profile_per_process(method, interp_name, workloads, out, tmp_path):
+    interp = require_interpreter(interp_name)
+    go, go_inside = go_file(interp, tmp_path)
+    w = workloads(interp, "pool.py", "--method", method, "--go", go_inside, seconds=3,
                   truth=str(tmp_path / "truth.json"))
     path = out()
     proc = subprocess.Popen([str(EBPFPROF), "--subprocesses", "--pid", str(w.pid), "-d", "30",

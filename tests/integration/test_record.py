@@ -13,7 +13,7 @@ from conftest import EBPFPROF, Profile, require_interpreter, run_ebpfprof
 RATE = 400
 
 
-@pytest.mark.parametrize("interp_name", ["debian-3.11", "pyenv-3.11"])
+@pytest.mark.parametrize("interp_name", ["debian-3.11", "pyenv-3.11", "chroot-3.15", "chroot-3.15-dbg"])
 def test_hot_function_shares_match_truth(interp_name, workloads, out):
     interp = require_interpreter(interp_name)
     w = workloads(interp, "two_hot.py", seconds=9, truth=f"/tmp/ebpfprof-truth-{os.getpid()}.json")
@@ -33,8 +33,9 @@ def test_hot_function_shares_match_truth(interp_name, workloads, out):
     assert frame["file"].endswith("two_hot.py") and frame["line"] == 18  # return body(rounds)
 
 
-def test_named_threads_get_one_profile_each(workloads, out):
-    interp = require_interpreter("debian-3.11")
+@pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
+def test_named_threads_get_one_profile_each(interp_name, workloads, out):
+    interp = require_interpreter(interp_name)
     w = workloads(interp, "named_threads.py", seconds=30)
     time.sleep(0.5)
     path = out()

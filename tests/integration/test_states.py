@@ -5,19 +5,17 @@ import time
 
 import pytest
 
-from conftest import Profile, read_gc_log, require_interpreter, run_ebpfprof, wait_for_go
-
-
-def truth_file(tmp_path, interp):
-    return str(tmp_path / "truth.json") if not interp.chroot else "truth.json"
+from conftest import Profile, go_file, read_gc_log, require_interpreter, run_ebpfprof, wait_for_go
 
 
 @pytest.mark.parametrize("interp_name,probe", [("debian-3.11", "USDT probes"),
-                                               ("pyenv-3.11", "uprobes on the collector")])
+                                               ("pyenv-3.11", "uprobes on the collector"),
+                                               ("chroot-3.15", "USDT probes"),
+                                               ("chroot-3.15-dbg", "USDT probes")])
 def test_gc_pauses_match_the_workloads_own_record(interp_name, probe, workloads, out, tmp_path):
     interp = require_interpreter(interp_name)
-    go = tmp_path / "go"
-    w = workloads(interp, "gc_churn.py", "--go", str(go), seconds=4, truth=str(tmp_path / "truth.json"))
+    go, go_inside = go_file(interp, tmp_path)
+    w = workloads(interp, "gc_churn.py", "--go", go_inside, seconds=4, truth=str(tmp_path / "truth.json"))
     log, path = tmp_path / "gc.jsonl", out()
     proc = __import__("subprocess").Popen(
         [str(__import__("conftest").EBPFPROF), "--pid", str(w.pid), "-d", "30", "--gc-log", str(log),
@@ -57,8 +55,9 @@ def thread_totals(prof, name, reasons=("[GIL wait]", "[waiting for GC]", "[lock 
     return out
 
 
-def test_thread_states_are_classified(workloads, out, tmp_path):
-    interp = require_interpreter("debian-3.11")
+@pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
+def test_thread_states_are_classified(interp_name, workloads, out, tmp_path):
+    interp = require_interpreter(interp_name)
     w = workloads(interp, "thread_mix.py", seconds=8)
     time.sleep(1)
     path = out()

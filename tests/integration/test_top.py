@@ -103,8 +103,9 @@ def test_top_hot_function_first_keys_sort_q_restores(tmux_top):
     assert "ebpfprof top: pid" not in screen, "the view was left on the main screen"
 
 
-def test_top_plain_text_when_not_a_terminal(workloads):
-    w = workloads(require_interpreter("debian-3.11"), "two_hot.py", seconds=60)
+@pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
+def test_top_plain_text_when_not_a_terminal(interp_name, workloads):
+    w = workloads(require_interpreter(interp_name), "two_hot.py", seconds=60)
     res = run_ebpfprof("top", "--pid", w.pid, "-d", 3.5, "--interval", 1, check=True)
     assert "\x1b" not in res.stdout
     views = res.stdout.split("ebpfprof top: pid")[1:]
