@@ -621,7 +621,23 @@ def write_markdown(R, path):
               f"{num(b['switch_outs_per_s'], '.0f')} | {b['share'] * 100:.2f}% | {progs} |")
     a("")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(L) + "\n")
+    path.write_text("\n".join(L) + "\n" + kept_sections(path))
+
+
+# Sections measured by their own commands (diff's calibration, the peer
+# comparison, the feature benchmarks) follow this line in docs/benchmarks.md:
+# a new make bench rewrites what is above it and keeps what is below.
+KEPT_MARKER = "<!-- make bench rewrites the sections above this line and keeps those below -->"
+
+
+def kept_sections(path):
+    """The marker and what follows it in the current file ("" if none)."""
+    try:
+        old = path.read_text()
+    except OSError:
+        return "\n" + KEPT_MARKER + "\n"
+    at = old.find(KEPT_MARKER)
+    return "\n" + (old[at:] if at >= 0 else KEPT_MARKER + "\n")
 
 
 def noise(c):
