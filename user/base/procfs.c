@@ -49,19 +49,29 @@ pid_t procfs_task_inner_tid(pid_t pid, pid_t tid)
 	return inner;
 }
 
-char procfs_task_state(pid_t pid, pid_t tid)
+/* The fields of a task's stat after its comm, into buf (NUL-terminated);
+ * NULL if unreadable. The comm may hold spaces and parentheses: the fields
+ * start after its last ')'. */
+static char *stat_after_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 {
 	FILE *f = open_task_file(pid, tid, "stat");
-	char buf[512], *close;
+	char *close;
 	size_t n;
 
 	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	close = strrchr(buf, ')');	/* the comm may contain spaces and parentheses */
-	return close && close[1] == ' ' ? close[2] : 0;
+	close = strrchr(buf, ')');
+	return close && close[1] == ' ' ? close + 1 : NULL;
+}
+
+char procfs_task_state(pid_t pid, pid_t tid)
+{
+	char buf[512], *fields = stat_after_comm(pid, tid, buf, sizeof(buf));
+
+	return fields ? fields[1] : 0;
 }
 
 long procfs_task_syscall(pid_t pid, pid_t tid, uint64_t *arg0)
@@ -167,22 +177,14 @@ int procfs_cmdline(pid_t pid, char *buf, size_t len)
 
 unsigned long long procfs_start_time(pid_t pid)
 {
-	FILE *f = open_task_file(pid, 0, "stat");
-	char buf[1024], *p;
+	char buf[1024], *p = stat_after_comm(pid, 0, buf, sizeof(buf));
 	unsigned long long start = 0;
-	size_t n;
 	int field;
 
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	/* the comm may hold spaces and parentheses: fields count from its end */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 22; field++)
+	/* p is at the space before field 3 (state); start time is field 22 */
+	for (field = 3; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
-	if (p && sscanf(p + 1, "%llu", &start) != 1)
+	if (!p || sscanf(p + 1, "%llu", &start) != 1)
 		start = 0;
 	return start;
 }
