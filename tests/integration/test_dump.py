@@ -151,7 +151,7 @@ def test_dump_match_finds_the_process(workloads, tmp_path):
 @pytest.mark.parametrize("args,code,text", [
     ([], 2, "give one of --pid PID or --match PATTERN"),
     (["--pid", "1", "--match", "x"], 2, "give one of --pid PID or --match PATTERN"),
-    (["--match", "no-such-process-has-this-in-its-command-line-" * 2], 1, "no process's command line contains"),
+    (["--match", "no-such-process-has-this-in-its-command-line-" * 2], 1, "no process's command line matches"),
     (["--pid", "999999999"], 1, "no such process"),
 ])
 def test_dump_bad_input_is_one_clear_line(args, code, text):

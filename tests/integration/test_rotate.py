@@ -12,7 +12,7 @@ import jsonschema
 
 from conftest import EBPFPROF, SCHEMA, Profile, cannot_run, read_gc_log, require_interpreter
 
-STAMP = r"\d{8}-\d{6}\.\d{3}"
+STAMP = r"\d{8}-\d{6}\.\d{3}Z-\d+"  # UTC, then a sequence number (never a name twice)
 
 
 def rss_kb(pid):

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -131,6 +133,22 @@ static int apply_forced(struct kernel_features *kf, char *err, size_t errlen)
 	return rc;
 }
 
+/* Can this process use bpf() at all? A seccomp filter (a container's
+ * default profile) or missing privileges refuse every probe alike, which
+ * must not read as a kernel lacking the features probed: an array map, in
+ * every kernel with BPF, tells the two apart. */
+static int bpf_usable(char *err, size_t errlen)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	snprintf(err, errlen, "cannot load the BPF programs: %s", strerror(errno));
+	return -1;
+}
+
 int kernel_features_probe(struct kernel_features *kf, char *err, size_t errlen)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -138,6 +156,10 @@ int kernel_features_probe(struct kernel_features *kf, char *err, size_t errlen)
 	int f;
 
 	memset(kf, 0, sizeof(*kf));
+	if (bpf_usable(err, errlen)) {
+		btf__free(btf);
+		return -1;
+	}
 	if (!btf) {
 		snprintf(err, errlen, "cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): ebpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8 or later)");
 		return -1;
