@@ -10,7 +10,7 @@
 #   gc       gc_churn.py under ebpfprof --gc-log: GC events recorded, "GC timed by USDT probes"
 #   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight, and
 #            the exact totals in the thread table (kept in task storage, taken out by
-#            a task iterator; before 5.11 in a hash map): the spinner threads' GIL waits, and the locker blocked
+#            a task iterator; before 5.12 in a hash map): the spinner threads' GIL waits, and the locker blocked
 #            throughout (seeded and closed through a task iterator, on every kernel)
 #   gcwait   gc_vs_gil.py under ebpfprof --idle: the spinner's waits behind the collector's
 #            collections in the thread table's "wait GC" column
@@ -244,7 +244,8 @@ undrained = re.search(r"(\d+) totals not drained", err)
 if undrained and int(undrained.group(1)):
     sys.exit("the summary says %s totals were not drained" % undrained.group(1))
 if "drained by a task iterator" not in err and not (
-        "lacks task storage maps" in err and "in a hash map (no task storage in this kernel)" in err):
+        re.search(r"lacks (task storage maps|BPF atomic exchanges)", err) and
+        re.search(r"in a hash map \(no (task storage|BPF exchanges) in this kernel\)", err)):
     sys.exit("the totals are not kept per thread (-v says how they are kept)")
 # the spinners' many short GIL waits, and the locker blocked from before the
 # recording to after it (seeded at the start, closed at the end)
