@@ -234,9 +234,10 @@ static __always_inline int has_rseq(struct task_struct *task)
 }
 
 static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
-				    const struct ep_proc_cfg *cfg, __u64 now);
+				    const struct ep_proc_cfg *cfg, __u64 now, int atomics);
 
-static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop)
+static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop,
+					  int atomics)
 {
 	struct ep_offcpu_task *st;
 	struct ep_gc_running *own_gc;
@@ -260,7 +261,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 	st->flags = 0;
 	st->primed = 0;
 	st->totals_in_task = cfg->totals_in_task;
-	end_run(prev, st, cfg, clock_now(now));
+	end_run(prev, st, cfg, clock_now(now), atomics);
 	st->off_ts = *now;
 	st->reason = classify(cfg, prev);
 	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
@@ -350,13 +351,17 @@ static __always_inline __u64 unseen_run_start(struct task_struct *task,
  * its own time, having counted the run up to there. A switch-in not seen
  * (task storage is refused to a program while another holds its per-CPU
  * lock on that CPU, e.g. the drain iterator preempted) leaves no start: the
- * run is then the CPU time the thread gained since its last switch-out. */
+ * run is then the CPU time the thread gained since its last switch-out.
+ * atomics 0 (a constant): before Linux 5.12, which has no BPF exchange and
+ * no drain iterator then (the totals are in the map), a plain read. */
 static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
-				    const struct ep_proc_cfg *cfg, __u64 now)
+				    const struct ep_proc_cfg *cfg, __u64 now, int atomics)
 {
-	__u64 since = __sync_lock_test_and_set(&st->on_ts, 0), ran = prev->se.sum_exec_runtime;
-	__u64 run = 0;
+	__u64 since = atomics ? __sync_lock_test_and_set(&st->on_ts, 0) : st->on_ts;
+	__u64 ran = prev->se.sum_exec_runtime, run = 0;
 
+	if (!atomics)
+		st->on_ts = 0;
 	if (!since && st->ran_ns) {
 		run = ran > st->ran_ns ? ran - st->ran_ns : 0;
 		since = now > run ? now - run : 0;
@@ -436,27 +441,22 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 *now_on
 	st->off_ts = 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	__u64 now = 0;
-
-	on_switch_out(prev, &now, EP_WALK_BPF_LOOP);
-	on_switch_in(next, &now);
-	return 0;
+#define SWITCH_PROG(name, loop, atomics)						\
+SEC("tp_btf/sched_switch")								\
+int BPF_PROG(name, bool preempt, struct task_struct *prev, struct task_struct *next)	\
+{											\
+	__u64 now = 0;									\
+											\
+	on_switch_out(prev, &now, loop, atomics);					\
+	on_switch_in(next, &now);							\
+	return 0;									\
 }
 
-/* Before Linux 5.17 (no bpf_loop): the loader keeps this one instead. */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(offcpu_switch_bounded, bool preempt, struct task_struct *prev,
-	     struct task_struct *next)
-{
-	__u64 now = 0;
-
-	on_switch_out(prev, &now, EP_WALK_BOUNDED);
-	on_switch_in(next, &now);
-	return 0;
-}
+SWITCH_PROG(offcpu_switch, EP_WALK_BPF_LOOP, 1)
+/* Before Linux 5.17 (no bpf_loop): the loader keeps this one instead; before
+ * 5.12 (no BPF exchange, which the kernel refuses even unreached) the last. */
+SWITCH_PROG(offcpu_switch_bounded, EP_WALK_BOUNDED, 1)
+SWITCH_PROG(offcpu_switch_plain, EP_WALK_BOUNDED, 0)
 
 /* Is t the current task? (a trusted pointer from 5.11, a number before) */
 static __always_inline int is_current(struct task_struct *t)

@@ -23,6 +23,7 @@ if [ ! -x ./ebpfprof ]; then
 	exit 1
 fi
 "$PY" bench/run.py "$@" || exit
-# the older kernels' mechanisms forced, next to the main paths (a section of its own)
+# the older kernels' mechanisms forced, next to the main paths (a section of its own,
+# about 2 minutes)
 case " $* " in *" --no-doc "*) exit 0 ;; esac
 exec "$PY" bench/fallbacks.py

@@ -10,7 +10,7 @@
 #   gc       gc_churn.py under ebpfprof --gc-log: GC events recorded, "GC timed by USDT probes"
 #   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight, and
 #            the exact totals in the thread table (kept in task storage, taken out by
-#            a task iterator; before 5.11 in a hash map): the spinner threads' GIL waits, and the locker blocked
+#            a task iterator; before 5.12 in a hash map): the spinner threads' GIL waits, and the locker blocked
 #            throughout (seeded and closed through a task iterator, on every kernel)
 #   gcwait   gc_vs_gil.py under ebpfprof --idle: the spinner's waits behind the collector's
 #            collections in the thread table's "wait GC" column
@@ -127,6 +127,36 @@ first_error() {
         }' "$1" | cut -c1-400
 }
 
+# crunch_weights PROFILE [lines]: two_hot.py's speedscope profile has samples in
+# both crunch_a and crunch_b (prints their weights); with "lines", both frames
+# are also named with their file and line. Else the reason, last.
+crunch_weights() {
+    "$CHECKPY" - "$@" <<'EOF' 2>&1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+frames = doc["shared"]["frames"]
+lines = sys.argv[2:] == ["lines"]
+for fn, line in (("crunch_a", 18), ("crunch_b", 22)) if lines else ():
+    named = [f for f in frames if f["name"] == fn]
+    if not any(f.get("line") == line and f.get("file", "").endswith("/two_hot.py") for f in named):
+        sys.exit(f"no frame {fn} at two_hot.py:{line}: {named}")
+w = {"crunch_a": 0, "crunch_b": 0}
+n = 0
+for p in doc["profiles"]:
+    for s, wt in zip(p["samples"], p["weights"]):
+        n += 1
+        names = {frames[i]["name"] for i in s}
+        for fn in w:
+            if fn in names:
+                w[fn] += wt
+summary = (f"{n} samples{', names and lines' if lines else ''}, "
+           f"crunch_a weight {w['crunch_a']:g}, crunch_b weight {w['crunch_b']:g}")
+if n == 0 or not w["crunch_a"] or not w["crunch_b"]:
+    sys.exit("no samples in " + " and ".join(k for k, v in w.items() if not v) + f" ({summary})")
+print(summary)
+EOF
+}
+
 echo "smoke: kernel $(uname -r), $(nproc) CPU(s), ebpfprof $("$EBPFPROF" --version 2>&1 | head -n1)"
 
 # --- btf --------------------------------------------------------------------------
@@ -151,29 +181,7 @@ else
     if [ $ERC -ne 0 ]; then
         fail cpu "ebpfprof exit $ERC: $(first_error "$T/cpu.ebpfprof.err")"
         show_log cpu "$T/cpu.ebpfprof.err"
-    elif res=$("$CHECKPY" - "$T/two_hot.speedscope.json" <<'EOF' 2>&1
-import json, sys
-doc = json.load(open(sys.argv[1]))
-frames = doc["shared"]["frames"]
-for fn, line in (("crunch_a", 18), ("crunch_b", 22)):
-    named = [f for f in frames if f["name"] == fn]
-    if not any(f.get("line") == line and f.get("file", "").endswith("/two_hot.py") for f in named):
-        sys.exit(f"no frame {fn} at two_hot.py:{line}: {named}")
-w = {"crunch_a": 0, "crunch_b": 0}
-n = 0
-for p in doc["profiles"]:
-    for s, wt in zip(p["samples"], p["weights"]):
-        n += 1
-        names = {frames[i]["name"] for i in s}
-        for fn in w:
-            if fn in names:
-                w[fn] += wt
-summary = f"{n} samples, names and lines, crunch_a weight {w['crunch_a']:g}, crunch_b weight {w['crunch_b']:g}"
-if n == 0 or not w["crunch_a"] or not w["crunch_b"]:
-    sys.exit("no samples in " + " and ".join(k for k, v in w.items() if not v) + f" ({summary})")
-print(summary)
-EOF
-    ); then
+    elif res=$(crunch_weights "$T/two_hot.speedscope.json" lines); then
         ok cpu "$res, $(took "$t0")"
     else
         fail cpu "$(echo "$res" | tail -n1)"
@@ -236,7 +244,8 @@ undrained = re.search(r"(\d+) totals not drained", err)
 if undrained and int(undrained.group(1)):
     sys.exit("the summary says %s totals were not drained" % undrained.group(1))
 if "drained by a task iterator" not in err and not (
-        "lacks task storage maps" in err and "in a hash map (no task storage in this kernel)" in err):
+        re.search(r"lacks (task storage maps|BPF atomic exchanges)", err) and
+        re.search(r"in a hash map \(no (task storage|BPF exchanges) in this kernel\)", err)):
     sys.exit("the totals are not kept per thread (-v says how they are kept)")
 # the spinners' many short GIL waits, and the locker blocked from before the
 # recording to after it (seeded at the start, closed at the end)
@@ -323,22 +332,7 @@ else
     if [ $ERC -ne 0 ]; then
         fail pidns "ebpfprof exit $ERC: $(first_error "$T/pidns.ebpfprof.err")"
         show_log pidns "$T/pidns.ebpfprof.err"
-    elif res=$("$CHECKPY" - "$T/pidns.speedscope.json" <<'EOF' 2>&1
-import json, sys
-doc = json.load(open(sys.argv[1]))
-frames = doc["shared"]["frames"]
-w = {"crunch_a": 0, "crunch_b": 0}
-for p in doc["profiles"]:
-    for s, wt in zip(p["samples"], p["weights"]):
-        names = {frames[i]["name"] for i in s}
-        for fn in w:
-            if fn in names:
-                w[fn] += wt
-if not all(w.values()):
-    sys.exit("no samples in " + " and ".join(k for k, v in w.items() if not v))
-print(f"crunch_a weight {w['crunch_a']:g}, crunch_b weight {w['crunch_b']:g}")
-EOF
-    ); then
+    elif res=$(crunch_weights "$T/pidns.speedscope.json"); then
         ok pidns "$res, $(took "$t0")"
     else
         fail pidns "$(echo "$res" | tail -n1)"

@@ -47,6 +47,7 @@ def test_the_fallbacks_walk_deep_stacks_and_time_waits(workloads, out, monkeypat
     res = run_ebpfprof("--pid", deep.pid, "-d", 2, "-o", path, check=True)
     for line in ("this kernel lacks task storage maps (Linux 5.11)",
                  "this kernel lacks bpf_loop (Linux 5.17)",
+                 "this kernel lacks BPF atomic exchanges (Linux 5.12)",
                  "this kernel lacks bpf_task_pt_regs (Linux 5.15)",
                  "this kernel lacks task iterators of one process (Linux 6.1)"):
         assert line in res.stderr
@@ -55,9 +56,40 @@ def test_the_fallbacks_walk_deep_stacks_and_time_waits(workloads, out, monkeypat
     depth = max(names.count("dive") for names, _ in stacks)
     assert depth == 300, f"the deepest stack has {depth} dive() frames"
 
+    assert_thread_table(workloads, out, interp)
+
+
+def thread_cells(stderr, name):
+    """The thread table's cells (seconds, percent) in the rows of threads named name."""
+    return [re.findall(r"(\d+\.\d+)s\s+(\d+)%", l) for l in stderr.splitlines()
+            if re.match(r"\s+\d+ %s " % name, l)]
+
+
+def assert_thread_table(workloads, out, interp, *flags):
+    """thread_mix.py under --idle: the locker, blocked since before the
+    recording, mostly in lock wait; the spinners on the CPU and in GIL wait.
+    Returns ebpfprof's stderr."""
     mix = workloads(interp, "thread_mix.py", seconds=30)
     time.sleep(0.5)  # its locker blocks before the recording starts
-    res = run_ebpfprof("--pid", mix.pid, "-d", 2, "--idle", "-o", out(), check=True)
-    locker = [l for l in res.stderr.splitlines() if re.match(r"\s+\d+ locker ", l)]
-    cells = re.findall(r"(\d+\.\d+)s\s+(\d+)%", locker[0]) if locker else []
-    assert len(cells) == 9 and int(cells[4][1]) >= 80, res.stderr[-1500:]
+    res = run_ebpfprof("--pid", mix.pid, "-d", 2, "--idle", *flags, "-o", out(), check=True)
+    locker = thread_cells(res.stderr, "locker")
+    assert len(locker) == 1 and len(locker[0]) == 9 and int(locker[0][4][1]) >= 80, res.stderr[-1500:]
+    spinners = thread_cells(res.stderr, r"spinner-\d")
+    assert len(spinners) == 2, res.stderr[-1500:]
+    for cells in spinners:  # columns: on-CPU, GC, GIL wait, ...
+        assert len(cells) == 9 and float(cells[0][0]) > 0.05 and float(cells[2][0]) > 0.05, \
+            res.stderr[-1500:]
+    return res.stderr
+
+
+def test_without_exchanges_totals_go_to_the_map(workloads, out, monkeypatch):
+    """Linux 5.11: task storage, but no BPF exchange (5.12), which the
+    verifier refuses even in code never reached: the switch without one is
+    loaded, no drain iterator, the totals in the hash map."""
+    need_bpf()
+    require_interpreter("debian-3.11")
+    monkeypatch.setenv("EBPFPROF_FORCE_MISSING", "atomics")
+    err = assert_thread_table(workloads, out, interpreters()["debian-3.11"], "-v")
+    assert "this kernel lacks BPF atomic exchanges (Linux 5.12)" in err
+    assert re.search(r"off-CPU totals of \d+: in a hash map \(no BPF exchanges in this kernel\)",
+                     err), err[-1500:]

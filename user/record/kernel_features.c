@@ -22,6 +22,8 @@ static const struct {
 		"threads' off-CPU state in a hash keyed by thread id, their exact totals in a hash map (a dearer switch)" },
 	[KF_CURRENT_TASK_BTF] = { "current_task_btf", "bpf_get_current_task_btf", "5.11",
 		"the thread's pthread id read with a probe" },
+	[KF_ATOMICS] = { "atomics", "BPF atomic exchanges", "5.12",
+		"a thread's run taken at its switch-out by a plain read, its exact totals in a hash map (a dearer switch)" },
 	[KF_TASK_PT_REGS] = { "task_pt_regs", "bpf_task_pt_regs", "5.15",
 		"a blocked thread's syscall read from its kernel stack with probes" },
 	[KF_BPF_LOOP] = { "bpf_loop", "bpf_loop", "5.17",
@@ -69,6 +71,28 @@ static int btf_has_helper(const struct btf *btf, const char *name)
 	return 0;
 }
 
+/* Does the verifier take an atomic exchange (BPF_XCHG, Linux 5.12)? Before,
+ * it refuses any program holding one, even where it is never reached. */
+static int prog_loads_xchg(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1 },
+		{ .code = BPF_STX | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10,
+		  .src_reg = BPF_REG_1, .off = -8 },
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_10,
+		  .src_reg = BPF_REG_1, .off = -8, .imm = BPF_XCHG },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns,
+			       sizeof(insns) / sizeof(insns[0]), NULL);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 /* Has union bpf_iter_link_info a member `task` (a task iterator's pid)? */
 static int btf_iter_has_task_filter(const struct btf *btf)
 {
@@ -95,6 +119,7 @@ static void probe(struct kernel_features *kf, const struct btf *btf)
 	kf->has[KF_TASK_ITER] = btf__find_by_name_kind(btf, "bpf_iter_task", BTF_KIND_FUNC) > 0;
 	kf->has[KF_TASK_STORAGE] = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
 	kf->has[KF_CURRENT_TASK_BTF] = btf_has_helper(btf, "BPF_FUNC_get_current_task_btf");
+	kf->has[KF_ATOMICS] = prog_loads_xchg();
 	kf->has[KF_TASK_PT_REGS] = btf_has_helper(btf, "BPF_FUNC_task_pt_regs");
 	kf->has[KF_BPF_LOOP] = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) == 1;
 	kf->has[KF_ITER_TASK_PID] = btf_iter_has_task_filter(btf);
@@ -123,7 +148,7 @@ static int apply_forced(struct kernel_features *kf, char *err, size_t errlen)
 			kf->has[f] = 0;
 		}
 		if (!found) {
-			snprintf(err, errlen, "EBPFPROF_FORCE_MISSING: unknown kernel feature '%.40s' (known: tp_btf, ns_pid, ringbuf, task_iter, task_storage, current_task_btf, task_pt_regs, bpf_loop, iter_task_pid, fallbacks)",
+			snprintf(err, errlen, "EBPFPROF_FORCE_MISSING: unknown kernel feature '%.40s' (known: tp_btf, ns_pid, ringbuf, task_iter, task_storage, current_task_btf, atomics, task_pt_regs, bpf_loop, iter_task_pid, fallbacks)",
 				 tok);
 			rc = -1;
 			break;

@@ -18,6 +18,7 @@ enum kernel_feature {
 	/* with a fallback */
 	KF_TASK_STORAGE,	/* task storage maps, 5.11 */
 	KF_CURRENT_TASK_BTF,	/* bpf_get_current_task_btf, 5.11 */
+	KF_ATOMICS,		/* BPF exchanges (xchg, cmpxchg), 5.12 */
 	KF_TASK_PT_REGS,	/* bpf_task_pt_regs, 5.15 */
 	KF_BPF_LOOP,		/* bpf_loop, 5.17 */
 	KF_ITER_TASK_PID,	/* task iterators of one process, 6.1 */

@@ -259,10 +259,17 @@ static int fit_to_kernel(struct session *s)
 {
 	struct ebpfprof_bpf *k = s->skel;
 	const struct kernel_features *kf = &s->kf;
-	int loop = kf->has[KF_BPF_LOOP];
+	int loop = kf->has[KF_BPF_LOOP], atomics = kf->has[KF_ATOMICS];
+	/* the switch: before 5.12 without exchanges (and bpf_loop, 5.17), else
+	 * with bpf_loop, else bounded */
+	struct bpf_program *sw = !atomics ? k->progs.offcpu_switch_plain : loop ?
+				 k->progs.offcpu_switch : k->progs.offcpu_switch_bounded;
+	struct bpf_link **sw_link = !atomics ? &k->links.offcpu_switch_plain : loop ?
+				    &k->links.offcpu_switch : &k->links.offcpu_switch_bounded;
+	struct bpf_program *switches[] = { k->progs.offcpu_switch, k->progs.offcpu_switch_bounded,
+					   k->progs.offcpu_switch_plain };
 	struct bpf_program *unused[] = {
 		loop ? k->progs.sample_on_cpu_bounded : k->progs.sample_on_cpu,
-		loop ? k->progs.offcpu_switch_bounded : k->progs.offcpu_switch,
 		loop ? k->progs.offcpu_stack_at_return_bounded : k->progs.offcpu_stack_at_return,
 		loop ? k->progs.gc_done_usdt_bounded : k->progs.gc_done_usdt,
 		loop ? k->progs.gc_done_uprobe_bounded : k->progs.gc_done_uprobe,
@@ -279,10 +286,15 @@ static int fit_to_kernel(struct session *s)
 		return -1;
 	for (i = 0; i < sizeof(unused) / sizeof(unused[0]); i++)
 		bpf_program__set_autoload(unused[i], false);
+	for (i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
+		bpf_program__set_autoload(switches[i], switches[i] == sw);
+	/* its exchanges would be refused: no drain, the totals go to the map */
+	if (!atomics)
+		bpf_program__set_autoload(k->progs.offcpu_drain_totals, false);
 	s->walk = (struct walkers){
 		.sample = loop ? k->progs.sample_on_cpu : k->progs.sample_on_cpu_bounded,
-		.sw = loop ? k->progs.offcpu_switch : k->progs.offcpu_switch_bounded,
-		.sw_link = loop ? &k->links.offcpu_switch : &k->links.offcpu_switch_bounded,
+		.sw = sw,
+		.sw_link = sw_link,
 		.stack_at_return = loop ? k->progs.offcpu_stack_at_return :
 					  k->progs.offcpu_stack_at_return_bounded,
 		.stack_at_return_link = loop ? &k->links.offcpu_stack_at_return :
@@ -426,7 +438,7 @@ static int attach_drain_iter(struct session *s, pid_t pid)
 
 	if (find_iter(s, pid))
 		return 0;
-	if (!s->thread_exit_attached || !s->kf.has[KF_TASK_STORAGE])
+	if (!s->thread_exit_attached || !s->kf.has[KF_TASK_STORAGE] || !s->kf.has[KF_ATOMICS])
 		return -1;
 	if (!s->kf.has[KF_ITER_TASK_PID]) {	/* one iterator drains every process */
 		if (!s->all_tasks_drain)
@@ -456,9 +468,9 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 	if (verbose_libbpf)
 		fprintf(stderr, "ebpfprof: off-CPU totals of %d: %s\n", pid, with_iter.totals_in_task ?
 			"per thread in task storage, drained by a task iterator" :
-			s->kf.has[KF_TASK_STORAGE] ?
-			"in a hash map (no task iterator for the process)" :
-			"in a hash map (no task storage in this kernel)");
+			!s->kf.has[KF_TASK_STORAGE] ? "in a hash map (no task storage in this kernel)" :
+			!s->kf.has[KF_ATOMICS] ? "in a hash map (no BPF exchanges in this kernel)" :
+			"in a hash map (no task iterator for the process)");
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY))
 		return -1;
 	/* a first drain gives every thread storage: the switch-in of one
