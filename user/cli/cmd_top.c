@@ -309,12 +309,13 @@ static void render(struct top_view *v)
 static void refresh(struct top_view *v)
 {
 	uint64_t counters[EP_CNT_MAX], end;
-	int n;
+	int n, polls;
 
-	/* everything up to now: the records in the ring, then the time so far
-	 * of the threads now off the CPU and the kernel's totals, which hold
-	 * the short runs and waits never sent one by one */
-	while (session_poll(v->session, 0) > 0)
+	/* everything up to now: the records in the ring (a bounded number of
+	 * passes: a target that fills it as fast as we read must not hold the
+	 * view), then the time so far of the threads now off the CPU and the
+	 * kernel's totals, which hold the short runs and waits never sent */
+	for (polls = 0; polls < 16 && session_poll(v->session, 0) > 0; polls++)
 		;
 	end = monotonic_ns();
 	session_cut_period(v->session, v->t->pid);
