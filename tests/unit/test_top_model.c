@@ -69,10 +69,19 @@ static void test_own_total_intervals(void **state)
 	assert_int_equal(p.threads[0].nsamples, 0);
 	assert_int_equal(fn(&m, f)->own_all, 10 * MS);
 
-	/* second second: only g; the wait that ended counts for its overlap */
+	/* second second: only g. The states are the kernel's totals (with the
+	 * exact pauses), not the samples nor the waits sent one by one: a wait
+	 * is in the totals of the interval it happened in, short runs and
+	 * waits too, and the on-CPU total is exact */
 	add(&p, 1, 1000 * MS, STATE_GC, 2, mod, g);
+	assert_int_equal(analysis_set_exact_gc(&a, 1), 0);
 	assert_int_equal(analysis_add(&a.waits, &wait), 0);
 	assert_int_equal(analysis_add(&a.gcs, &gc), 0);
+	assert_int_equal(analysis_add_totals(&a, 1, 2, STATE_IO, 0, 3, 900 * MS), 0);
+	assert_int_equal(analysis_add_totals(&a, 1, 2, STATE_ON_CPU, 0, 3, 100 * MS), 0);
+	assert_int_equal(analysis_add_totals(&a, 1, 1, STATE_ON_CPU, 0, 9, 600 * MS), 0);
+	assert_int_equal(analysis_add_totals(&a, 1, 1, STATE_GIL_WAIT, 0, 40, 350 * MS), 0);
+	assert_int_equal(analysis_add_totals(&a, 1, 1, STATE_PREEMPTED, 0, 50, 20 * MS), 0);
 	assert_int_equal(top_model_update(&m, &p, &a, 2000 * MS), 0);
 	assert_int_equal(fn(&m, f)->own_ns, 0);
 	assert_int_equal(fn(&m, f)->own_all, 10 * MS);
@@ -80,13 +89,22 @@ static void test_own_total_intervals(void **state)
 	assert_int_equal(fn(&m, g)->own_all, 20 * MS);
 	assert_int_equal(m.gc_window, 1);
 	assert_int_equal(m.gc_longest_window, 30 * MS);
+	assert_int_equal(m.nthreads, 2);
 	for (size_t i = 0; i < m.nthreads; i++) {
-		if (m.threads[i].tid == 2) {
-			assert_int_equal(m.threads[i].ns[STATE_IO], 500 * MS);
-			assert_int_equal(m.threads[i].all[STATE_IO], 1450 * MS);
+		const struct top_thread *t = &m.threads[i];
+
+		if (t->tid == 2) {
+			assert_int_equal(t->ns[STATE_IO], 900 * MS);
+			assert_int_equal(t->ns[STATE_ON_CPU], 100 * MS);
+			assert_int_equal(t->all[STATE_IO], 900 * MS);
 		} else {
-			assert_int_equal(m.threads[i].ns[STATE_GC], 10 * MS);
-			assert_int_equal(m.threads[i].all[STATE_ON_CPU], 20 * MS);
+			/* the pause's 30 ms on the CPU are GC's, not on-CPU's */
+			assert_int_equal(t->ns[STATE_GC], 30 * MS);
+			assert_int_equal(t->ns[STATE_ON_CPU], 570 * MS);
+			assert_int_equal(t->ns[STATE_GIL_WAIT], 350 * MS);
+			assert_int_equal(t->ns[STATE_PREEMPTED], 20 * MS);
+			/* the first second had no totals: its samples stand in */
+			assert_int_equal(t->all[STATE_ON_CPU], 20 * MS + 570 * MS);
 		}
 	}
 
@@ -112,7 +130,18 @@ static void test_own_total_intervals(void **state)
 	top_model_release(&m, &p, &a);
 	assert_int_equal(a.waits.n, 0);
 	assert_int_equal(a.gcs.n, 0);
+	assert_int_equal(a.ntotals, 0);
+	assert_true(analysis_gc_is_exact(&a, 1));
+	/* third second: a thread's totals count once, in their own interval */
+	assert_int_equal(analysis_add_totals(&a, 1, 2, STATE_IO, 0, 1, 1000 * MS), 0);
 	assert_int_equal(top_model_update(&m, &p, &a, 3000 * MS), 0);
+	for (size_t i = 0; i < m.nthreads; i++) {
+		const struct top_thread *t = &m.threads[i];
+
+		assert_int_equal(t->ns[STATE_ON_CPU], 0);
+		assert_int_equal(t->ns[STATE_IO], t->tid == 2 ? 1000 * MS : 0);
+		assert_int_equal(t->all[STATE_IO], t->tid == 2 ? 1900 * MS : 0);
+	}
 	assert_int_equal(fn(&m, g)->own_ns, 0);
 	assert_int_equal(fn(&m, g)->own_all, 20 * MS);
 	assert_int_equal(m.gc_all, 1);

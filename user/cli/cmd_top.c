@@ -197,9 +197,9 @@ static void add_python_threads(struct top_view *v)
 }
 
 /*
- * A thread the recording heard nothing from in the interval (no sample, no
- * wait that ended) spent all of it off the CPU, most likely as it is now:
- * blocked since before we started, or for longer than the interval. Its
+ * A thread the kernel counted no time for in the interval spent all of it
+ * off the CPU, blocked since before we started, where the kernel could not
+ * be told so (top inside a PID namespace: threads are not seeded). Its
  * state is read from /proc, as dump does, and shown as the whole interval.
  */
 static void fill_quiet_threads(struct top_view *v)
@@ -308,15 +308,23 @@ static void render(struct top_view *v)
 
 static void refresh(struct top_view *v)
 {
-	uint64_t counters[EP_CNT_MAX];
-	int n;
+	uint64_t counters[EP_CNT_MAX], end;
+	int n, polls;
 
+	/* everything up to now: the records in the ring (a bounded number of
+	 * passes: a target that fills it as fast as we read must not hold the
+	 * view), then the time so far of the threads now off the CPU and the
+	 * kernel's totals, which hold the short runs and waits never sent */
+	for (polls = 0; polls < 16 && session_poll(v->session, 0) > 0; polls++)
+		;
+	end = monotonic_ns();
+	session_cut_period(v->session, v->t->pid);
 	session_counters(v->session, counters);
 	v->lost = counters[EP_CNT_LOST];
 	n = py_thread_names(v->t->pid, &v->t->layout, v->t->interp_addr, v->names, MAX_NAMES);
 	v->nnames = n > 0 ? n : 0;
 	if (top_model_update(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec),
-			     monotonic_ns() - recorder_t0(&v->rec)))
+			     end - recorder_t0(&v->rec)))
 		die("out of memory");
 	top_model_release(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec));
 	fill_quiet_threads(v);
@@ -385,6 +393,7 @@ static void start(struct top_view *v, char *err)
 {
 	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
 	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event,
+				      .on_totals = recorder_on_totals,
 				      .next_lost_stack = recorder_next_lost_stack,
 				      .stack_of_blocked = blocked_stack_of };
 	int in_pidns;

@@ -103,42 +103,39 @@ static int take_samples(struct top_model *m, const struct profile *p)
 			if (j < m->sample_cursor[i] || s.state == STATE_IDLE)
 				continue;	/* taken by an earlier update */
 			take_sample(m, &s);
-			if (s.state < STATE_MAX) {
-				tt->ns[s.state] += s.weight_ns;
-				tt->all[s.state] += s.weight_ns;
-			}
 		}
 		m->sample_cursor[i] = t->nsamples;
 	}
 	return 0;
 }
 
-static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+/*
+ * Each thread's time in each state over the interval, as a recording of it
+ * would show it (analysis_thread_states): the kernel's exact totals, on-CPU
+ * and every off-CPU reason, however short the runs and waits, plus the GC
+ * pauses; the samples only where the kernel has no total. The caller has
+ * the kernel deliver its totals up to end_ns first (session_cut_period).
+ */
+static int take_states(struct top_model *m, const struct profile *p, const struct analysis *a)
 {
-	uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
-
-	return hi > lo ? hi - lo : 0;
-}
-
-/* Off-CPU intervals as they close: the part inside this interval counts
- * for it, all of it since the start. */
-static int take_waits(struct top_model *m, const struct analysis *a)
-{
-	const struct interval *iv;
+	struct thread_states *ts;
 	struct top_thread *tt;
+	size_t n = analysis_thread_states(a, p, &ts), i;
+	int j, rc = 0;
 
-	for (; m->wait_cursor < a->waits.n; m->wait_cursor++) {
-		iv = &a->waits.v[m->wait_cursor];
-		if (iv->state < 0 || iv->state >= STATE_MAX || iv->end_ns < iv->start_ns)
-			continue;
-		tt = top_model_thread(m, iv->pid, iv->tid);
-		if (!tt)
-			return -1;
-		tt->ns[iv->state] += overlap(iv->start_ns, iv->end_ns, m->window_start_ns,
-					     m->window_end_ns);
-		tt->all[iv->state] += iv->end_ns - iv->start_ns;
+	for (i = 0; i < n && !rc; i++) {
+		tt = top_model_thread(m, ts[i].pid, ts[i].tid);
+		if (!tt) {
+			rc = -1;
+			break;
+		}
+		for (j = 0; j < STATE_MAX; j++) {
+			tt->ns[j] += ts[i].ns[j];
+			tt->all[j] += ts[i].ns[j];
+		}
 	}
-	return 0;
+	free(ts);
+	return rc;
 }
 
 static void take_gcs(struct top_model *m, const struct analysis *a)
@@ -171,21 +168,10 @@ int top_model_update(struct top_model *m, const struct profile *p, const struct 
 		memset(m->threads[i].ns, 0, sizeof(m->threads[i].ns));
 	m->gc_window = 0;
 	m->gc_longest_window = 0;
-	if (grow_fns(m, p->nframes) || take_samples(m, p) || take_waits(m, a))
+	if (grow_fns(m, p->nframes) || take_samples(m, p) || take_states(m, p, a))
 		return -1;
 	take_gcs(m, a);
 	return 0;
-}
-
-static void release_intervals(struct interval_list *l, size_t *cursor)
-{
-	for (size_t i = 0; i < *cursor && i < l->n; i++)
-		free(l->v[i].frames);
-	/* intervals added after the update (none: the caller is single-threaded) stay */
-	if (l->n > *cursor)
-		memmove(l->v, l->v + *cursor, (l->n - *cursor) * sizeof(*l->v));
-	l->n -= *cursor;
-	*cursor = 0;
 }
 
 void top_model_release(struct top_model *m, struct profile *p, struct analysis *a)
@@ -199,8 +185,11 @@ void top_model_release(struct top_model *m, struct profile *p, struct analysis *
 		if (!profile_thread_forget(p, t, m->sample_cursor[i]))
 			m->sample_cursor[i] = 0;
 	}
-	release_intervals(&a->waits, &m->wait_cursor);
-	release_intervals(&a->gcs, &m->gc_cursor);
+	/* the collections and totals were all taken (the caller is
+	 * single-threaded: nothing came in since the update), and the waits
+	 * are in the totals: the next interval starts from none */
+	analysis_next_period(a);
+	m->gc_cursor = 0;
 }
 
 static const struct profile *sort_profile;

@@ -2,8 +2,9 @@
 /*
  * What `ebpfprof top` shows, computed from a live recording: per function
  * its own and total time over the last refresh interval and since the
- * start; per thread its time in each state; the GC pauses. Each refresh
- * takes only what the recorder added since the previous one.
+ * start; per thread its time in each state (the kernel's exact totals,
+ * as a recording shows them); the GC pauses. Each refresh takes only what
+ * the recorder added since the previous one.
  */
 #ifndef EP_TOP_MODEL_H
 #define EP_TOP_MODEL_H
@@ -36,7 +37,7 @@ struct top_model {
 	size_t nthreads, threads_cap;
 	size_t *sample_cursor;		/* per profile thread: samples taken */
 	size_t ncursors, cursors_cap;
-	size_t wait_cursor, gc_cursor;
+	size_t gc_cursor;
 	uint64_t window_start_ns, window_end_ns;	/* since the session start */
 	/* GC pauses */
 	unsigned long gc_window, gc_all;
@@ -46,11 +47,13 @@ struct top_model {
 void top_model_init(struct top_model *m);
 void top_model_free(struct top_model *m);
 /* Takes what p and a gained since the last call; the interval is
- * [previous end, end_ns), in ns since the session start. 0, or -1 (memory). */
+ * [previous end, end_ns), in ns since the session start, and a must hold
+ * the kernel's totals up to end_ns. 0, or -1 (memory). */
 int top_model_update(struct top_model *m, const struct profile *p, const struct analysis *a,
 		     uint64_t end_ns);
-/* Frees what the last update took from p and a: a live view runs for
- * hours, and keeps only its totals, not every sample and wait. */
+/* Frees what the last update took from p and a (samples, collections,
+ * waits, the kernel's totals): a live view runs for hours, and keeps only
+ * its own sums, not every sample and wait. */
 void top_model_release(struct top_model *m, struct profile *p, struct analysis *a);
 /* The thread (pid, tid), added with no time if new; NULL if out of memory.
  * The pointer is valid until the next call that may add a thread. */

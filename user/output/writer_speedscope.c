@@ -368,12 +368,24 @@ static int write_gc_stats(FILE *f, const struct analysis *a)
 	return err || fputs("]", f) < 0 ? -1 : 0;
 }
 
+/* 1 if the scheduler's probes timed the threads' runs (the kernel's totals
+ * hold on-CPU time): the states' on-CPU time is then exact, not sampled,
+ * and diff gives it no sampling noise. */
+static int on_cpu_exact(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->ntotals; i++)
+		if (a->totals[i].ns[STATE_ON_CPU])
+			return 1;
+	return 0;
+}
+
 static int write_ebpfprof(FILE *f, const struct profile *p, const struct writer_options *o)
 {
 	if (fputs(",\n\"ebpfprof\":{", f) < 0 || write_info(f, p, o ? o->info : NULL))
 		return -1;
 	if (o && o->analysis &&
-	    (write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis)))
+	    (fprintf(f, ",\"on_cpu_exact\":%s", on_cpu_exact(o->analysis) ? "true" : "false") < 0 ||
+	     write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis)))
 		return -1;
 	return fputs("}", f) < 0 ? -1 : 0;
 }
