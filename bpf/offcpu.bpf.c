@@ -175,10 +175,12 @@ static __always_inline void read_gil(const struct ep_proc_cfg *cfg, struct ep_gi
 
 	seen->holder = 0;
 	seen->switch_number = 0;
+	seen->locked = 0;
 	if (!cfg->gil_holder_addr || cfg->gil_holder_addr + 8 != cfg->gil_locked_addr ||
 	    bpf_probe_read_user(w, sizeof(w), (void *)cfg->gil_holder_addr))
 		return;
 	seen->holder = w[0];
+	seen->locked = (__u32)w[1];	/* an int */
 	seen->switch_number = w[2];
 }
 

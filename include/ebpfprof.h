@@ -335,7 +335,10 @@ struct ep_totals_key {
  * holder held the GIL the whole wait (a wait ends before the waiter takes
  * the GIL, so the last holder is still the one it waited behind). A
  * different one: the GIL changed hands during the wait, at a moment not
- * observed: the wait is counted as changed hands, not split by a guess.
+ * observed: the wait is counted as changed hands, not split by a guess;
+ * unless the GIL was free when the wait began, which is how CPython's forced
+ * switch waits (the thread that dropped the GIL on request waits until the
+ * requester has taken it): no thread held the GIL then, a hand-over.
  * A GIL wait's exact time, plain and behind a collection, is added under its
  * holder next to the thread's totals (EP_TK_BLAME totals), so the blame of a
  * thread adds up exactly to its GIL waits.
@@ -343,22 +346,23 @@ struct ep_totals_key {
 #define EP_TK_BLAME		(1u << 6)	/* a totals key of GIL blame: holder is set */
 #define EP_BLAME_UNKNOWN	0		/* holder not observed (no GIL address, unreadable) */
 #define EP_BLAME_CHANGED	1		/* the GIL changed hands during the wait */
+#define EP_BLAME_HANDOFF	2		/* the GIL was free, then taken by another */
 #define EP_BLAME_SLOTS		4		/* holders a thread's storage keeps between drains */
 
 struct ep_gil_seen {
 	__u64 holder;		/* gil.last_holder, 0: not read */
 	__u64 switch_number;	/* gil.switch_number */
+	__u64 locked;		/* gil.locked */
 };
 
 static inline __u64 ep_gil_blame(const struct ep_gil_seen *out, const struct ep_gil_seen *in)
 {
 	if (!out->holder || !in->holder)
 		return EP_BLAME_UNKNOWN;
-	if (out->holder != in->holder || out->switch_number != in->switch_number)
-		return EP_BLAME_CHANGED;
-	return out->holder;
+	if (out->holder == in->holder && out->switch_number == in->switch_number)
+		return out->holder;
+	return out->locked ? EP_BLAME_CHANGED : EP_BLAME_HANDOFF;
 }
-
 
 struct ep_totals {
 	__u64 count;

@@ -54,7 +54,56 @@ int gil_blame_add(struct gil_blame *b, const struct blame_chunk *c)
 
 const char *gil_blame_marker(int holder)
 {
+	if (holder == GB_HANDOFF)
+		return "[GIL handed over]";
 	return holder == GB_CHANGED ? "[GIL changed hands]" : "[GIL holder unknown]";
+}
+
+/* The one thread whose collections overlap [from, to) in pid; 0: none or several. */
+static int sole_collector(const struct interval_list *gcs, int pid, uint64_t from, uint64_t to)
+{
+	int tid = 0;
+	size_t i;
+
+	for (i = 0; gcs && i < gcs->n; i++) {
+		const struct interval *g = &gcs->v[i];
+
+		if (g->pid != pid || g->end_ns <= from || g->start_ns >= to)
+			continue;
+		if (tid && g->tid != tid)
+			return 0;
+		tid = g->tid;
+	}
+	return tid;
+}
+
+void gil_blame_name_collectors(struct gil_blame *b, const struct interval_list *gcs,
+			       struct interval_list *waits)
+{
+	size_t i;
+	int tid;
+
+	for (i = 0; waits && i < waits->n; i++) {
+		struct interval *w = &waits->v[i];
+
+		if (w->state != STATE_GIL_WAIT_GC || w->holder > 0)
+			continue;
+		tid = sole_collector(gcs, w->pid, w->start_ns, w->end_ns);
+		if (tid && tid != w->tid)
+			w->holder = tid;
+	}
+	for (i = 0; i < b->n; i++) {
+		struct blame_chunk *c = &b->v[i];
+
+		if (!c->gc || c->holder > 0)
+			continue;
+		tid = sole_collector(gcs, c->pid, c->at_ns > GB_WINDOW_BEFORE_NS ?
+				     c->at_ns - GB_WINDOW_BEFORE_NS : 0, c->at_ns + GB_WINDOW_AFTER_NS);
+		if (tid && tid != c->waiter) {
+			c->holder = tid;
+			c->tstate = 0;
+		}
+	}
 }
 
 /* What a holder did that a wait can be spread over. */
@@ -402,6 +451,8 @@ int gil_blame_settle(struct gil_blame *b, struct profile *p, const struct interv
 		const struct blame_chunk *c = &b->v[i];
 		struct holder_work w = { .p = p, .pid = c->pid, .holder = c->holder };
 
+		if (c->holder == GB_HANDOFF)
+			continue;	/* no thread held the GIL */
 		if (c->holder <= 0) {
 			rc = settle_unattributed(b, p, c);
 			continue;

@@ -20,6 +20,8 @@ struct interval_list;
 #define GB_UNKNOWN	0	/* not observed: no GIL address, an unreadable GIL,
 				 * a wait whose end was not seen, the waiter itself */
 #define GB_CHANGED	(-1)	/* the GIL changed hands during the wait */
+#define GB_HANDOFF	(-2)	/* the GIL was free, then taken by another (a forced
+				 * switch's drop): no holder, not in the holders' profile */
 
 /* A chunk's amounts are spread over the holder's samples from this long
  * before its drain to a little after (the waits of a chunk ended in the
@@ -81,6 +83,11 @@ struct blame_share {
  * unless p is NULL; *out malloc'ed (NULL when none). */
 size_t gil_blame_of(const struct gil_blame *b, const struct profile *p, int pid, int waiter,
 		    int gc, struct blame_share **out);
+/* Names the holder of unattributed waiting-for-GC chunks (and waits): the
+ * collector, when the process's collections around the chunk (during the
+ * wait) are all one thread's. */
+void gil_blame_name_collectors(struct gil_blame *b, const struct interval_list *gcs,
+			       struct interval_list *waits);
 /* The marker frame name of an unattributed holder. */
 const char *gil_blame_marker(int holder);
 

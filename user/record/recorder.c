@@ -473,6 +473,8 @@ static int holder_tid(struct recorder *r, int pid, int waiter, __u64 holder)
 
 	if (holder == EP_BLAME_CHANGED)
 		return GB_CHANGED;
+	if (holder == EP_BLAME_HANDOFF)
+		return GB_HANDOFF;
 	for (i = 0; p && holder != EP_BLAME_UNKNOWN && i < p->nthreads; i++)
 		if (p->threads[i].tstate == holder)
 			return p->threads[i].tid == waiter ? GB_UNKNOWN : p->threads[i].tid;
@@ -705,6 +707,7 @@ static void finish(struct recorder *r, uint64_t end_ns)
 	r->profile.start_monotonic_ns = r->t0_ns;
 	profile_sort(&r->profile);
 	name_late_holders(r);
+	gil_blame_name_collectors(&r->analysis.blame, &r->analysis.gcs, &r->analysis.waits);
 	if (gil_blame_settle(&r->analysis.blame, &r->profile, &r->analysis.gcs, &r->analysis.waits))
 		r->failed++;
 }
