@@ -255,7 +255,7 @@ static __always_inline int has_rseq(struct task_struct *task)
 static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
 				    const struct ep_proc_cfg *cfg, __u64 now);
 static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_offcpu_task *st,
-					  const struct ep_gil_seen *in);
+					  const struct ep_gil_seen *in, int taking);
 
 /* A GIL wait begins: the GIL now, for its blame (one read of the thread's
  * own memory, only for GIL waits). A wait whose end was not seen yet (the
@@ -268,7 +268,7 @@ static __always_inline void note_gil_out(struct task_struct *prev, struct ep_off
 
 	if (gil_wait || st->blame_ns[0] || st->blame_ns[1])
 		read_gil(cfg, &seen);
-	settle_blame(prev, st, &seen);
+	settle_blame(prev, st, &seen, 0);
 	st->gil_out = gil_wait ? seen : (struct ep_gil_seen){};
 }
 
@@ -432,10 +432,94 @@ static __always_inline void add_blame(struct task_struct *task, struct ep_offcpu
 	}
 }
 
+/* pid -> when waiters of its GIL went to take it, by the switch number
+ * their taking makes (4 latest): the moment of a hand-over, approximately
+ * (a waiter woken with another may lose the GIL to it). LRU: nothing
+ * deletes an entry. */
+struct ep_gil_handoffs {
+	__u64 switch_number[4];
+	__u64 ts[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct ep_gil_handoffs);
+} gil_handoffs SEC(".maps");
+
+static const struct ep_gil_handoffs no_handoffs;
+
+/* A waiter returns to take the GIL (in: as it is now): its switch number
+ * becomes in's + 1 about now. */
+static __always_inline void note_taking(__u32 pid, const struct ep_gil_seen *in, __u64 now)
+{
+	struct ep_gil_handoffs *h = bpf_map_lookup_elem(&gil_handoffs, &pid);
+	__u64 sn = in->switch_number + 1;
+
+	if (!in->holder)
+		return;
+	if (!h) {
+		bpf_map_update_elem(&gil_handoffs, &pid, &no_handoffs, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&gil_handoffs, &pid);
+		if (!h)
+			return;
+	}
+	h->switch_number[sn & 3] = sn;
+	h->ts[sn & 3] = now;
+}
+
+/* When the GIL went to the holder that made switch number sn; 0: not seen. */
+static __always_inline __u64 handoff_at(__u32 pid, __u64 sn)
+{
+	struct ep_gil_handoffs *h = bpf_map_lookup_elem(&gil_handoffs, &pid);
+
+	return h && h->switch_number[sn & 3] == sn ? h->ts[sn & 3] : 0;
+}
+
+/*
+ * A wait across exactly one hand-over whose moment a waiter's taking showed:
+ * the part before it to the holder at the start, the rest to the one at the
+ * end, the part behind a collection where it was (first, or last). 0 when
+ * it cannot be split.
+ */
+static __always_inline __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+static __always_inline int split_at_handoff(struct task_struct *task, struct ep_offcpu_task *st,
+					    const struct ep_gil_seen *in, const __u64 ns[2])
+{
+	__u64 at, before, a[2], b[2];
+
+	if (in->switch_number != st->gil_out.switch_number + 1 || !st->gil_out.locked)
+		return 0;
+	at = handoff_at(st->pid, in->switch_number);
+	if (at <= st->blame_start || at >= st->blame_end)
+		return 0;
+	before = at - st->blame_start;
+	/* constant indexes: the verifier refuses a variable one on the stack */
+	if (st->blame_gc_first) {
+		a[1] = min_u64(ns[1], before);
+		a[0] = min_u64(ns[0], before - a[1]);
+	} else {
+		a[0] = min_u64(ns[0], before);
+		a[1] = min_u64(ns[1], before - a[0]);
+	}
+	b[0] = ns[0] - a[0];
+	b[1] = ns[1] - a[1];
+	add_blame(task, st, st->gil_out.holder, a);
+	add_blame(task, st, in->holder, b);
+	count(EP_CNT_GIL_SPLIT);
+	return 1;
+}
+
 /* The GIL wait whose end is seen now (in: the GIL then) goes to its
- * holder; a record still waiting for its stack names it. Returns it. */
+ * holder(s); a record still waiting for its stack names the one at its
+ * end. taking: the waiter returns to take the GIL now. Returns the holder. */
 static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_offcpu_task *st,
-					  const struct ep_gil_seen *in)
+					  const struct ep_gil_seen *in, int taking)
 {
 	__u64 ns[2] = { st->blame_ns[0], st->blame_ns[1] }, holder;
 
@@ -443,7 +527,12 @@ static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_of
 		return EP_BLAME_UNKNOWN;
 	st->blame_ns[0] = st->blame_ns[1] = 0;
 	holder = ep_gil_blame(&st->gil_out, in);
-	add_blame(task, st, holder, ns);
+	if (holder == EP_BLAME_CHANGED && split_at_handoff(task, st, in, ns))
+		holder = in->holder;
+	else
+		add_blame(task, st, holder, ns);
+	if (taking)
+		note_taking(st->pid, in, st->blame_end);
 	if (st->pending.kind)
 		st->pending.holder = holder;
 	return holder;
@@ -546,6 +635,9 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 		gc_ns = len;
 	st->blame_ns[0] += len - gc_ns;
 	st->blame_ns[1] += gc_ns;
+	st->blame_start = st->off_ts;
+	st->blame_end = st->off_ts + len;
+	st->blame_gc_first = !!(st->flags & EP_IV_GC_FIRST);
 	if (st->flags & EP_IV_STACK_LATER)
 		return EP_BLAME_UNKNOWN;
 	if (prev->mm == next->mm) {
@@ -553,7 +645,7 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 		if (cfg)
 			read_gil(cfg, &in);
 	}
-	return settle_blame(next, st, &in);
+	return settle_blame(next, st, &in, 1);
 }
 
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
@@ -636,7 +728,7 @@ static __always_inline int stack_at_return(struct task_struct *t, int loop)
 		/* the GIL wait's end: the waiter has not taken the GIL yet */
 		if (cfg)
 			read_gil(cfg, &gil);
-		settle_blame(t, st, &gil);
+		settle_blame(t, st, &gil, 1);
 	}
 	if (!st->pending.kind)
 		return 0;
@@ -817,7 +909,7 @@ static __always_inline void exit_blame(struct task_struct *task, struct ep_offcp
 	__u64 n, ns;
 	int i, kind;
 
-	settle_blame(task, st, &none);
+	settle_blame(task, st, &none, 0);
 	for (i = 0; i < EP_BLAME_SLOTS; i++) {
 		for (kind = 0; kind < 2; kind++) {
 			t = &st->blame[i].t[kind];

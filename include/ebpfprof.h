@@ -413,6 +413,9 @@ struct ep_offcpu_task {
 	 * return to user mode, where its end is read (EP_IV_STACK_LATER) */
 	struct ep_gil_seen gil_out;
 	__u64 blame_ns[2];
+	__u64 blame_start, blame_end;	/* ... the wait they are of */
+	__u8 blame_gc_first;		/* ... whose part behind a collection came first */
+	__u8 blame_pad[7];
 	/* GIL blame not yet drained, per holder (see ep_gil_blame) */
 	struct ep_blame_slot blame[EP_BLAME_SLOTS];
 };
@@ -456,6 +459,7 @@ enum ep_counter {
 	EP_CNT_STACK_REUSED = 8,	/* switch-outs that reused the thread's last walk */
 	EP_CNT_STACK_LATER = 9,		/* stacks of sent intervals taken on return to user mode */
 	EP_CNT_STACK_LATER_LOST = 10,	/* ... sent without: a second record, or the thread's exit, came first */
+	EP_CNT_GIL_SPLIT = 11,		/* GIL waits split between two holders at a hand-over seen */
 	EP_CNT_MAX = 16,
 };
 
