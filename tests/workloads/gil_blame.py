@@ -1,6 +1,6 @@
 """Who held the GIL (issue 21). --mode two: "hog" holds the GIL in two
-pure-Python functions, tally_orders about 70% and audit_ledger about 30% of
-its time, while "loop" wakes every millisecond and waits for the GIL. The
+pure-Python functions, tally_orders about 70% (--share) and audit_ledger
+about 30% of its time, while "loop" wakes every millisecond and waits for the GIL. The
 truth is hog's own thread_time() per function.
 
 --mode three: "hog" (tally_orders) and "churner" (builds cyclic garbage over
@@ -143,9 +143,11 @@ def merged(spans):
 
 
 def main():
-    args = common.parse({"--mode": {"default": "two", "choices": ["two", "three"]}})
+    args = common.parse({"--mode": {"default": "two", "choices": ["two", "three"]},
+                         "--share": {"type": float, "default": 0.7,
+                                     "help": "hog's share of its time in tally_orders"}})
     three = args.mode == "three"
-    threads = [threading.Thread(target=hog, name="hog", args=(0.7 if not three else 0.9, three)),
+    threads = [threading.Thread(target=hog, name="hog", args=(args.share, three)),
                threading.Thread(target=loop, name="loop")]
     if three:
         threads.append(threading.Thread(target=churner, name="churner"))

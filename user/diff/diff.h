@@ -72,6 +72,7 @@ enum line_kind {
 	LINE_GC_TOTAL,		/* their total time */
 	LINE_SELF,		/* a function's self time */
 	LINE_TOTAL,		/* a function's total (inclusive) time */
+	LINE_HOLDER,		/* GIL waits behind a function its holder ran, per process */
 };
 
 enum verdict {
