@@ -6,10 +6,10 @@ truth is hog's own thread_time() per function.
 --mode three: "hog" (tally_orders) and "churner" (builds cyclic garbage over
 a large heap, so its allocations trigger collections while it holds the GIL)
 contend with "loop" for the GIL. The truth: each holder notes when it runs
-Python (a gap under HELD_GAP between two of its notes is one stretch of
-holding the GIL; its collections, from gc.callbacks, too), "loop" notes each
-wait (from its sleep's end to its return), and the overlap of loop's waits
-with each holder's stretches is how long loop waited behind it."""
+Python (notes less than HELD_GAP apart make one stretch; its collections,
+from gc.callbacks, are stretches too), "loop" notes each wait (from its
+sleep's end to its return), and at any moment of a wait the GIL is the
+thread's that noted last (see behind_whom)."""
 import bisect
 import gc
 import sys
@@ -28,6 +28,7 @@ cpu = {"tally_orders": 0.0, "audit_ledger": 0.0}
 gc_seconds = [0.0]
 gc_started = [0.0]
 waits = []          # loop's (start, end)
+loop_points = []    # when loop ran Python
 held = {}           # holder -> [[start, end], ...]
 
 
@@ -95,7 +96,6 @@ def churner():
     spans = held.setdefault("churner", [])
     while not stop.is_set():
         churn_once(2000, spans if measuring.is_set() else None)
-        time.sleep(0.0005)
     return keep
 
 
@@ -118,28 +118,32 @@ def loop():
         t1 = mono()
         if measuring.is_set():
             waits.append((t0 + SLEEP, t1))
+            loop_points.extend((t0, t1))
 
 
-def overlap(spans, a, b):
-    """Seconds of [a, b] inside the sorted, disjoint spans."""
-    starts = [s[0] for s in spans]
-    total = 0.0
-    i = max(bisect.bisect_right(starts, a) - 1, 0)
-    while i < len(spans) and spans[i][0] < b:
-        lo, hi = max(spans[i][0], a), min(spans[i][1], b)
-        total += max(hi - lo, 0.0)
-        i += 1
-    return total
-
-
-def merged(spans):
-    out = []
-    for s, e in sorted(spans):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
+def behind_whom(waits, held, loop_points):
+    """Seconds of loop's waits behind each thread: at any moment the GIL is
+    the thread's that last ran Python (noted it) before then, since the
+    next to take it notes at once; a holder preempted while it holds the GIL
+    keeps it (nobody else notes meanwhile)."""
+    marks = sorted([(t, who) for who, spans in held.items() for span in spans for t in span] +
+                   [(t, "loop") for t in loop_points])
+    times = [t for t, _ in marks]
+    behind = {}
+    for a, b in waits:
+        i = bisect.bisect_right(times, a) - 1
+        at = a
+        while True:
+            owner = marks[i][1] if i >= 0 else None
+            nxt = times[i + 1] if i + 1 < len(times) else b
+            end = min(nxt, b)
+            if owner and end > at:
+                behind[owner] = behind.get(owner, 0.0) + end - at
+            if nxt >= b:
+                break
+            at = max(at, nxt)
+            i += 1
+    return behind
 
 
 def main():
@@ -163,10 +167,7 @@ def main():
     stop.set()
     for t in threads:
         t.join()
-    behind = {}
-    for name, spans in held.items():
-        spans = merged(spans)
-        behind[name] = sum(overlap(spans, a, b) for a, b in waits if b > a)
+    behind = behind_whom([w for w in waits if w[1] > w[0]], held, loop_points)
     common.write_truth(args, {"cpu": cpu, "gc_seconds": gc_seconds[0], "wakes": len(waits),
                               "loop_wait_s": sum(b - a for a, b in waits if b > a),
                               "loop_behind_s": behind,

@@ -348,31 +348,44 @@ static uint64_t overlap(const struct item *it, uint64_t from, uint64_t to)
 	return hi > lo ? hi - lo : 0;
 }
 
+/* How far it is from [from, to): 0 when it overlaps. */
+static uint64_t distance(const struct item *it, uint64_t from, uint64_t to)
+{
+	if (it->end <= from)
+		return from - it->end + 1;
+	return it->start >= to ? it->start - to + 1 : 0;
+}
+
 /* The holder's stack during wait iv: its item overlapping the wait most (a
- * collection first for waiting-for-GC), else its last one in the 50 ms
- * before. */
+ * collection first for waiting-for-GC), else the nearest within a second. */
 static void wait_holder_stack(const struct holder_work *w, struct interval *iv)
 {
-	uint64_t lo = iv->start_ns > 50000000 ? iv->start_ns - 50000000 : 0, score, best_score = 0;
+	uint64_t from = iv->start_ns > 1000000000 ? iv->start_ns - 1000000000 : 0;
+	uint64_t until = iv->end_ns + 1000000000, score, best_score = 0, dist, best_dist = 0;
 	const struct item *best = NULL;
 	size_t i;
 	int pass, kinds;
 
 	for (pass = iv->state == STATE_GIL_WAIT_GC ? 0 : 1; pass < 2 && !best; pass++) {
 		kinds = pass ? IT_SAMPLES : IT_GC;
-		for (i = 0; i < w->nitems && w->items[i].start < iv->end_ns; i++) {
+		/* items start in order; one may reach from up to a second before */
+		for (i = first_from(w, from); i < w->nitems && w->items[i].start < until; i++) {
 			const struct item *it = &w->items[i];
 
-			if (!(it->kind & kinds) || it->end <= lo)
+			if (!(it->kind & kinds) || !it->nframes)
 				continue;
 			score = overlap(it, iv->start_ns, iv->end_ns);
-			if (!best || score > best_score || (score == best_score && it->end > best->end)) {
+			dist = distance(it, iv->start_ns, iv->end_ns);
+			if (!best || score > best_score || (!score && !best_score && dist < best_dist)) {
 				best = it;
 				best_score = score;
+				best_dist = dist;
 			}
 		}
+		if (!pass && best && !best_score)
+			best = NULL;	/* no collection during the wait: its samples */
 	}
-	if (!best || !best->nframes)
+	if (!best)
 		return;
 	iv->holder_frames = malloc(best->nframes * sizeof(*iv->holder_frames));
 	if (!iv->holder_frames)
