@@ -107,7 +107,7 @@ def on_gc(phase, info):
         gc_started[0] = now
     else:
         gc_seconds[0] += now - gc_started[0]
-        held["churner"].append([gc_started[0], now])
+        held.setdefault("churner", []).append([gc_started[0], now])
 
 
 def loop():
