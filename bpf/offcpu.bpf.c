@@ -526,6 +526,7 @@ static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_of
 	if (!ns[0] && !ns[1])
 		return EP_BLAME_UNKNOWN;
 	st->blame_ns[0] = st->blame_ns[1] = 0;
+	count(EP_CNT_GIL_BLAMED);
 	holder = ep_gil_blame(&st->gil_out, in);
 	if (holder == EP_BLAME_CHANGED && split_at_handoff(task, st, in, ns))
 		holder = in->holder;
