@@ -12,8 +12,10 @@ profiler pinned as in make bench.
 """
 import argparse
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,6 +45,11 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--output", default=str(run.ROOT / "build" / "bench" / "gil_blame_cost.json"))
     args = ap.parse_args()
+    # copies: a rebuild during the run changes nothing
+    bindir = Path(tempfile.mkdtemp(prefix="ebpfprof-gil-blame-"))
+    for side in ("base", "new"):
+        shutil.copy2(getattr(args, side), bindir / side)
+        setattr(args, side, str(bindir / side))
     target_cpu, ep_cpu = run.pinning()
     plain = run.bpf_figures
     run.bpf_figures = lambda s0, s1: dict(plain(s0, s1), counters={

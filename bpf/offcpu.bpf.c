@@ -167,17 +167,23 @@ static __always_inline int holder_collecting(const struct ep_proc_cfg *cfg)
 	return cfg->gc_collecting_addr && read_s32(cfg->gc_collecting_addr);
 }
 
+/* Where the GIL's last holder, flag and switch number are read from (in
+ * that order, 8 bytes apart, as in every version), 0: unknown. */
+static __always_inline __u64 gil_addr(const struct ep_proc_cfg *cfg)
+{
+	return cfg->gil_holder_addr + 8 == cfg->gil_locked_addr ? cfg->gil_holder_addr : 0;
+}
+
 /* The GIL's last holder and switch number (see ep_gil_blame), in one read
- * of the current task's memory; holder 0 when not known. */
-static __always_inline void read_gil(const struct ep_proc_cfg *cfg, struct ep_gil_seen *seen)
+ * at addr (gil_addr()) of the current task's memory; holder 0 when not known. */
+static __always_inline void read_gil(__u64 addr, struct ep_gil_seen *seen)
 {
 	__u64 w[3];
 
 	seen->holder = 0;
 	seen->switch_number = 0;
 	seen->locked = 0;
-	if (!cfg->gil_holder_addr || cfg->gil_holder_addr + 8 != cfg->gil_locked_addr ||
-	    bpf_probe_read_user(w, sizeof(w), (void *)cfg->gil_holder_addr))
+	if (!addr || bpf_probe_read_user(w, sizeof(w), (void *)addr))
 		return;
 	seen->holder = w[0];
 	seen->locked = (__u32)w[1];	/* an int */
@@ -267,9 +273,11 @@ static __always_inline void note_gil_out(struct task_struct *prev, struct ep_off
 	int gil_wait = st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC;
 
 	if (gil_wait || st->blame_ns[0] || st->blame_ns[1])
-		read_gil(cfg, &seen);
+		read_gil(gil_addr(cfg), &seen);
 	settle_blame(prev, st, &seen, 0);
 	st->gil_out = gil_wait ? seen : (struct ep_gil_seen){};
+	/* where its end reads the GIL, without the process's configuration */
+	st->gil_addr = gil_wait ? gil_addr(cfg) : 0;
 }
 
 static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop)
@@ -432,38 +440,48 @@ static __always_inline void add_blame(struct task_struct *task, struct ep_offcpu
 	}
 }
 
-/* pid -> when waiters of its GIL went to take it, by the switch number
- * their taking makes (4 latest): the moment of a hand-over, approximately
- * (a waiter woken with another may lose the GIL to it). LRU: nothing
- * deletes an entry. */
+/* Per process (slot pid % EP_HANDOFF_SLOTS, the pid in it): when waiters
+ * of its GIL went to take it, by the switch number their taking makes (4
+ * latest): the moment of a hand-over, approximately (a waiter woken with
+ * another may lose the GIL to it). An array: its lookup is inlined, where a
+ * hash lookup on every GIL wait cost ~50 ns. Two processes sharing a slot
+ * take it from each other (a split then not made). */
+#define EP_HANDOFF_SLOTS	1024
+
 struct ep_gil_handoffs {
+	__u32 pid;
+	__u32 pad;
 	__u64 switch_number[4];
 	__u64 ts[4];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 256);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EP_HANDOFF_SLOTS);
 	__type(key, __u32);
 	__type(value, struct ep_gil_handoffs);
 } gil_handoffs SEC(".maps");
 
-static const struct ep_gil_handoffs no_handoffs;
+static __always_inline struct ep_gil_handoffs *handoffs_of(__u32 pid)
+{
+	__u32 slot = pid % EP_HANDOFF_SLOTS;
+
+	return bpf_map_lookup_elem(&gil_handoffs, &slot);
+}
 
 /* A waiter returns to take the GIL (in: as it is now): its switch number
  * becomes in's + 1 about now. */
 static __always_inline void note_taking(__u32 pid, const struct ep_gil_seen *in, __u64 now)
 {
-	struct ep_gil_handoffs *h = bpf_map_lookup_elem(&gil_handoffs, &pid);
+	struct ep_gil_handoffs *h = handoffs_of(pid);
 	__u64 sn = in->switch_number + 1;
 
-	if (!in->holder)
+	if (!in->holder || !h)
 		return;
-	if (!h) {
-		bpf_map_update_elem(&gil_handoffs, &pid, &no_handoffs, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&gil_handoffs, &pid);
-		if (!h)
-			return;
+	if (h->pid != pid) {
+		h->pid = pid;
+		h->switch_number[0] = h->switch_number[1] = 0;
+		h->switch_number[2] = h->switch_number[3] = 0;
 	}
 	h->switch_number[sn & 3] = sn;
 	h->ts[sn & 3] = now;
@@ -472,9 +490,9 @@ static __always_inline void note_taking(__u32 pid, const struct ep_gil_seen *in,
 /* When the GIL went to the holder that made switch number sn; 0: not seen. */
 static __always_inline __u64 handoff_at(__u32 pid, __u64 sn)
 {
-	struct ep_gil_handoffs *h = bpf_map_lookup_elem(&gil_handoffs, &pid);
+	struct ep_gil_handoffs *h = handoffs_of(pid);
 
-	return h && h->switch_number[sn & 3] == sn ? h->ts[sn & 3] : 0;
+	return h && h->pid == pid && h->switch_number[sn & 3] == sn ? h->ts[sn & 3] : 0;
 }
 
 /*
@@ -627,7 +645,6 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 						struct ep_offcpu_task *st, __u64 len, __u64 gc_ns)
 {
 	struct ep_gil_seen in = {};
-	struct ep_proc_cfg *cfg;
 
 	if ((st->reason != EP_OFF_GIL && st->reason != EP_OFF_GIL_GC) ||
 	    (st->flags & EP_IV_OWN_GC))
@@ -641,11 +658,8 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 	st->blame_gc_first = !!(st->flags & EP_IV_GC_FIRST);
 	if (st->flags & EP_IV_STACK_LATER)
 		return EP_BLAME_UNKNOWN;
-	if (prev->mm == next->mm) {
-		cfg = bpf_map_lookup_elem(&procs, &st->pid);
-		if (cfg)
-			read_gil(cfg, &in);
-	}
+	if (prev->mm == next->mm)
+		read_gil(st->gil_addr, &in);
 	return settle_blame(next, st, &in, 1);
 }
 
@@ -724,15 +738,14 @@ static __always_inline int stack_at_return(struct task_struct *t, int loop)
 
 	if (!st || !(st->pending.kind || st->blame_ns[0] || st->blame_ns[1]) || !is_current(t))
 		return 0;
-	cfg = bpf_map_lookup_elem(&procs, &st->pid);
 	if (st->blame_ns[0] || st->blame_ns[1]) {
 		/* the GIL wait's end: the waiter has not taken the GIL yet */
-		if (cfg)
-			read_gil(cfg, &gil);
+		read_gil(st->gil_addr, &gil);
 		settle_blame(t, st, &gil, 1);
 	}
 	if (!st->pending.kind)
 		return 0;
+	cfg = bpf_map_lookup_elem(&procs, &st->pid);
 	if (cfg) {
 		note_stack(cfg, st, st->pid, st->tid, bpf_ktime_get_ns(), loop);
 		st->pending.stack_id = st->stack_id;

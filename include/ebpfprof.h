@@ -416,6 +416,7 @@ struct ep_offcpu_task {
 	__u64 blame_start, blame_end;	/* ... the wait they are of */
 	__u8 blame_gc_first;		/* ... whose part behind a collection came first */
 	__u8 blame_pad[7];
+	__u64 gil_addr;			/* where the wait's end reads the GIL, 0: nowhere */
 	/* GIL blame not yet drained, per holder (see ep_gil_blame) */
 	struct ep_blame_slot blame[EP_BLAME_SLOTS];
 };

@@ -47,7 +47,8 @@ def exact_sum(t, kind):
 def test_waits_go_to_the_holder_and_what_it_ran(interp_name, workloads, out, tmp_path):
     interp = require_interpreter(interp_name)
     # ~1000 samples of hog: its split is known to a few points
-    w, path, log, err = record(workloads, tmp_path, out, interp, extra=("-r", "997"))
+    w, path, log, err = record(workloads, tmp_path, out, interp,
+                               extra=("-r", "997", "--wait-threshold", "1"))
     truth = w.truth()
     hog, loop = str(truth["threads"]["hog"]), truth["threads"]["loop"]
     prof = Profile(path)

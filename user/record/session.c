@@ -542,16 +542,19 @@ static int task_io(struct session *s, pid_t pid, void (*fn)(void *arg, const voi
 
 /* The GIL of pid as the kernel reads it (see ep_gil_blame); holder 0 when
  * it cannot be read. */
-static struct ep_gil_seen gil_now(struct session *s, pid_t pid)
+static struct ep_gil_seen gil_now(struct session *s, pid_t pid, uint64_t *addr)
 {
 	struct ep_gil_seen seen = { 0 };
 	struct ep_proc_cfg cfg;
 	__u32 key = pid;
 	uint64_t w[3];
 
+	*addr = 0;
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &key, &cfg) ||
-	    !cfg.gil_holder_addr || cfg.gil_holder_addr + 8 != cfg.gil_locked_addr ||
-	    remote_read(pid, cfg.gil_holder_addr, w, sizeof(w)))
+	    !cfg.gil_holder_addr || cfg.gil_holder_addr + 8 != cfg.gil_locked_addr)
+		return seen;
+	*addr = cfg.gil_holder_addr;
+	if (remote_read(pid, cfg.gil_holder_addr, w, sizeof(w)))
 		return seen;
 	seen.holder = w[0];
 	seen.locked = (uint32_t)w[1];
@@ -564,13 +567,15 @@ int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task 
 	struct ep_task_op op = { .op = EP_TASK_SEED, .seed = *st };
 	__u32 key = tid;
 	/* the GC clock as the kernel would have read it at the switch-out */
-	uint64_t clock = 0;
+	uint64_t clock = 0, addr;
 
 	gc_clock_now(s, st->pid, st->off_ts, &clock);
 	op.seed.gc_clock_out = clock;
 	/* its holder: the one now, as though it had begun to wait now */
-	if (st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC)
-		op.seed.gil_out = gil_now(s, st->pid);
+	if (st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC) {
+		op.seed.gil_out = gil_now(s, st->pid, &addr);
+		op.seed.gil_addr = addr;
+	}
 	/* a thread gone meanwhile leaves its operation unused: nothing to seed */
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_task_ops), &key, &op, BPF_ANY) ||
 	    task_io(s, st->pid, NULL, NULL)) {
@@ -585,7 +590,8 @@ int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task 
 static void deliver_blame(struct session *s, const struct ep_offcpu_task *st, uint64_t plain_ns,
 			  uint64_t gc_ns)
 {
-	struct ep_gil_seen now = gil_now(s, st->pid);
+	uint64_t addr;
+	struct ep_gil_seen now = gil_now(s, st->pid, &addr);
 	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .flags = EP_TK_BLAME,
 				     .holder = ep_gil_blame(&st->gil_out, &now) };
 	struct ep_totals val = { 1, 0 };
