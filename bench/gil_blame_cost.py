@@ -43,6 +43,7 @@ def main():
     ap.add_argument("--base", required=True, help="an ebpfprof built without the GIL blame")
     ap.add_argument("--new", default=str(run.ROOT / "ebpfprof"))
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--cases", default="ping-pong,GIL waits", help="which, comma-separated")
     ap.add_argument("--output", default=str(run.ROOT / "build" / "bench" / "gil_blame_cost.json"))
     args = ap.parse_args()
     # copies: a rebuild during the run changes nothing
@@ -59,12 +60,14 @@ def main():
     run.STATS["on"] = True
     cases = (("ping-pong", "pingpong.py", ["--round-trips", 40000]),
              ("GIL waits", "gil_pingpong.py", ["--wakes", 1000]))
+    cases = [c for c in cases if c[0] in args.cases.split(",")]
     results = {case: {"base": [], "new": []} for case, _, _ in cases}
     try:
         for case, script, wargs in cases:
             for rep in range(args.reps):
                 for side in ("base", "new"):
                     run.EBPFPROF = Path(getattr(args, side))
+                    run.STATS_SYSCTL.write_text("1\n")     # in case another run turned it off
                     res = run.session(run.DEBIAN_PY, script, wargs, [None, (["-r", "1"], ep_cpu)],
                                       target_cpu=target_cpu, label=f"{case} {side} {rep + 1}")
                     results[case][side].append(figures(*res))

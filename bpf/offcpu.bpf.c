@@ -495,17 +495,17 @@ static __always_inline __u64 handoff_at(__u32 pid, __u64 sn)
 	return h && h->pid == pid && h->switch_number[sn & 3] == sn ? h->ts[sn & 3] : 0;
 }
 
+static __always_inline __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
 /*
  * A wait across exactly one hand-over whose moment a waiter's taking showed:
  * the part before it to the holder at the start, the rest to the one at the
  * end, the part behind a collection where it was (first, or last). 0 when
  * it cannot be split.
  */
-static __always_inline __u64 min_u64(__u64 a, __u64 b)
-{
-	return a < b ? a : b;
-}
-
 static __always_inline int split_at_handoff(struct task_struct *task, struct ep_offcpu_task *st,
 					    const struct ep_gil_seen *in, const __u64 ns[2])
 {

@@ -1048,6 +1048,9 @@ void session_print_summary(struct session *s, FILE *f)
 		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
 		(unsigned long long)c[EP_CNT_STACK_LATER],
 		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
+	if (c[EP_CNT_GIL_BLAMED])
+		fprintf(f, "ebpfprof: GIL waits: %llu put on their holder in the kernel, %llu of them split where the GIL changed hands\n",
+			(unsigned long long)c[EP_CNT_GIL_BLAMED], (unsigned long long)c[EP_CNT_GIL_SPLIT]);
 	if (c[EP_CNT_STACK_LATER_LOST])
 		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode, or exited)\n",
 			(unsigned long long)c[EP_CNT_STACK_LATER_LOST]);
