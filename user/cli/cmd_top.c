@@ -274,7 +274,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 		const struct top_holder *h = &m->holders[i];
 
 		if (!shown++)
-			put_line(v, cols, "%-7s %-18s %7s  %s", "TID", "GIL WAIT behind", "%", "holder, running");
+			put_line(v, cols, "%-7s %-18s %7s  %s", "TID", "WAITING FOR GIL", "%", "BEHIND (holder, running)");
 		snprintf(waiter, sizeof(waiter), "%s", thread_name(v, h->waiter, comm, sizeof(comm)));
 		if (h->holder > 0)
 			snprintf(holder, sizeof(holder), "%d %s", h->holder,
@@ -430,7 +430,9 @@ static void run_loop(struct top_view *v)
 static void start(struct top_view *v, char *err)
 {
 	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
+	/* on_totals: the GIL blame comes with the kernel's totals */
 	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event,
+				      .on_totals = recorder_on_totals,
 				      .next_lost_stack = recorder_next_lost_stack,
 				      .stack_of_blocked = blocked_stack_of };
 	int in_pidns;
