@@ -140,3 +140,15 @@ def test_diff_reports_a_change_of_holder_function(workloads, out, tmp_path):
     js = run_ebpfprof("diff", "--json", *paths, check=True).stdout
     lines = {(l["function"], l["verdict"]) for l in json.loads(js)["gil_holders"]}
     assert ("audit_ledger", "grew") in lines and ("tally_orders", "shrank") in lines, lines
+
+
+def test_top_shows_who_held_the_gil(workloads, tmp_path):
+    interp = require_interpreter("debian-3.11")
+    w = workloads(interp, "gil_blame.py", seconds=8, truth=str(tmp_path / "truth.json"))
+    time.sleep(0.5)
+    res = run_ebpfprof("top", "--pid", w.pid, "-d", 3, check=True)
+    # (the workload's threads are named once it has started them)
+    hog = re.findall(r"^(\d+)\s+hog\s", res.stdout, re.M)
+    assert hog, res.stdout
+    assert re.search(rf"^\d+\s+loop\s+\d+\.\d%\s+{hog[-1]} hog in (tally_orders|audit_ledger) \(",
+                     res.stdout, re.M), res.stdout
