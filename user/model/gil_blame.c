@@ -134,6 +134,7 @@ struct holder_work {
 	struct sample *samples;		/* the holder's, decoded (frames: the profile's) */
 	struct { int waiter, gc; } *slots;	/* the (waiter, gc) pairs blaming it */
 	size_t nslots, slots_cap;
+	int merged;			/* one slot per kind for every waiter (too many) */
 	double *acc;			/* [item][slot] */
 	double *unplaced;		/* [slot]: no item to spread over */
 };
@@ -249,6 +250,8 @@ static size_t slot_of(struct holder_work *w, int waiter, int gc)
 {
 	size_t i;
 
+	if (w->merged)
+		waiter = 0;
 	for (i = 0; i < w->nslots; i++)
 		if (w->slots[i].waiter == waiter && w->slots[i].gc == gc)
 			return i;
@@ -273,7 +276,8 @@ static int add_stack(struct gil_blame *b, const struct blame_stack *bs, const ui
 	memcpy(frames, head, nhead * sizeof(*frames));
 	if (nbody)
 		memcpy(frames + nhead, body, nbody * sizeof(*frames));
-	memcpy(frames + nhead + nbody, tail, ntail * sizeof(*frames));
+	if (ntail)
+		memcpy(frames + nhead + nbody, tail, ntail * sizeof(*frames));
 	out = &b->stacks[b->nstacks++];
 	*out = *bs;
 	out->frames = frames;
@@ -405,6 +409,14 @@ static int settle_holder(struct gil_blame *b, struct holder_work *w, const struc
 		if (b->v[i].pid == w->pid && b->v[i].holder == w->holder &&
 		    slot_of(w, b->v[i].waiter, b->v[i].gc) == (size_t)-1)
 			return -1;
+	/* a holder many threads waited behind, over a long recording: its
+	 * stacks for all of them at once (waiter 0), in bounded memory */
+	if (w->nslots > 2 && w->nitems * w->nslots > GB_MAX_CELLS) {
+		w->merged = 1;
+		w->nslots = 0;
+		if (slot_of(w, 0, 0) == (size_t)-1 || slot_of(w, 0, 1) == (size_t)-1)
+			return -1;
+	}
 	w->acc = calloc(w->nitems * w->nslots + 1, sizeof(*w->acc));
 	w->unplaced = calloc(w->nslots + 1, sizeof(*w->unplaced));
 	if (!w->acc || !w->unplaced)
@@ -443,35 +455,43 @@ static int settle_unattributed(struct gil_blame *b, struct profile *p, const str
 	return add_stack(b, &bs, &marker, 1, NULL, 0, NULL, 0);
 }
 
-static int holder_done(const struct gil_blame *b, size_t upto, int pid, int holder)
+/* Whether (pid, holder) is among done[0..n), else adds it; -1: no memory. */
+static int holder_done(struct blame_chunk **done, size_t *n, size_t *cap, const struct blame_chunk *c)
 {
 	size_t i;
 
-	for (i = 0; i < upto; i++)
-		if (b->v[i].pid == pid && b->v[i].holder == holder)
+	for (i = 0; i < *n; i++)
+		if ((*done)[i].pid == c->pid && (*done)[i].holder == c->holder)
 			return 1;
+	if (grow_array((void **)done, cap, *n + 1, sizeof(**done)))
+		return -1;
+	(*done)[(*n)++] = *c;
 	return 0;
 }
 
 int gil_blame_settle(struct gil_blame *b, struct profile *p, const struct interval_list *gcs,
 		     struct interval_list *waits)
 {
-	size_t i;
-	int rc = 0;
+	struct blame_chunk *done = NULL;
+	size_t i, ndone = 0, done_cap = 0;
+	int rc = 0, seen;
 
 	free_stacks(b);
+	/* unattributed time first: its few marker stacks are found among few */
+	for (i = 0; i < b->n && !rc; i++)
+		if (b->v[i].holder <= 0 && b->v[i].holder != GB_HANDOFF)
+			rc = settle_unattributed(b, p, &b->v[i]);
 	for (i = 0; i < b->n && !rc; i++) {
 		const struct blame_chunk *c = &b->v[i];
 		struct holder_work w = { .p = p, .pid = c->pid, .holder = c->holder };
 
-		if (c->holder == GB_HANDOFF)
-			continue;	/* no thread held the GIL */
-		if (c->holder <= 0) {
-			rc = settle_unattributed(b, p, c);
+		if (c->holder <= 0)
+			continue;	/* above; a hand-over: no thread held the GIL */
+		seen = holder_done(&done, &ndone, &done_cap, c);
+		if (seen) {
+			rc = seen < 0 ? -1 : 0;
 			continue;
 		}
-		if (holder_done(b, i, c->pid, c->holder))
-			continue;
 		rc = settle_holder(b, &w, gcs, waits);
 		free(w.items);
 		free(w.samples);
@@ -479,6 +499,7 @@ int gil_blame_settle(struct gil_blame *b, struct profile *p, const struct interv
 		free(w.acc);
 		free(w.unplaced);
 	}
+	free(done);
 	return rc;
 }
 
@@ -530,7 +551,8 @@ static void top_frame(const struct gil_blame *b, const struct profile *p, struct
 		const struct blame_stack *s = &b->stacks[i];
 		uint32_t frame;
 
-		if (s->pid != pid || s->waiter != waiter || s->holder != sh->holder ||
+		/* waiter 0: every waiter's (a holder with too many, see settle_holder) */
+		if (s->pid != pid || (s->waiter != waiter && s->waiter) || s->holder != sh->holder ||
 		    s->gc != gc || !python_leaf(p, s, &frame))
 			continue;
 		if (GROW_ARRAY(v, cap, n + 1))

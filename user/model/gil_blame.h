@@ -29,6 +29,10 @@ struct interval_list;
 #define GB_WINDOW_BEFORE_NS	100000000ull
 #define GB_WINDOW_AFTER_NS	10000000ull
 
+/* Most (item, waiter) cells a holder's spread keeps per waiter (8 bytes
+ * each): past it, its stacks are kept for all its waiters at once. */
+#define GB_MAX_CELLS		(16u << 20)
+
 struct blame_chunk {
 	int pid, waiter;
 	int holder;		/* the holder's tid, or GB_* */
@@ -42,7 +46,7 @@ struct blame_chunk {
  * the holder thread, then its Python stack ([GC gen N] on top when
  * collecting); a marker alone for unattributed time. */
 struct blame_stack {
-	int pid, waiter, holder, gc;
+	int pid, waiter, holder, gc;	/* waiter 0: every waiter's (see GB_MAX_CELLS) */
 	uint32_t *frames;
 	uint32_t nframes;
 	double ns;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "atomic_file.h"
+#include "grow.h"
 #include "json.h"
 #include "printable.h"
 #include "report.h"
@@ -181,27 +182,34 @@ static void print_shares(FILE *f, const struct profile *p, int pid, const struct
 		fprintf(f, ", %zu more", shown - max);
 }
 
-static int waiter_seen(const struct gil_blame *b, size_t i)
+/* Whether chunk c's waiter is among seen[0..n), else adds it (a few
+ * threads, where the chunks are one per drain); -1: no memory. */
+static int waiter_seen(const struct blame_chunk *c, struct blame_chunk **seen, size_t *n,
+		       size_t *cap)
 {
 	size_t j;
 
-	for (j = 0; j < i; j++)
-		if (b->v[j].pid == b->v[i].pid && b->v[j].waiter == b->v[i].waiter)
+	for (j = 0; j < *n; j++)
+		if ((*seen)[j].pid == c->pid && (*seen)[j].waiter == c->waiter)
 			return 1;
+	if (GROW_ARRAY(*seen, *cap, *n + 1))
+		return -1;
+	(*seen)[(*n)++] = *c;
 	return 0;
 }
 
 void report_gil_blame(FILE *f, const struct analysis *a, const struct profile *p)
 {
 	const struct gil_blame *b = &a->blame;
+	struct blame_chunk *seen = NULL;
 	struct blame_share *v;
 	char name[SHOWN_MAX];
-	size_t i, j, n;
+	size_t i, j, n, nseen = 0, seen_cap = 0;
 	uint64_t total;
 	int gc, header = 0;
 
 	for (i = 0; i < b->n; i++) {
-		if (waiter_seen(b, i))
+		if (waiter_seen(&b->v[i], &seen, &nseen, &seen_cap))
 			continue;
 		for (gc = 0; gc < 2; gc++) {
 			n = gil_blame_of(b, p, b->v[i].pid, b->v[i].waiter, gc, &v);
@@ -219,6 +227,7 @@ void report_gil_blame(FILE *f, const struct analysis *a, const struct profile *p
 			free(v);
 		}
 	}
+	free(seen);
 }
 
 void report_summary(FILE *f, const struct recording_summary *s)

@@ -227,14 +227,17 @@ static int write_thread(FILE *f, const struct profile *p,
 	return err ? -1 : 0;
 }
 
-/* Whether process pid's holder profile is written already (stacks before i). */
-static int holders_written(const struct gil_blame *b, size_t i)
+/* Whether pid is among done[0..n) (a few processes), else adds it. */
+static int holders_written(int pid, int **done, size_t *n, size_t *cap)
 {
 	size_t j;
 
-	for (j = 0; j < i; j++)
-		if (b->stacks[j].pid == b->stacks[i].pid)
+	for (j = 0; j < *n; j++)
+		if ((*done)[j] == pid)
 			return 1;
+	if (GROW_ARRAY(*done, *cap, *n + 1))
+		return -1;
+	(*done)[(*n)++] = pid;
 	return 0;
 }
 
@@ -278,12 +281,15 @@ static int write_holders(FILE *f, const struct profile *p, const struct gil_blam
 
 static int write_holder_profiles(FILE *f, const struct profile *p, const struct analysis *a)
 {
-	size_t i;
+	size_t i, n = 0, cap = 0;
+	int *done = NULL, seen, err = 0;
 
-	for (i = 0; a && i < a->blame.nstacks; i++)
-		if (!holders_written(&a->blame, i) && write_holders(f, p, &a->blame, a->blame.stacks[i].pid))
-			return -1;
-	return 0;
+	for (i = 0; a && !err && i < a->blame.nstacks; i++) {
+		seen = holders_written(a->blame.stacks[i].pid, &done, &n, &cap);
+		err = seen < 0 || (!seen && write_holders(f, p, &a->blame, a->blame.stacks[i].pid));
+	}
+	free(done);
+	return err ? -1 : 0;
 }
 
 static int write_profiles(const struct profile *p, const struct analysis *a, FILE *f)
