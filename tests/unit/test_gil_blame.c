@@ -15,19 +15,13 @@
 
 #define MS 1000000ull
 
-static void add(struct profile *p, int tid, uint64_t start, int gil, uint32_t n, ...)
+/* A 10 ms on-CPU sample of thread tid of process 1 in `leaf`, called by `caller`. */
+static void add(struct profile *p, int tid, uint64_t start, int gil, uint32_t caller, uint32_t leaf)
 {
+	uint32_t frames[2] = { caller, leaf };
 	struct sample s = { .start_ns = start, .weight_ns = 10 * MS, .state = STATE_ON_CPU,
-			    .holds_gil = (uint8_t)gil };
-	uint32_t frames[8];
-	va_list ap;
+			    .holds_gil = (uint8_t)gil, .frames = frames, .nframes = 2 };
 
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++)
-		frames[i] = va_arg(ap, uint32_t);
-	va_end(ap);
-	s.frames = frames;
-	s.nframes = n;
 	assert_int_equal(profile_add_sample(p, profile_thread(p, 1, tid), &s), 0);
 }
 
@@ -71,8 +65,8 @@ static void test_spread_adds_up(void **state)
 	/* the holder, 2: 3 samples in tally for 1 in audit holding the GIL, and
 	 * one not holding it (in idle: not what made anyone wait) */
 	for (int i = 0; i < 12; i++)
-		add(&p, 2, i * 10 * MS, 1, 2, run, i % 4 == 3 ? g : f);
-	add(&p, 2, 125 * MS, 0, 2, run, h);
+		add(&p, 2, i * 10 * MS, 1, run, i % 4 == 3 ? g : f);
+	add(&p, 2, 125 * MS, 0, run, h);
 	profile_thread(&p, 1, 3);
 	/* thread 3 waited behind 2, in two drains; and once while it changed
 	 * hands, and once while it was handed over */
@@ -125,7 +119,7 @@ static void test_gc_wait_goes_to_the_collector(void **state)
 	analysis_init(&a);
 	run = profile_frame(&p, "run", "a.py", 1, FRAME_PYTHON);
 	churn = profile_frame(&p, "churn", "a.py", 7, FRAME_PYTHON);
-	add(&p, 4, 20 * MS, 1, 2, run, churn);
+	add(&p, 4, 20 * MS, 1, run, churn);
 	stack[0] = run;
 	stack[1] = churn;
 	gc.frames = stack;
