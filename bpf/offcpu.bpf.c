@@ -44,6 +44,8 @@
 #include "pystack.bpf.h"
 
 #define TASK_UNINTERRUPTIBLE	0x2
+/* one load or store the compiler keeps, in order (the drain runs on another CPU) */
+#define EP_ONCE(x)		(*(volatile typeof(x) *)&(x))
 #define PF_EXITING		0x4
 
 /* Set by the loader: intervals at least this long are sent whole... */
@@ -165,6 +167,29 @@ static __always_inline int holder_collecting(const struct ep_proc_cfg *cfg)
 	return cfg->gc_collecting_addr && read_s32(cfg->gc_collecting_addr);
 }
 
+/* Where the GIL's last holder, flag and switch number are read from (in
+ * that order, 8 bytes apart, as in every version), 0: unknown. */
+static __always_inline __u64 gil_addr(const struct ep_proc_cfg *cfg)
+{
+	return cfg->gil_holder_addr + 8 == cfg->gil_locked_addr ? cfg->gil_holder_addr : 0;
+}
+
+/* The GIL's last holder and switch number (see ep_gil_blame), in one read
+ * at addr (gil_addr()) of the current task's memory; holder 0 when not known. */
+static __always_inline void read_gil(__u64 addr, struct ep_gil_seen *seen)
+{
+	__u64 w[3];
+
+	seen->holder = 0;
+	seen->switch_number = 0;
+	seen->locked = 0;
+	if (!addr || bpf_probe_read_user(w, sizeof(w), (void *)addr))
+		return;
+	seen->holder = w[0];
+	seen->locked = (__u32)w[1];	/* an int */
+	seen->switch_number = w[2];
+}
+
 /* The thread's innermost frame: through the PyThreadState its storage
  * remembers while that still names this thread (one read for both), else
  * through the shared lookup. 0 for none. */
@@ -235,6 +260,25 @@ static __always_inline int has_rseq(struct task_struct *task)
 
 static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
 				    const struct ep_proc_cfg *cfg, __u64 now, int atomics);
+static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_offcpu_task *st,
+					  const struct ep_gil_seen *in, int taking);
+
+/* A GIL wait begins: the GIL now, for its blame (one read of the thread's
+ * own memory, only for GIL waits). A wait whose end was not seen yet (the
+ * thread blocked again before it returned to user mode) ends here. */
+static __always_inline void note_gil_out(struct task_struct *prev, struct ep_offcpu_task *st,
+					 const struct ep_proc_cfg *cfg)
+{
+	struct ep_gil_seen seen = {};
+	int gil_wait = st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC;
+
+	if (gil_wait || st->blame_ns[0] || st->blame_ns[1])
+		read_gil(gil_addr(cfg), &seen);
+	settle_blame(prev, st, &seen, 0);
+	st->gil_out = gil_wait ? seen : (struct ep_gil_seen){};
+	/* where its end reads the GIL, without the process's configuration */
+	st->gil_addr = gil_wait ? gil_addr(cfg) : 0;
+}
 
 static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop,
 					  int atomics)
@@ -268,6 +312,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, st->off_ts) : 0;
 	if (!clock && st->reason == EP_OFF_GIL && holder_collecting(cfg))
 		st->reason = EP_OFF_GIL_GC;
+	note_gil_out(prev, st, cfg);
 	/* gc_running is filled by the probes, which keep the clock: no
 	 * collection running in the process, none of this thread's either */
 	if (clock && (*clock & EP_GC_RUNNING)) {
@@ -290,12 +335,9 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 /* Adds to offcpu_totals: the totals of exiting threads and of processes
  * without a drain iterator; a hash update (~0.12 us here), kept off the
  * common path. */
-static __always_inline void add_total_map(const struct ep_offcpu_task *st, __u8 reason,
-					  __u8 own_gc, __u64 n, __u64 ns)
+static __always_inline void add_key_map(const struct ep_totals_key *key, __u64 n, __u64 ns)
 {
-	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .reason = reason,
-				     .flags = own_gc ? EP_IV_OWN_GC : 0 };
-	struct ep_totals *t = bpf_map_lookup_elem(&offcpu_totals, &key), fresh = { n, ns };
+	struct ep_totals *t = bpf_map_lookup_elem(&offcpu_totals, key), fresh = { n, ns };
 
 	if (t) {
 		__sync_fetch_and_add(&t->count, n);
@@ -303,15 +345,34 @@ static __always_inline void add_total_map(const struct ep_offcpu_task *st, __u8 
 		return;
 	}
 	/* a racing first update on another CPU: add to the one that won */
-	if (!bpf_map_update_elem(&offcpu_totals, &key, &fresh, BPF_NOEXIST))
+	if (!bpf_map_update_elem(&offcpu_totals, key, &fresh, BPF_NOEXIST))
 		return;
-	t = bpf_map_lookup_elem(&offcpu_totals, &key);
+	t = bpf_map_lookup_elem(&offcpu_totals, key);
 	if (!t) {
 		count(EP_CNT_MAP_FULL);
 		return;
 	}
 	__sync_fetch_and_add(&t->count, n);
 	__sync_fetch_and_add(&t->ns, ns);
+}
+
+static __always_inline void add_total_map(const struct ep_offcpu_task *st, __u8 reason,
+					  __u8 own_gc, __u64 n, __u64 ns)
+{
+	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .reason = reason,
+				     .flags = own_gc ? EP_IV_OWN_GC : 0 };
+
+	add_key_map(&key, n, ns);
+}
+
+/* GIL blame (kind 0: plain GIL wait, 1: behind a collection) to the map. */
+static __always_inline void add_blame_map(const struct ep_offcpu_task *st, __u64 holder, int kind,
+					  __u64 n, __u64 ns)
+{
+	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .flags = EP_TK_BLAME,
+				     .reason = kind ? EP_OFF_GIL_GC : EP_OFF_GIL, .holder = holder };
+
+	add_key_map(&key, n, ns);
 }
 
 /* Into the thread's own storage: two atomic adds. Adds, not plain stores,
@@ -330,6 +391,171 @@ static __always_inline void add_total(struct task_struct *task, struct ep_offcpu
 	t = &st->totals[own_gc][reason];
 	__sync_fetch_and_add(&t->count, 1);
 	__sync_fetch_and_add(&t->ns, ns);
+}
+
+static __always_inline int blame_slot_empty(const struct ep_blame_slot *b)
+{
+	return !b->t[0].count && !b->t[0].ns && !b->t[1].count && !b->t[1].ns;
+}
+
+/* The holder's slot in the thread's storage: its own, else one without
+ * time (the drain reads a slot's time before its holder, and takes a slot's
+ * time out only after reading both, so a slot it reads as holding time
+ * keeps its holder until then). NULL when all are taken: the map then. */
+static __always_inline struct ep_blame_slot *blame_slot(struct ep_offcpu_task *st, __u64 holder)
+{
+	int i;
+
+	for (i = 0; i < EP_BLAME_SLOTS; i++)
+		if (st->blame[i].holder == holder)
+			return &st->blame[i];
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		if (blame_slot_empty(&st->blame[i])) {
+			EP_ONCE(st->blame[i].holder) = holder;
+			return &st->blame[i];
+		}
+	}
+	return NULL;
+}
+
+/* Adds a GIL wait's time, plain (ns[0]) and behind a collection (ns[1]),
+ * under its holder: in the thread's storage as its totals are, else (an
+ * exiting thread, a process without a drain iterator, slots full) the map. */
+static __always_inline void add_blame(struct task_struct *task, struct ep_offcpu_task *st,
+				      __u64 holder, const __u64 ns[2])
+{
+	struct ep_blame_slot *slot = NULL;
+	int kind;
+
+	if (st->totals_in_task && !(task->flags & PF_EXITING))
+		slot = blame_slot(st, holder);
+	for (kind = 0; kind < 2; kind++) {
+		if (!ns[kind])
+			continue;
+		if (!slot) {
+			add_blame_map(st, holder, kind, 1, ns[kind]);
+			continue;
+		}
+		__sync_fetch_and_add(&slot->t[kind].count, 1);
+		__sync_fetch_and_add(&slot->t[kind].ns, ns[kind]);
+	}
+}
+
+/* Per process (slot pid % EP_HANDOFF_SLOTS, the pid in it): when waiters
+ * of its GIL went to take it, by the switch number their taking makes (4
+ * latest): the moment of a hand-over, approximately (a waiter woken with
+ * another may lose the GIL to it). An array: its lookup is inlined, where a
+ * hash lookup on every GIL wait cost ~50 ns. Two processes sharing a slot
+ * take it from each other (a split then not made). */
+#define EP_HANDOFF_SLOTS	1024
+
+struct ep_gil_handoffs {
+	__u32 pid;
+	__u32 pad;
+	__u64 switch_number[4];
+	__u64 ts[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EP_HANDOFF_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ep_gil_handoffs);
+} gil_handoffs SEC(".maps");
+
+static __always_inline struct ep_gil_handoffs *handoffs_of(__u32 pid)
+{
+	__u32 slot = pid % EP_HANDOFF_SLOTS;
+
+	return bpf_map_lookup_elem(&gil_handoffs, &slot);
+}
+
+/* A waiter returns to take the GIL (in: as it is now): its switch number
+ * becomes in's + 1 about now. */
+static __always_inline void note_taking(__u32 pid, const struct ep_gil_seen *in, __u64 now)
+{
+	struct ep_gil_handoffs *h = handoffs_of(pid);
+	__u64 sn = in->switch_number + 1;
+
+	if (!in->holder || !h)
+		return;
+	if (h->pid != pid) {
+		h->pid = pid;
+		h->switch_number[0] = h->switch_number[1] = 0;
+		h->switch_number[2] = h->switch_number[3] = 0;
+	}
+	h->switch_number[sn & 3] = sn;
+	h->ts[sn & 3] = now;
+}
+
+/* When the GIL went to the holder that made switch number sn; 0: not seen. */
+static __always_inline __u64 handoff_at(__u32 pid, __u64 sn)
+{
+	struct ep_gil_handoffs *h = handoffs_of(pid);
+
+	return h && h->pid == pid && h->switch_number[sn & 3] == sn ? h->ts[sn & 3] : 0;
+}
+
+static __always_inline __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * A wait across exactly one hand-over whose moment a waiter's taking showed:
+ * the part before it to the holder at the start, the rest to the one at the
+ * end, the part behind a collection where it was (first, or last). 0 when
+ * it cannot be split.
+ */
+static __always_inline int split_at_handoff(struct task_struct *task, struct ep_offcpu_task *st,
+					    const struct ep_gil_seen *in, const __u64 ns[2])
+{
+	__u64 at, before, a[2], b[2];
+
+	if (in->switch_number != st->gil_out.switch_number + 1 || !st->gil_out.locked)
+		return 0;
+	at = handoff_at(st->pid, in->switch_number);
+	if (at <= st->blame_start || at >= st->blame_end)
+		return 0;
+	before = at - st->blame_start;
+	/* constant indexes: the verifier refuses a variable one on the stack */
+	if (st->blame_gc_first) {
+		a[1] = min_u64(ns[1], before);
+		a[0] = min_u64(ns[0], before - a[1]);
+	} else {
+		a[0] = min_u64(ns[0], before);
+		a[1] = min_u64(ns[1], before - a[0]);
+	}
+	b[0] = ns[0] - a[0];
+	b[1] = ns[1] - a[1];
+	add_blame(task, st, st->gil_out.holder, a);
+	add_blame(task, st, in->holder, b);
+	count(EP_CNT_GIL_SPLIT);
+	return 1;
+}
+
+/* The GIL wait whose end is seen now (in: the GIL then) goes to its
+ * holder(s); a record still waiting for its stack names the one at its
+ * end. taking: the waiter returns to take the GIL now. Returns the holder. */
+static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_offcpu_task *st,
+					  const struct ep_gil_seen *in, int taking)
+{
+	__u64 ns[2] = { st->blame_ns[0], st->blame_ns[1] }, holder;
+
+	if (!ns[0] && !ns[1])
+		return EP_BLAME_UNKNOWN;
+	st->blame_ns[0] = st->blame_ns[1] = 0;
+	count(EP_CNT_GIL_BLAMED);
+	holder = ep_gil_blame(&st->gil_out, in);
+	if (holder == EP_BLAME_CHANGED && split_at_handoff(task, st, in, ns))
+		holder = in->holder;
+	else
+		add_blame(task, st, holder, ns);
+	if (taking)
+		note_taking(st->pid, in, st->blame_end);
+	if (st->pending.kind)
+		st->pending.holder = holder;
+	return holder;
 }
 
 /* The start of a run whose switch-in was not seen (the thread had no
@@ -384,12 +610,12 @@ static __always_inline void send_record(struct ep_offcpu_record *rec)
 /* Sent whole when long, else with probability len/period (weight period):
  * now, or on the thread's return to user mode when its stack is taken then. */
 static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u64 len,
-				       __u64 gc_ns)
+				       __u64 gc_ns, __u64 holder)
 {
 	struct ep_offcpu_record rec = {
 		.kind = EP_EV_OFFCPU, .pid = st->pid, .tid = st->tid, .reason = st->reason,
 		.flags = st->flags, .gc_gen = st->gc_gen, .start_ts = st->off_ts, .end_ts = now,
-		.weight_ns = len, .gc_ns = gc_ns, .stack_id = st->stack_id,
+		.weight_ns = len, .gc_ns = gc_ns, .stack_id = st->stack_id, .holder = holder,
 	};
 
 	if (len >= ep_offcpu_exact_ns || len >= ep_offcpu_period_ns) {
@@ -413,10 +639,40 @@ static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u
 	send_record(&rec);
 }
 
-static __always_inline void on_switch_in(struct task_struct *next, __u64 *now_once)
+/*
+ * A GIL wait ends: its time goes to the holder once the GIL is read again,
+ * in the waiter's own address space: on its return to user mode when its
+ * stack is taken then (EP_IV_STACK_LATER), else now if the thread leaving
+ * the CPU (whose memory a read here reaches) is of the same process, else
+ * not at all (holder unknown). Returns the holder if decided now.
+ */
+static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct task_struct *next,
+						struct ep_offcpu_task *st, __u64 len, __u64 gc_ns)
+{
+	struct ep_gil_seen in = {};
+
+	if ((st->reason != EP_OFF_GIL && st->reason != EP_OFF_GIL_GC) ||
+	    (st->flags & EP_IV_OWN_GC))
+		return EP_BLAME_UNKNOWN;
+	if (st->reason == EP_OFF_GIL_GC)
+		gc_ns = len;
+	st->blame_ns[0] += len - gc_ns;
+	st->blame_ns[1] += gc_ns;
+	st->blame_start = st->off_ts;
+	st->blame_end = st->off_ts + len;
+	st->blame_gc_first = !!(st->flags & EP_IV_GC_FIRST);
+	if (st->flags & EP_IV_STACK_LATER)
+		return EP_BLAME_UNKNOWN;
+	if (prev->mm == next->mm)
+		read_gil(st->gil_addr, &in);
+	return settle_blame(next, st, &in, 1);
+}
+
+static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
+					 __u64 *now_once)
 {
 	struct ep_offcpu_task *st = task_state_get(next, 0);
-	__u64 now, len, gc_ns = 0, *clock;
+	__u64 now, len, gc_ns = 0, *clock, holder;
 
 	if (!st)
 		return;
@@ -437,7 +693,8 @@ static __always_inline void on_switch_in(struct task_struct *next, __u64 *now_on
 	if (len > gc_ns)
 		add_total(next, st, st->reason, len - gc_ns);
 	count(EP_CNT_OFFCPU);
-	maybe_send(st, now, len, gc_ns);
+	holder = blame_at_switch_in(prev, next, st, len, gc_ns);
+	maybe_send(st, now, len, gc_ns, holder);
 	st->off_ts = 0;
 }
 
@@ -448,7 +705,7 @@ int BPF_PROG(name, bool preempt, struct task_struct *prev, struct task_struct *n
 	__u64 now = 0;									\
 											\
 	on_switch_out(prev, &now, loop, atomics);					\
-	on_switch_in(next, &now);							\
+	on_switch_in(prev, next, &now);						\
 	return 0;									\
 }
 
@@ -476,9 +733,17 @@ static __always_inline int is_current(struct task_struct *t)
 static __always_inline int stack_at_return(struct task_struct *t, int loop)
 {
 	struct ep_offcpu_task *st = task_state_get(t, 0);
+	struct ep_gil_seen gil = {};
 	struct ep_proc_cfg *cfg;
 
-	if (!st || !st->pending.kind || !is_current(t))
+	if (!st || !(st->pending.kind || st->blame_ns[0] || st->blame_ns[1]) || !is_current(t))
+		return 0;
+	if (st->blame_ns[0] || st->blame_ns[1]) {
+		/* the GIL wait's end: the waiter has not taken the GIL yet */
+		read_gil(st->gil_addr, &gil);
+		settle_blame(t, st, &gil, 1);
+	}
+	if (!st->pending.kind)
 		return 0;
 	cfg = bpf_map_lookup_elem(&procs, &st->pid);
 	if (cfg) {
@@ -577,6 +842,32 @@ static __always_inline void count_running(struct task_struct *task, struct ep_of
 		__sync_fetch_and_add(&st->totals[0][EP_TOTAL_ON_CPU].ns, now - from);
 }
 
+/* Takes out the thread's GIL blame as EP_TK_BLAME records: a slot's time
+ * read before its holder (see blame_slot). */
+static __always_inline void drain_blame(struct seq_file *seq, struct ep_offcpu_task *st,
+					struct ep_totals_entry *e)
+{
+	struct ep_totals *t;
+	int i, kind;
+
+	e->key.flags = EP_TK_BLAME;
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		for (kind = 0; kind < 2; kind++) {
+			t = &st->blame[i].t[kind];
+			e->val.count = EP_ONCE(t->count);
+			e->val.ns = EP_ONCE(t->ns);
+			if (!e->val.count && !e->val.ns)
+				continue;
+			e->key.holder = EP_ONCE(st->blame[i].holder);
+			e->key.reason = kind ? EP_OFF_GIL_GC : EP_OFF_GIL;
+			if (bpf_seq_write(seq, e, sizeof(*e)))
+				return;
+			__sync_fetch_and_add(&t->count, -e->val.count);
+			__sync_fetch_and_add(&t->ns, -e->val.ns);
+		}
+	}
+}
+
 /* Takes out the totals of one thread as ep_totals_entry records: each
  * subtracted once written, so what a switch-in adds meanwhile stays for the
  * next drain. Userspace reads at most EP_DRAIN_READ_BYTES at a time, so one
@@ -619,7 +910,32 @@ int offcpu_drain_totals(struct bpf_iter__task *ctx)
 			__sync_fetch_and_add(&t->ns, -e.val.ns);
 		}
 	}
+	drain_blame(ctx->meta->seq, st, &e);
 	return 0;
+}
+
+/* An exiting thread's GIL blame to the map; a wait whose end was not seen
+ * goes to no holder. */
+static __always_inline void exit_blame(struct task_struct *task, struct ep_offcpu_task *st)
+{
+	struct ep_gil_seen none = {};
+	struct ep_totals *t;
+	__u64 n, ns;
+	int i, kind;
+
+	settle_blame(task, st, &none, 0);
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		for (kind = 0; kind < 2; kind++) {
+			t = &st->blame[i].t[kind];
+			n = EP_ONCE(t->count);
+			ns = EP_ONCE(t->ns);
+			if (!n && !ns)
+				continue;
+			__sync_fetch_and_add(&t->count, -n);
+			__sync_fetch_and_add(&t->ns, -ns);
+			add_blame_map(st, st->blame[i].holder, kind, n, ns);
+		}
+	}
 }
 
 /* A thread exits: its storage goes with it, so its totals go to the map,
@@ -647,6 +963,7 @@ int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 			add_total_map(st, reason, own, n, ns);
 		}
 	}
+	exit_blame(task, st);
 	if (st->pending.kind) {
 		count(EP_CNT_STACK_LATER_LOST);
 		send_record(&st->pending);
@@ -687,7 +1004,8 @@ SEC("iter/task")
 int offcpu_task_io(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
-	struct ep_task_dump head = { 0 };
+	/* struct ep_task_dump's head (the whole is more than a BPF stack) */
+	struct { __u32 tid, pad; } head = { 0 };
 	struct ep_offcpu_task *st;
 	struct ep_task_op *op;
 	__u32 tid;
@@ -706,7 +1024,8 @@ int offcpu_task_io(struct bpf_iter__task *ctx)
 	if (!st)
 		return 0;
 	head.tid = tid;
-	if (!bpf_seq_write(ctx->meta->seq, &head, offsetof(struct ep_task_dump, st)))
+	_Static_assert(sizeof(head) == __builtin_offsetof(struct ep_task_dump, st), "dump head");
+	if (!bpf_seq_write(ctx->meta->seq, &head, sizeof(head)))
 		bpf_seq_write(ctx->meta->seq, st, sizeof(*st));
 	return 0;
 }

@@ -21,7 +21,8 @@
 #define EP_WAKEUP_BYTES		(EP_RINGBUF_BYTES / 4)
 #define EP_DRAIN_MS		50
 /* One read() of the totals' drain iterator: far below the kernel's iterator
- * buffer (8 pages), so one task's records (at most 16) always fit after it. */
+ * buffer (8 pages), so one task's records (at most 16 totals and 8 of GIL
+ * blame, 40 bytes each) always fit after it. */
 #define EP_DRAIN_READ_BYTES	8192
 /* Bytes of one interpreter frame read in a single probe read. */
 #define EP_FRAME_READ_MAX	128
@@ -305,6 +306,7 @@ struct ep_offcpu_record {
 	__u64 weight_ns;
 	__u64 gc_ns;		/* of a GIL wait: the part behind a collection */
 	__u64 stack_id;		/* 0: not walked (preempted) */
+	__u64 holder;		/* of a GIL wait: ep_gil_blame(), the holder's PyThreadState */
 };
 
 /* Exact time per thread and reason, summed in the kernel and drained by
@@ -316,9 +318,51 @@ struct ep_totals_key {
 	__u32 pid;
 	__u32 tid;
 	__u8 reason;		/* enum ep_offcpu_reason */
-	__u8 flags;		/* EP_IV_OWN_GC or 0 */
+	__u8 flags;		/* EP_IV_OWN_GC or 0; EP_TK_BLAME */
 	__u8 pad[6];
+	__u64 holder;		/* with EP_TK_BLAME: ep_gil_blame() of the waits; else 0 */
 };
+
+/*
+ * Who held the GIL during a GIL wait ("blame"). The GIL's last holder and
+ * its switch number (incremented by every change of holder: take_gil bumps
+ * it only when the taker is not the last holder) sit side by side after
+ * each other in every version (last_holder, locked, switch_number: 8 bytes
+ * apart), read in one probe read at the waiter's switch-out and again once
+ * the wait ends, in the waiter's own address space: on its return to user
+ * mode (rseq_update), or at the switch-in when the thread switched out is of
+ * the same process. The same holder and switch number at both ends: that
+ * holder held the GIL the whole wait (a wait ends before the waiter takes
+ * the GIL, so the last holder is still the one it waited behind). A
+ * different one: the GIL changed hands during the wait, at a moment not
+ * observed: the wait is counted as changed hands, not split by a guess;
+ * unless the GIL was free when the wait began, which is how CPython's forced
+ * switch waits (the thread that dropped the GIL on request waits until the
+ * requester has taken it): no thread held the GIL then, a hand-over.
+ * A GIL wait's exact time, plain and behind a collection, is added under its
+ * holder next to the thread's totals (EP_TK_BLAME totals), so the blame of a
+ * thread adds up exactly to its GIL waits.
+ */
+#define EP_TK_BLAME		(1u << 6)	/* a totals key of GIL blame: holder is set */
+#define EP_BLAME_UNKNOWN	0		/* holder not observed (no GIL address, unreadable) */
+#define EP_BLAME_CHANGED	1		/* the GIL changed hands during the wait */
+#define EP_BLAME_HANDOFF	2		/* the GIL was free, then taken by another */
+#define EP_BLAME_SLOTS		4		/* holders a thread's storage keeps between drains */
+
+struct ep_gil_seen {
+	__u64 holder;		/* gil.last_holder, 0: not read */
+	__u64 switch_number;	/* gil.switch_number */
+	__u64 locked;		/* gil.locked */
+};
+
+static inline __u64 ep_gil_blame(const struct ep_gil_seen *out, const struct ep_gil_seen *in)
+{
+	if (!out->holder || !in->holder)
+		return EP_BLAME_UNKNOWN;
+	if (out->holder == in->holder && out->switch_number == in->switch_number)
+		return out->holder;
+	return out->locked ? EP_BLAME_CHANGED : EP_BLAME_HANDOFF;
+}
 
 struct ep_totals {
 	__u64 count;
@@ -328,6 +372,12 @@ struct ep_totals {
 struct ep_totals_entry {
 	struct ep_totals_key key;
 	struct ep_totals val;
+};
+
+/* A GIL holder's share of a thread's GIL waits: [0] plain, [1] behind a collection. */
+struct ep_blame_slot {
+	__u64 holder;		/* ep_gil_blame(); a slot with no time may be taken by another */
+	struct ep_totals t[2];
 };
 
 /*
@@ -358,6 +408,17 @@ struct ep_offcpu_task {
 	 * drained: taken out by the drain iterator, or at the thread's exit
 	 * into offcpu_totals */
 	struct ep_totals totals[2][EP_TOTAL_KINDS];
+	/* a GIL wait: the GIL as the switch-out saw it, and the wait's time
+	 * (plain, behind a collection) whose holder is decided on the thread's
+	 * return to user mode, where its end is read (EP_IV_STACK_LATER) */
+	struct ep_gil_seen gil_out;
+	__u64 blame_ns[2];
+	__u64 blame_start, blame_end;	/* ... the wait they are of */
+	__u8 blame_gc_first;		/* ... whose part behind a collection came first */
+	__u8 blame_pad[7];
+	__u64 gil_addr;			/* where the wait's end reads the GIL, 0: nowhere */
+	/* GIL blame not yet drained, per holder (see ep_gil_blame) */
+	struct ep_blame_slot blame[EP_BLAME_SLOTS];
 };
 
 /*
@@ -399,6 +460,8 @@ enum ep_counter {
 	EP_CNT_STACK_REUSED = 8,	/* switch-outs that reused the thread's last walk */
 	EP_CNT_STACK_LATER = 9,		/* stacks of sent intervals taken on return to user mode */
 	EP_CNT_STACK_LATER_LOST = 10,	/* ... sent without: a second record, or the thread's exit, came first */
+	EP_CNT_GIL_SPLIT = 11,		/* GIL waits split between two holders at a hand-over seen */
+	EP_CNT_GIL_BLAMED = 12,		/* GIL waits whose holder was settled in the kernel */
 	EP_CNT_MAX = 16,
 };
 

@@ -249,6 +249,51 @@ static void render_threads(struct top_view *v, int cols, double window_ns)
 	}
 }
 
+#define TOP_HOLDER_LINES	5
+
+static int by_holder_ns(const void *x, const void *y)
+{
+	const struct top_holder *a = x, *b = y;
+
+	return a->ns < b->ns ? 1 : a->ns > b->ns ? -1 : 0;
+}
+
+/* Who held the GIL while threads waited (last interval), and what it ran;
+ * returns the lines written. */
+static int render_holders(struct top_view *v, int cols, double window_ns)
+{
+	const struct profile *p = recorder_profile(&v->rec);
+	struct top_model *m = &v->model;
+	char waiter[64], holder[128], comm[64], what[512];
+	const struct frame_info *fr;
+	size_t i;
+	int shown = 0;
+
+	qsort(m->holders, m->nholders, sizeof(*m->holders), by_holder_ns);
+	for (i = 0; i < m->nholders && shown < TOP_HOLDER_LINES && m->holders[i].ns; i++) {
+		const struct top_holder *h = &m->holders[i];
+
+		if (!shown++)
+			put_line(v, cols, "%-7s %-18s %7s  %s", "TID", "WAITING FOR GIL", "%", "BEHIND (holder, running)");
+		snprintf(waiter, sizeof(waiter), "%s", thread_name(v, h->waiter, comm, sizeof(comm)));
+		if (h->holder > 0)
+			snprintf(holder, sizeof(holder), "%d %s", h->holder,
+				 thread_name(v, h->holder, comm, sizeof(comm)));
+		else
+			snprintf(holder, sizeof(holder), "%s", gil_blame_marker(h->holder));
+		fr = h->has_frame && h->frame < p->nframes ? &p->frames[h->frame] : NULL;
+		if (fr && fr->file)
+			snprintf(what, sizeof(what), "%s in %s (%s:%d)", holder, fr->name, fr->file, fr->line);
+		else
+			snprintf(what, sizeof(what), "%s", holder);
+		put_line(v, cols, "%-7d %-18.18s %6.1f%%  %s", h->waiter, waiter,
+			 window_ns > 0 ? 100.0 * h->ns / window_ns : 0.0, what);
+	}
+	if (shown)
+		put_line(v, cols, "");
+	return shown ? shown + 2 : 0;
+}
+
 static void render_functions(struct top_view *v, int rows, int cols, double window_ns)
 {
 	const struct profile *p = recorder_profile(&v->rec);
@@ -295,6 +340,7 @@ static void render(struct top_view *v)
 	put_line(v, cols, "");
 	render_threads(v, cols, window_ns);
 	put_line(v, cols, "");
+	rows -= render_holders(v, cols, window_ns);
 	put_line(v, cols, "Sort: %s    keys: o own  t total  O/T since start  n name  q quit",
 		 sort_title(v->sort));
 	left = rows - 7 - (int)m->nthreads;
@@ -392,6 +438,7 @@ static void run_loop(struct top_view *v)
 static void start(struct top_view *v, char *err)
 {
 	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
+	/* on_totals: the GIL blame comes with the kernel's totals */
 	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event,
 				      .on_totals = recorder_on_totals,
 				      .next_lost_stack = recorder_next_lost_stack,

@@ -16,6 +16,8 @@
 /* The assumed run-to-run noise weighs as much as this many degrees of
  * freedom of measured spread (11 runs' worth) in a side's variance. */
 #define DIFF_PRIOR_DF 10
+/* The name of a recording's profile of what the GIL holders ran. */
+#define GIL_HOLDERS_PREFIX "[GIL holders] "
 
 struct rec_thread {
 	char *name;		/* Python thread name */
@@ -34,6 +36,9 @@ struct rec_gc {
 struct recording {
 	const char *path;
 	struct profile prof;	/* frames and, per profile, its samples */
+	/* the "[GIL holders] <process> (pid N)" profiles, one thread each named
+	 * by that process: their frames are prof's ids (holders has none) */
+	struct profile holders;
 	uint32_t *frame_map;	/* the file's frame index -> prof's frame id */
 	size_t nfile_frames;
 	double wall_s;
@@ -67,6 +72,7 @@ enum line_kind {
 	LINE_GC_TOTAL,		/* their total time */
 	LINE_SELF,		/* a function's self time */
 	LINE_TOTAL,		/* a function's total (inclusive) time */
+	LINE_HOLDER,		/* GIL waits behind a function its holder ran, per process */
 };
 
 enum verdict {

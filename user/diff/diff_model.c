@@ -312,6 +312,48 @@ static int add_functions(struct diff *d, struct line_index *ix, int side, size_t
 	return err ? -1 : 0;
 }
 
+/* The innermost Python frame of a stack, else its innermost frame (a
+ * marker: [GIL changed hands], [no samples]). */
+static const struct frame_info *holder_frame(const struct profile *p, const struct sample *s)
+{
+	uint32_t i;
+
+	for (i = s->nframes; i > 0; i--)
+		if (s->frames[i - 1] < p->nframes && p->frames[s->frames[i - 1]].kind == FRAME_PYTHON)
+			return &p->frames[s->frames[i - 1]];
+	return s->frames[s->nframes - 1] < p->nframes ? &p->frames[s->frames[s->nframes - 1]] : NULL;
+}
+
+/* What made others wait: the [GIL holders] profiles' time (others' GIL
+ * waits) per process and the function its holder ran, sampled like a
+ * function's time (the waits are spread over the holders' samples). */
+static int add_holders(struct diff *d, struct line_index *ix, int side, size_t run,
+		       const struct recording *r)
+{
+	const struct profile *h = &r->holders;
+	struct diff_line key = { .kind = LINE_HOLDER };
+	size_t i;
+
+	for (i = 0; i < h->nthreads; i++) {
+		struct sample_iter it;
+		struct sample s;
+
+		key.process = h->threads[i].process;
+		for (sample_iter_init(&it, h, &h->threads[i]); sample_iter_next(&it, &s);) {
+			const struct frame_info *fr = s.nframes ? holder_frame(&r->prof, &s) : NULL;
+			double v = s.weight_ns / 1e9;
+
+			if (!fr)
+				continue;
+			key.function = fr->name;
+			key.file = fr->file;
+			if (add(d, ix, &key, side, run, v, v * r->rate_hz))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * Student's t, for the critical value of a line's statistic: the two-sided
  * tail of |T| > t with df degrees of freedom is I_x(df/2, 1/2) at
@@ -498,7 +540,8 @@ int diff_build(struct diff *d)
 			err = add_states(d, &ix, side, i, &d->runs[side][i]);
 	for (side = 0; !err && side < 2; side++)
 		for (i = 0; !err && i < d->nruns[side]; i++)
-			err = add_functions(d, &ix, side, i, &d->runs[side][i]);
+			err = add_functions(d, &ix, side, i, &d->runs[side][i]) ||
+			      add_holders(d, &ix, side, i, &d->runs[side][i]);
 	free(ix.slots);
 	for (i = 0; !err && i < d->nlines; i++)
 		judge(d, &d->lines[i]);
@@ -536,7 +579,8 @@ static int line_cmp(const void *x, const void *y)
 
 	if (diff_is_change(a) != diff_is_change(b))
 		return diff_is_change(a) ? -1 : 1;
-	if (a->kind != LINE_SELF && a->kind != LINE_TOTAL && fabs(a->score - b->score) > 1e-9)
+	if (a->kind != LINE_SELF && a->kind != LINE_TOTAL && a->kind != LINE_HOLDER &&
+	    fabs(a->score - b->score) > 1e-9)
 		return a->score > b->score ? -1 : 1;
 	return da > db ? -1 : da < db;
 }

@@ -139,8 +139,8 @@ static int read_stack(json_t *ids, uint32_t *out, uint32_t *n, const struct reco
 	return 0;
 }
 
-static int read_profile(struct recording *r, json_t *pr, int index, uint32_t *ids,
-			char *err, size_t errlen)
+static int read_profile(struct recording *r, struct profile *into, json_t *pr, int index,
+			uint32_t *ids, char *err, size_t errlen)
 {
 	json_t *samples = json_object_get(pr, "samples"), *weights = json_object_get(pr, "weights");
 	char thread[256], process[256];
@@ -156,7 +156,10 @@ static int read_profile(struct recording *r, json_t *pr, int index, uint32_t *id
 		return -1;
 	}
 	profile_names(str_or(pr, "name", ""), thread, sizeof(thread), process, sizeof(process));
-	t = profile_new_thread(&r->prof, 0, index);	/* one per profile */
+	if (into == &r->holders && !strncmp(process, GIL_HOLDERS_PREFIX, strlen(GIL_HOLDERS_PREFIX)))
+		memmove(process, process + strlen(GIL_HOLDERS_PREFIX),
+			strlen(process + strlen(GIL_HOLDERS_PREFIX)) + 1);
+	t = profile_new_thread(into, 0, index);	/* one per profile */
 	if (!t || !(t->name = strdup(thread)) || !(t->process = strdup(process))) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -173,7 +176,7 @@ static int read_profile(struct recording *r, json_t *pr, int index, uint32_t *id
 		at += s.weight_ns;
 		if (!s.nframes || !s.weight_ns)
 			continue;	/* a gap in the thread's timeline */
-		if (profile_add_sample(&r->prof, t, &s)) {
+		if (profile_add_sample(into, t, &s)) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
@@ -196,7 +199,11 @@ static int read_profiles(struct recording *r, json_t *root, char *err, size_t er
 	json_array_foreach(profiles, i, pr) {
 		if (strcmp(str_or(pr, "type", ""), "sampled"))
 			continue;	/* ebpfprof writes none other */
-		rc = read_profile(r, pr, (int)i, ids, err, errlen);
+		/* what made others wait, not a thread's time */
+		if (!strncmp(str_or(pr, "name", ""), GIL_HOLDERS_PREFIX, strlen(GIL_HOLDERS_PREFIX)))
+			rc = read_profile(r, &r->holders, pr, (int)i, ids, err, errlen);
+		else
+			rc = read_profile(r, &r->prof, pr, (int)i, ids, err, errlen);
 		if (rc)
 			break;
 	}
@@ -425,6 +432,7 @@ static void recording_init(struct recording *r, const char *path)
 	memset(r, 0, sizeof(*r));
 	r->path = path;
 	profile_init(&r->prof);
+	profile_init(&r->holders);
 }
 
 int recording_read(struct recording *r, const char *path, char *err, size_t errlen)
@@ -460,6 +468,7 @@ void recording_free(struct recording *r)
 	free(r->gcs);
 	free(r->frame_map);
 	profile_free(&r->prof);
+	profile_free(&r->holders);
 }
 
 /* Samples with off-CPU time in them (--idle), or of the GIL holder only

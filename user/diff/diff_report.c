@@ -57,6 +57,10 @@ static void line_label(char *out, size_t len, const struct diff_line *l)
 	case LINE_GC_TOTAL:
 		snprintf(out, len, "%s: gen %d GC time", proc, l->generation);
 		break;
+	case LINE_HOLDER:
+		snprintf(out, len, "%s: behind %s%s%s%s", proc, printable(l->function, name, sizeof(name)),
+			 l->file ? " (" : "", printable(l->file, file, sizeof(file)), l->file ? ")" : "");
+		break;
 	default:
 		snprintf(out, len, "%s%s%s%s", printable(l->function, name, sizeof(name)),
 			 l->file ? " (" : "", printable(l->file, file, sizeof(file)), l->file ? ")" : "");
@@ -197,7 +201,11 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 
 	for (i = 0; i < n; i++)
 		noise += v[i]->verdict == VERDICT_NOISE;
-	fprintf(f, "\nfunctions, %s time, per second of recording:\n", kind == LINE_SELF ? "self" : "total");
+	if (kind == LINE_HOLDER)
+		fprintf(f, "\nGIL waits by what the GIL holder ran, per second of recording:\n");
+	else
+		fprintf(f, "\nfunctions, %s time, per second of recording:\n",
+			kind == LINE_SELF ? "self" : "total");
 	for (dir = VERDICT_GREW; dir <= VERDICT_SHRANK; dir++) {
 		fprintf(f, "  %s:\n", dir == VERDICT_GREW ? "grew" : "shrank");
 		for (i = 0, shown = 0; i < n && shown < d->o.top; i++) {
@@ -212,7 +220,7 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 		if (!shown)
 			fprintf(f, "    none outside the noise\n");
 	}
-	fprintf(f, "  within noise: %zu functions\n", noise);
+	fprintf(f, "  within noise: %zu %s\n", noise, kind == LINE_HOLDER ? "holder functions" : "functions");
 	free(v);
 }
 
@@ -240,6 +248,8 @@ int diff_report_text(FILE *f, const struct diff *d)
 	print_gc(f, d);
 	print_functions(f, d, LINE_SELF);
 	print_functions(f, d, LINE_TOTAL);
+	if (d->runs[0][0].holders.nthreads || d->runs[1][0].holders.nthreads)
+		print_functions(f, d, LINE_HOLDER);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -264,7 +274,8 @@ static void json_kv(FILE *f, const char *key, const char *s)
 
 static const char *kind_name(int kind)
 {
-	static const char *const names[] = { "state", "gc_count", "gc_total", "self", "total" };
+	static const char *const names[] = { "state", "gc_count", "gc_total", "self", "total",
+					     "holder" };
 
 	return names[kind];
 }
@@ -282,6 +293,8 @@ static void json_line(FILE *f, const struct diff_line *l, int rank)
 		json_kv(f, "process", l->process);
 		fprintf(f, ",\"generation\":%d", l->generation);
 	} else {
+		if (l->kind == LINE_HOLDER)
+			json_kv(f, "process", l->process);
 		json_kv(f, "function", l->function);
 		json_kv(f, "file", l->file);
 	}
@@ -396,6 +409,7 @@ int diff_report_json(FILE *f, const struct diff *d)
 	json_lines(f, "gc_totals", d, LINE_GC_TOTAL, 1, 0, 0);
 	json_lines(f, "functions_self", d, LINE_SELF, 0, 0, 1);
 	json_lines(f, "functions_total", d, LINE_TOTAL, 0, 0, 1);
+	json_lines(f, "gil_holders", d, LINE_HOLDER, 0, 0, 1);
 	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }

@@ -15,6 +15,7 @@ void top_model_free(struct top_model *m)
 	free(m->stamp);
 	free(m->threads);
 	free(m->sample_cursor);
+	free(m->holders);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -155,6 +156,68 @@ static void take_gcs(struct top_model *m, const struct analysis *a)
 	}
 }
 
+/* The holder's heaviest innermost frame among its samples not taken yet
+ * (this interval's), those holding the GIL first. */
+static void holder_frame(struct top_model *m, const struct profile *p, struct top_holder *h)
+{
+	uint64_t best = 0, *w = calloc(m->nfns + 1, sizeof(*w));
+	size_t i, j;
+	int pass;
+
+	for (i = 0; w && i < p->nthreads && i < m->ncursors; i++) {
+		const struct thread_profile *t = &p->threads[i];
+		struct sample_iter it;
+		struct sample s;
+
+		if (t->pid != h->pid || t->tid != h->holder)
+			continue;
+		for (pass = 0; pass < 2 && !best; pass++) {
+			sample_iter_init(&it, p, t);
+			for (j = 0; sample_iter_next(&it, &s); j++)
+				if (j >= m->sample_cursor[i] && s.state == STATE_ON_CPU && s.nframes &&
+				    s.frames[s.nframes - 1] < m->nfns && (pass || s.holds_gil))
+					w[s.frames[s.nframes - 1]] += s.weight_ns;
+			for (j = 0; j < m->nfns; j++) {
+				if (w[j] > best) {
+					best = w[j];
+					h->frame = j;
+				}
+			}
+		}
+	}
+	h->has_frame = best > 0;
+	free(w);
+}
+
+/* The GIL blame drained since the last update, per (waiter, holder). */
+static int take_blame(struct top_model *m, const struct profile *p, const struct analysis *a)
+{
+	size_t i, j;
+
+	for (j = 0; j < m->nholders; j++)
+		m->holders[j].ns = 0;
+	for (i = 0; i < a->blame.n; i++) {
+		const struct blame_chunk *c = &a->blame.v[i];
+
+		for (j = 0; j < m->nholders; j++)
+			if (m->holders[j].pid == c->pid && m->holders[j].waiter == c->waiter &&
+			    m->holders[j].holder == c->holder)
+				break;
+		if (j == m->nholders) {
+			if (GROW_ARRAY(m->holders, m->holders_cap, m->nholders + 1))
+				return -1;
+			m->holders[m->nholders++] = (struct top_holder){ .pid = c->pid,
+				.waiter = c->waiter, .holder = c->holder };
+		}
+		m->holders[j].ns += c->ns;
+		m->holders[j].all += c->ns;
+	}
+	for (j = 0; j < m->nholders; j++)
+		if (m->holders[j].ns && m->holders[j].holder > 0)
+			holder_frame(m, p, &m->holders[j]);
+	return 0;
+}
+
 int top_model_update(struct top_model *m, const struct profile *p, const struct analysis *a,
 		     uint64_t end_ns)
 {
@@ -168,7 +231,9 @@ int top_model_update(struct top_model *m, const struct profile *p, const struct 
 		memset(m->threads[i].ns, 0, sizeof(m->threads[i].ns));
 	m->gc_window = 0;
 	m->gc_longest_window = 0;
-	if (grow_fns(m, p->nframes) || take_samples(m, p) || take_states(m, p, a))
+	/* the blame first: its holders' frames are among the samples not yet taken */
+	if (grow_fns(m, p->nframes) || take_blame(m, p, a) || take_samples(m, p) ||
+	    take_states(m, p, a))
 		return -1;
 	take_gcs(m, a);
 	return 0;

@@ -25,6 +25,14 @@ struct top_thread {
 	uint64_t all[STATE_MAX];	/* since the start */
 };
 
+/* Who held the GIL while a thread waited for it, and what it ran then. */
+struct top_holder {
+	int pid, waiter, holder;	/* holder: a tid, or GB_* (not attributed) */
+	uint64_t ns, all;		/* the waiter's wait behind it: last interval, since the start */
+	uint32_t frame;			/* the holder's heaviest innermost frame in the interval */
+	int has_frame;
+};
+
 enum top_sort { TOP_SORT_OWN, TOP_SORT_TOTAL, TOP_SORT_OWN_ALL, TOP_SORT_TOTAL_ALL, TOP_SORT_NAME };
 
 struct top_model {
@@ -39,6 +47,8 @@ struct top_model {
 	size_t ncursors, cursors_cap;
 	size_t gc_cursor;
 	uint64_t window_start_ns, window_end_ns;	/* since the session start */
+	struct top_holder *holders;	/* GIL blame (analysis.blame, taken and released) */
+	size_t nholders, holders_cap;
 	/* GC pauses */
 	unsigned long gc_window, gc_all;
 	uint64_t gc_longest_window, gc_longest_all;

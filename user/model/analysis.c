@@ -16,8 +16,10 @@ static void list_free(struct interval_list *l)
 {
 	size_t i;
 
-	for (i = 0; i < l->n; i++)
+	for (i = 0; i < l->n; i++) {
 		free(l->v[i].frames);
+		free(l->v[i].holder_frames);
+	}
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }
@@ -33,6 +35,7 @@ void analysis_next_period(struct analysis *a)
 {
 	list_free(&a->gcs);
 	list_free(&a->waits);
+	gil_blame_free(&a->blame);
 	free(a->totals);
 	free(a->totals_index);
 	a->totals = NULL;
@@ -49,6 +52,8 @@ int analysis_add(struct interval_list *l, const struct interval *iv)
 	copy = &l->v[l->n];
 	*copy = *iv;
 	copy->frames = NULL;
+	copy->holder_frames = NULL;
+	copy->holder_nframes = 0;
 	if (iv->nframes) {
 		copy->frames = malloc(iv->nframes * sizeof(*copy->frames));
 		if (!copy->frames)

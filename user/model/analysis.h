@@ -8,6 +8,7 @@
 #ifndef EP_ANALYSIS_H
 #define EP_ANALYSIS_H
 #include <stdint.h>
+#include "gil_blame.h"
 #include "profile.h"
 
 struct interval {
@@ -19,6 +20,9 @@ struct interval {
 	int64_t collected;		/* GC: objects collected, -1 unknown */
 	uint32_t *frames;		/* stack at the start, root first */
 	uint32_t nframes;
+	int holder;			/* a GIL wait: the GIL holder's tid, or GB_* */
+	uint32_t *holder_frames;	/* ... and its stack during the wait (gil_blame_settle) */
+	uint32_t holder_nframes;
 };
 
 struct interval_list {
@@ -49,6 +53,7 @@ struct analysis {
 	int *exact_gc_pids;		/* processes whose collections are probed */
 	size_t nexact, exact_cap;
 	uint64_t intervals;		/* off-CPU intervals summed by the kernel */
+	struct gil_blame blame;		/* who held the GIL during each thread's waits */
 };
 
 void analysis_init(struct analysis *a);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "atomic_file.h"
+#include "grow.h"
 #include "json.h"
 #include "printable.h"
 #include "report.h"
@@ -147,6 +148,88 @@ void report_longest_gc(FILE *f, const struct analysis *a, const struct profile *
 	free(order);
 }
 
+/* "2.41 s behind hog (602) in tally_orders (app.py:12)" for each holder,
+ * largest first (at most max), then what is not attributed. */
+static void print_shares(FILE *f, const struct profile *p, int pid, const struct blame_share *v,
+			 size_t n, int gc, size_t max)
+{
+	char name[SHOWN_MAX], buf[SHOWN_MAX];
+	size_t i, shown = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct frame_info *fr = v[i].top_ns > 0 && v[i].top_frame < p->nframes ?
+					      &p->frames[v[i].top_frame] : NULL;
+
+		if (v[i].holder > 0 && shown++ >= max)
+			continue;
+		fprintf(f, "%s%.2f s ", i ? ", " : "", v[i].ns / 1e9);
+		if (v[i].holder <= 0) {
+			fputs(v[i].holder == GB_CHANGED ? "while the GIL changed hands" :
+			      v[i].holder == GB_HANDOFF ? "handing the GIL over" :
+			      "behind a holder not known", f);
+			continue;
+		}
+		fprintf(f, "behind %s (%d)", shown_thread_name(p, pid, v[i].holder, name),
+			v[i].holder);
+		if (!fr)
+			continue;
+		fprintf(f, gc ? " collecting, triggered in %s" : " in %s",
+			printable(fr->name, buf, sizeof(buf)));
+		if (fr->file)
+			fprintf(f, " (%s:%d)", printable(fr->file, buf, sizeof(buf)), fr->line);
+	}
+	if (shown > max)
+		fprintf(f, ", %zu more", shown - max);
+}
+
+/* Whether chunk c's waiter is among seen[0..n), else adds it (a few
+ * threads, where the chunks are one per drain); -1: no memory. */
+static int waiter_seen(const struct blame_chunk *c, struct blame_chunk **seen, size_t *n,
+		       size_t *cap)
+{
+	size_t j;
+
+	for (j = 0; j < *n; j++)
+		if ((*seen)[j].pid == c->pid && (*seen)[j].waiter == c->waiter)
+			return 1;
+	if (GROW_ARRAY(*seen, *cap, *n + 1))
+		return -1;
+	(*seen)[(*n)++] = *c;
+	return 0;
+}
+
+void report_gil_blame(FILE *f, const struct analysis *a, const struct profile *p)
+{
+	const struct gil_blame *b = &a->blame;
+	struct blame_chunk *seen = NULL;
+	struct blame_share *v;
+	char name[SHOWN_MAX];
+	size_t i, j, n, nseen = 0, seen_cap = 0;
+	uint64_t total;
+	int gc, header = 0;
+
+	for (i = 0; i < b->n; i++) {
+		if (waiter_seen(&b->v[i], &seen, &nseen, &seen_cap))
+			continue;
+		for (gc = 0; gc < 2; gc++) {
+			n = gil_blame_of(b, p, b->v[i].pid, b->v[i].waiter, gc, &v);
+			for (total = 0, j = 0; j < n; j++)
+				total += v[j].ns;
+			if (total >= GIL_BLAME_SHOWN_NS) {
+				if (!header++)
+					fprintf(f, "ebpfprof: who held the GIL while threads waited for it:\n");
+				fprintf(f, "  %s (%d) waited %.2f s for %s: ",
+					shown_thread_name(p, b->v[i].pid, b->v[i].waiter, name),
+					b->v[i].waiter, total / 1e9, gc ? "GC" : "the GIL");
+				print_shares(f, p, b->v[i].pid, v, n, gc, 3);
+				fputc('\n', f);
+			}
+			free(v);
+		}
+	}
+	free(seen);
+}
+
 void report_summary(FILE *f, const struct recording_summary *s)
 {
 	const struct recording_info *info = s->info;
@@ -163,6 +246,7 @@ void report_summary(FILE *f, const struct recording_summary *s)
 	if (s->gc_needs_sys_admin)
 		fprintf(f, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
 	report_thread_table(f, s->analysis, p);
+	report_gil_blame(f, s->analysis, p);
 	report_longest_gc(f, s->analysis, p, 5);
 	if (s->gc_log)
 		fprintf(f, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
@@ -170,15 +254,17 @@ void report_summary(FILE *f, const struct recording_summary *s)
 	fprintf(f, "ebpfprof: wrote %s profile to %s\n", s->format, s->path);
 }
 
-static void json_stack(FILE *f, const struct profile *p, const struct interval *iv)
+/* "key":[frames innermost first] */
+static void json_stack(FILE *f, const struct profile *p, const char *key, const uint32_t *frames,
+		       uint32_t nframes)
 {
 	int i;
 
-	fputs("\"stack\":[", f);
-	for (i = (int)iv->nframes - 1; i >= 0; i--) {
-		const struct frame_info *fr = &p->frames[iv->frames[i]];
+	fprintf(f, "\"%s\":[", key);
+	for (i = (int)nframes - 1; i >= 0; i--) {
+		const struct frame_info *fr = &p->frames[frames[i]];
 
-		fputs(i == (int)iv->nframes - 1 ? "{\"name\":" : ",{\"name\":", f);
+		fputs(i == (int)nframes - 1 ? "{\"name\":" : ",{\"name\":", f);
 		json_write_string(f, fr->name);
 		if (fr->file) {
 			fputs(",\"file\":", f);
@@ -188,6 +274,22 @@ static void json_stack(FILE *f, const struct profile *p, const struct interval *
 		fputc('}', f);
 	}
 	fputc(']', f);
+}
+
+/* A GIL wait's holder: its tid, name and stack during the wait; null when
+ * not attributed, and why. */
+static void json_holder(FILE *f, const struct profile *p, const struct interval *iv)
+{
+	if (iv->holder <= 0) {
+		fprintf(f, ",\"holder_tid\":null,\"holder_thread\":null,\"holder_unattributed\":\"%s\"",
+			iv->holder == GB_CHANGED ? "changed-hands" :
+			iv->holder == GB_HANDOFF ? "handed-over" : "unknown");
+		return;
+	}
+	fprintf(f, ",\"holder_tid\":%d,\"holder_thread\":", iv->holder);
+	json_write_string(f, thread_name(p, iv->pid, iv->holder));
+	fputc(',', f);
+	json_stack(f, p, "holder_stack", iv->holder_frames, iv->holder_nframes);
 }
 
 static void json_interval(FILE *f, const struct profile *p, const struct interval *iv,
@@ -203,7 +305,9 @@ static void json_interval(FILE *f, const struct profile *p, const struct interva
 	else
 		fprintf(f, ",\"reason\":\"%s\"", sample_state_name(iv->state));
 	fputc(',', f);
-	json_stack(f, p, iv);
+	json_stack(f, p, "stack", iv->frames, iv->nframes);
+	if (iv->state == STATE_GIL_WAIT || iv->state == STATE_GIL_WAIT_GC)
+		json_holder(f, p, iv);
 	fputs("}\n", f);
 }
 

@@ -12,6 +12,11 @@
 /* Per-thread seconds and share of the recording in each state. */
 void report_thread_table(FILE *f, const struct analysis *a, const struct profile *p);
 /* The `max` longest collections with the stack that triggered each. */
+/* Waits for the GIL shorter than this in total are not listed by holder. */
+#define GIL_BLAME_SHOWN_NS	10000000ull
+/* Each thread's GIL waits (and waits for GC) by holder, with what the
+ * holder ran. */
+void report_gil_blame(FILE *f, const struct analysis *a, const struct profile *p);
 void report_longest_gc(FILE *f, const struct analysis *a, const struct profile *p, size_t max);
 /* What the end-of-recording summary tells, besides the losses. */
 struct recording_summary {

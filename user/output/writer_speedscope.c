@@ -227,7 +227,72 @@ static int write_thread(FILE *f, const struct profile *p,
 	return err ? -1 : 0;
 }
 
-static int write_profiles(const struct profile *p, FILE *f)
+/* Whether pid is among done[0..n) (a few processes), else adds it. */
+static int holders_written(int pid, int **done, size_t *n, size_t *cap)
+{
+	size_t j;
+
+	for (j = 0; j < *n; j++)
+		if ((*done)[j] == pid)
+			return 1;
+	if (GROW_ARRAY(*done, *cap, *n + 1))
+		return -1;
+	(*done)[(*n)++] = pid;
+	return 0;
+}
+
+/* "[GIL holders] <process> (pid N)": what the GIL holders ran, each stack
+ * weighted by the time other threads waited for the GIL while it ran. */
+static int write_holders(FILE *f, const struct profile *p, const struct gil_blame *b, int pid)
+{
+	const char *process = NULL;
+	double total = 0;
+	size_t i, n = 0;
+	char *name;
+	int err;
+
+	for (i = 0; i < b->nstacks; i++) {
+		if (b->stacks[i].pid != pid)
+			continue;
+		total += (uint64_t)(b->stacks[i].ns + 0.5);
+		if (!process)
+			process = profile_thread_process(p, pid, b->stacks[i].waiter);
+	}
+	if (asprintf(&name, "[GIL holders] %s (pid %d)", process ? process : "python", pid) < 0)
+		return -1;
+	err = fputs(",\n{\"type\":\"sampled\",\"name\":", f) < 0 || json_write_string(f, name) ||
+	      fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,"
+		      "\"endValue\":%.0f,\"samples\":[", total) < 0;
+	free(name);
+	for (i = 0; !err && i < b->nstacks; i++) {
+		struct span sp = { .frames = b->stacks[i].frames, .nframes = b->stacks[i].nframes };
+
+		if (b->stacks[i].pid != pid)
+			continue;
+		err = (n++ && fputc(',', f) == EOF) || write_stack(f, &sp, p->nframes);
+	}
+	err = err || fputs("],\"weights\":[", f) < 0;
+	for (i = 0, n = 0; !err && i < b->nstacks; i++)
+		if (b->stacks[i].pid == pid)
+			err = fprintf(f, n++ ? ",%" PRIu64 : "%" PRIu64,
+				      (uint64_t)(b->stacks[i].ns + 0.5)) < 0;
+	return err || fputs("]}", f) < 0 ? -1 : 0;
+}
+
+static int write_holder_profiles(FILE *f, const struct profile *p, const struct analysis *a)
+{
+	size_t i, n = 0, cap = 0;
+	int *done = NULL, seen, err = 0;
+
+	for (i = 0; a && !err && i < a->blame.nstacks; i++) {
+		seen = holders_written(a->blame.stacks[i].pid, &done, &n, &cap);
+		err = seen < 0 || (!seen && write_holders(f, p, &a->blame, a->blame.stacks[i].pid));
+	}
+	free(done);
+	return err ? -1 : 0;
+}
+
+static int write_profiles(const struct profile *p, const struct analysis *a, FILE *f)
 {
 	const struct thread_profile **order;
 	struct timeline tl = { 0 };
@@ -246,7 +311,7 @@ static int write_profiles(const struct profile *p, FILE *f)
 		    write_thread(f, p, order[i], with_process, end, &tl))
 			err = -1;
 	}
-	if (!err && fputs("]", f) < 0)
+	if (!err && (write_holder_profiles(f, p, a) || fputs("]", f) < 0))
 		err = -1;
 	free(tl.spans);
 	free(order);
@@ -277,6 +342,27 @@ static int write_info(FILE *f, const struct profile *p, const struct recording_i
 	return 0;
 }
 
+/* A thread's GIL waits (gc: its waiting-for-GC) by holder tid, and the
+ * part not attributed to any. */
+static int write_blame(FILE *f, const struct analysis *a, int pid, int tid, int gc)
+{
+	struct blame_share *v;
+	size_t i, n = gil_blame_of(&a->blame, NULL, pid, tid, gc, &v), k = 0;
+	uint64_t unattributed = 0;
+	int err = fprintf(f, ",\"%s_by_holder\":{", gc ? "gc_wait" : "gil_wait") < 0;
+
+	for (i = 0; !err && i < n; i++) {
+		if (v[i].holder <= 0)
+			unattributed += v[i].ns;
+		else
+			err = fprintf(f, "%s\"%d\":%.9f", k++ ? "," : "", v[i].holder,
+				      v[i].ns / 1e9) < 0;
+	}
+	free(v);
+	return err || fprintf(f, "},\"%s_unattributed_s\":%.9f", gc ? "gc_wait" : "gil_wait",
+			      unattributed / 1e9) < 0 ? -1 : 0;
+}
+
 static int write_thread_states(FILE *f, const struct profile *p, const struct analysis *a)
 {
 	struct thread_states *ts;
@@ -297,7 +383,8 @@ static int write_thread_states(FILE *f, const struct profile *p, const struct an
 		for (s = 0; !err && s < STATE_IDLE; s++)
 			err = fprintf(f, "%s\"%s\":%.9f", s ? "," : "", sample_state_name(s),
 				      ts[i].ns[s] / 1e9) < 0;
-		err = err || fputs("}}", f) < 0;
+		err = err || fputs("}", f) < 0 || write_blame(f, a, ts[i].pid, ts[i].tid, 0) ||
+		      write_blame(f, a, ts[i].pid, ts[i].tid, 1) || fputs("}", f) < 0;
 	}
 	free(ts);
 	return err || fputs("]", f) < 0 ? -1 : 0;
@@ -398,7 +485,7 @@ static int speedscope_write(const struct profile *p, const struct writer_options
 	    json_write_string(f, p->command ? p->command : "ebpfprof") ||
 	    fputs(",\n\"exporter\":\"ebpfprof " EP_VERSION "\",\n"
 		  "\"activeProfileIndex\":0,\n", f) < 0 ||
-	    write_frames(p, f) || write_profiles(p, f) || write_ebpfprof(f, p, o) ||
+	    write_frames(p, f) || write_profiles(p, o ? o->analysis : NULL, f) || write_ebpfprof(f, p, o) ||
 	    fputs("}\n", f) < 0)
 		goto fail;
 	return 0;

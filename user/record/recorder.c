@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "grow.h"
 #include "procfs.h"
 #include "py_symbolizer.h"
@@ -63,6 +64,7 @@ void recorder_free(struct recorder *r)
 }
 
 static struct rec_process *find_process(struct recorder *r, int pid);
+static int holder_tid(struct recorder *r, int pid, int waiter, __u64 holder);
 
 int recorder_add_process(struct recorder *r, const struct py_target *t)
 {
@@ -402,7 +404,8 @@ static void add_exact(struct recorder *r, const struct ep_offcpu_record *rec,
 			       .start_ns = since_start(r, rec->start_ts),
 			       .end_ns = since_start(r, rec->end_ts),
 			       .generation = rec->flags & EP_IV_OWN_GC ? rec->gc_gen : -1,
-			       .collected = -1 };
+			       .collected = -1,
+			       .holder = holder_tid(r, rec->pid, rec->tid, rec->holder) };
 	uint64_t gc_ns = rec->gc_ns < iv.end_ns - iv.start_ns ? rec->gc_ns : iv.end_ns - iv.start_ns;
 	struct interval gc_part;
 
@@ -457,10 +460,62 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 	add_sampled(r, rec, st, state, rec->weight_ns - gc_w);
 }
 
+/* The thread whose PyThreadState the kernel saw holding the GIL: GB_* for
+ * none, GB_UNKNOWN for the waiter itself or a thread state not (yet) seen
+ * in a sample of the process. */
+static int holder_tid(struct recorder *r, int pid, int waiter, __u64 holder)
+{
+	struct rec_process *p = find_process(r, pid);
+	size_t i;
+
+	if (holder == EP_BLAME_CHANGED)
+		return GB_CHANGED;
+	if (holder == EP_BLAME_HANDOFF)
+		return GB_HANDOFF;
+	for (i = 0; p && holder != EP_BLAME_UNKNOWN && i < p->nthreads; i++)
+		if (p->threads[i].tstate == holder)
+			return p->threads[i].tid == waiter ? GB_UNKNOWN : p->threads[i].tid;
+	return GB_UNKNOWN;
+}
+
+/* A GIL wait's time under its holder, as drained now. */
+static void on_blame(struct recorder *r, const struct ep_totals_key *key, const struct ep_totals *val)
+{
+	struct blame_chunk c = { .pid = key->pid, .waiter = key->tid, .gc = key->reason == EP_OFF_GIL_GC,
+				 .at_ns = since_start(r, monotonic_ns()), .count = val->count,
+				 .ns = val->ns };
+
+	c.holder = holder_tid(r, key->pid, key->tid, key->holder);
+	if (c.holder == GB_UNKNOWN && key->holder != EP_BLAME_UNKNOWN)
+		c.tstate = key->holder;		/* named at the end if a sample shows it */
+	if (gil_blame_add(&r->analysis.blame, &c))
+		r->failed++;
+}
+
+/* Holders named since their time was drained: the chunks that wait. */
+static void name_late_holders(struct recorder *r)
+{
+	struct gil_blame *b = &r->analysis.blame;
+	size_t i;
+
+	for (i = 0; i < b->n; i++) {
+		if (b->v[i].holder != GB_UNKNOWN || !b->v[i].tstate)
+			continue;
+		b->v[i].holder = holder_tid(r, b->v[i].pid, b->v[i].waiter, b->v[i].tstate);
+		if (b->v[i].holder != GB_UNKNOWN)
+			b->v[i].tstate = 0;
+	}
+}
+
 void recorder_on_totals(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val)
 {
 	struct recorder *r = ctx;
 	struct rec_process *p;
+
+	if (key->flags & EP_TK_BLAME) {
+		on_blame(r, key, val);
+		return;
+	}
 
 	/* a thread first heard of here (it may never be sampled): its comm
 	 * now, while it surely lives, and its Python name by its tid later */
@@ -648,6 +703,10 @@ static void finish(struct recorder *r, uint64_t end_ns)
 	r->profile.duration_ns = since_start(r, end_ns);
 	r->profile.start_monotonic_ns = r->t0_ns;
 	profile_sort(&r->profile);
+	name_late_holders(r);
+	gil_blame_name_collectors(&r->analysis.blame, &r->analysis.gcs, &r->analysis.waits);
+	if (gil_blame_settle(&r->analysis.blame, &r->profile, &r->analysis.gcs, &r->analysis.waits))
+		r->failed++;
 }
 
 void recorder_print_losses(const struct recorder *r, FILE *f)

@@ -20,6 +20,7 @@
 #include "grow.h"
 #include "kernel_features.h"
 #include "py_target.h"
+#include "remote.h"
 #include "session.h"
 
 /* The programs that walk stacks, in the variant the kernel takes (bpf_loop,
@@ -551,15 +552,42 @@ static int task_io(struct session *s, pid_t pid, void (*fn)(void *arg, const voi
 	return rc;
 }
 
+/* The GIL of pid as the kernel reads it (see ep_gil_blame); holder 0 when
+ * it cannot be read. */
+static struct ep_gil_seen gil_now(struct session *s, pid_t pid, uint64_t *addr)
+{
+	struct ep_gil_seen seen = { 0 };
+	struct ep_proc_cfg cfg;
+	__u32 key = pid;
+	uint64_t w[3];
+
+	*addr = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &key, &cfg) ||
+	    !cfg.gil_holder_addr || cfg.gil_holder_addr + 8 != cfg.gil_locked_addr)
+		return seen;
+	*addr = cfg.gil_holder_addr;
+	if (remote_read(pid, cfg.gil_holder_addr, w, sizeof(w)))
+		return seen;
+	seen.holder = w[0];
+	seen.locked = (uint32_t)w[1];
+	seen.switch_number = w[2];
+	return seen;
+}
+
 int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task *st)
 {
 	struct ep_task_op op = { .op = EP_TASK_SEED, .seed = *st };
 	__u32 key = tid;
 	/* the GC clock as the kernel would have read it at the switch-out */
-	uint64_t clock = 0;
+	uint64_t clock = 0, addr;
 
 	gc_clock_now(s, st->pid, st->off_ts, &clock);
 	op.seed.gc_clock_out = clock;
+	/* its holder: the one now, as though it had begun to wait now */
+	if (st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC) {
+		op.seed.gil_out = gil_now(s, st->pid, &addr);
+		op.seed.gil_addr = addr;
+	}
 	/* a thread gone meanwhile leaves its operation unused: nothing to seed */
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_task_ops), &key, &op, BPF_ANY) ||
 	    task_io(s, st->pid, NULL, NULL)) {
@@ -567,6 +595,31 @@ int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task 
 		return -1;
 	}
 	return 0;
+}
+
+/* A GIL wait's time, plain and behind a collection, under its holder
+ * (ep_gil_blame() of the GIL at its start and now), as the kernel would. */
+static void deliver_blame(struct session *s, const struct ep_offcpu_task *st, uint64_t plain_ns,
+			  uint64_t gc_ns)
+{
+	uint64_t addr;
+	struct ep_gil_seen now = gil_now(s, st->pid, &addr);
+	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .flags = EP_TK_BLAME,
+				     .holder = ep_gil_blame(&st->gil_out, &now) };
+	struct ep_totals val = { 1, 0 };
+
+	if (!s->on_totals)
+		return;
+	if (plain_ns) {
+		key.reason = EP_OFF_GIL;
+		val.ns = plain_ns;
+		s->on_totals(s->ctx, &key, &val);
+	}
+	if (gc_ns) {
+		key.reason = EP_OFF_GIL_GC;
+		val.ns = gc_ns;
+		s->on_totals(s->ctx, &key, &val);
+	}
 }
 
 /* Thread st->tid is off the CPU now: delivers its interval up to now as the
@@ -607,6 +660,9 @@ static void deliver_open_interval(struct session *s, struct ep_offcpu_task *st, 
 		val.ns = rec.weight_ns - gc_ns;
 		s->on_totals(s->ctx, &key, &val);
 	}
+	if ((st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC) && !(st->flags & EP_IV_OWN_GC))
+		deliver_blame(s, st, st->reason == EP_OFF_GIL ? rec.weight_ns - gc_ns : 0,
+			      st->reason == EP_OFF_GIL ? gc_ns : rec.weight_ns);
 	if (s->on_event)
 		s->on_event(s->ctx, &rec, sizeof(rec));
 	/* closed here: the kernel must not count it again when the thread runs,
@@ -637,6 +693,10 @@ static void close_dumped(void *arg, const void *rec)
 	struct ep_offcpu_task st = d->st;
 	struct closed *out;
 
+	/* a GIL wait ended, its holder not yet settled (the thread has not
+	 * returned to user mode): at the end, nothing else will */
+	if (!c->keep && (pid_t)st.pid == c->pid && (st.blame_ns[0] || st.blame_ns[1]))
+		deliver_blame(c->s, &st, st.blame_ns[0], st.blame_ns[1]);
 	if (!st.off_ts || (pid_t)st.pid != c->pid || c->now <= st.off_ts)
 		return;
 	if (GROW_ARRAY(c->closed, c->closed_cap, c->nclosed + 1)) {
@@ -1017,6 +1077,9 @@ void session_print_summary(struct session *s, FILE *f)
 		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
 		(unsigned long long)c[EP_CNT_STACK_LATER],
 		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
+	if (c[EP_CNT_GIL_BLAMED])
+		fprintf(f, "ebpfprof: GIL waits: %llu put on their holder in the kernel, %llu of them split where the GIL changed hands\n",
+			(unsigned long long)c[EP_CNT_GIL_BLAMED], (unsigned long long)c[EP_CNT_GIL_SPLIT]);
 	if (c[EP_CNT_STACK_LATER_LOST])
 		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode, or exited)\n",
 			(unsigned long long)c[EP_CNT_STACK_LATER_LOST]);
