@@ -30,9 +30,9 @@ CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 # user/ in layers, lowest first: each folder includes its own headers and
 # those of the folders before it (scripts/check-layers.sh holds it to that)
-USER_DIRS  := base cpython model output diff record live cli
+USER_DIRS  := base cpython native model output diff record live cli
 INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
-LDLIBS     := -lbpf -lelf -lz -ljansson -lm
+LDLIBS     := -lbpf -ldw -lelf -lz -ljansson -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
@@ -161,7 +161,7 @@ unit: $(UNIT_BINS)
 # profiles join the speedscope app check that runs last), then the same under 6.1 and 6.12 in QEMU
 # The 10-minute soak test is not part of it (deselected, not skipped): make soak.
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/integration vmtests \
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/integration tests/native vmtests \
 		--deselect tests/integration/test_memory.py::test_soak_ten_minutes
 
 # the README's first command: set up, build, profile the bundled demo

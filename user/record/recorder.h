@@ -25,6 +25,7 @@ struct recorder_opts {
 	int gil_only;		/* keep only samples of the GIL holder */
 	int by_function;	/* one frame per function, not per line */
 	int idle;		/* add off-CPU time as samples with a reason frame */
+	int native;		/* --native: weave C frames into each sample's stack */
 };
 
 struct rec_process;
@@ -54,6 +55,8 @@ struct recorder {
 		__u64 id;
 	} lost[16];
 	unsigned nlost;
+	struct native_pending *native;	/* --native: unwound stacks awaiting their samples */
+	unsigned long native_unpaired;	/* --native: samples whose registers never came */
 	struct proc_change *changes;	/* not yet taken by the driver */
 	size_t nchanges, changes_cap;
 };
