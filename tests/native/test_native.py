@@ -8,6 +8,7 @@ the Python caller, in nearly every sample of the caller, with the split right.
 zlib's deflate is Debian's libz, stripped to .dynsym: its exported functions
 are named, its static ones by where their unwind information starts. In a
 chroot, files are named as the target sees them (not under the chroot's path)."""
+import json
 import os
 import re
 import subprocess
@@ -139,3 +140,29 @@ def test_zlib_deflate_under_compress(name, tmp_path):
         if deflate:
             under += w
     assert under >= 0.8 * total, f"deflate under squeeze in {under / total:.0%} of its samples"
+
+
+@pytest.mark.parametrize("name", ["debian-3.11", "pyenv-3.12"])
+def test_dump_native_shows_each_threads_native_frames(name, tmp_path):
+    interp = require_interpreter(name)
+    build_extension(interp, tmp_path)
+    proc = start(interp.argv + [str(HERE / "app.py")],
+                 env={"KNAP_DIR": str(tmp_path), "KNAP_SLEEPER": "1"})
+    try:
+        res = run_ebpfprof("dump", "--native", "--json", "-p", proc.pid)
+        plain = run_ebpfprof("dump", "-p", proc.pid)
+        alive = proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    assert res.returncode == 0, res.stderr
+    assert alive, "the target died of being stopped"
+    threads = {t["name"]: t for t in json.loads(res.stdout)["threads"]}
+    main = [f["function"] for f in threads[next(n for n in threads if n != "sleeper")]["stack"]]
+    assert main[0] in ("knap_inner_fill", "knap_inner_scan"), main
+    assert main[1:] == ["knap_solve_outer", "solve", "plan_route", "main", "<module>"], main
+    nap = threads["sleeper"]["stack"]
+    # innermost: libc's sleep, under the Python function that called time.sleep
+    assert nap[0]["file"].split("/")[-1].startswith("libc.so"), nap
+    assert [f["function"] for f in nap].index("nap") > 0, nap
+    assert "knap_solve_outer" not in plain.stdout, "native frames without --native"
