@@ -25,4 +25,6 @@ fi
 "$PY" bench/run.py "$@" || exit
 # the older kernels' mechanisms forced, next to the main paths (a section of its own)
 case " $* " in *" --no-doc "*) exit 0 ;; esac
-exec "$PY" bench/fallbacks.py
+"$PY" bench/fallbacks.py || exit
+# --native against without it, and how deep it reaches (a section of its own)
+exec "$PY" bench/native.py

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * is only compared, never dereferenced) */
 	regs[7] = 0x7ffd00000000ull + (pick >> 20 & 0xfff8);
 	regs[6] = bp;
-	n = native_unwind(u, getpid(), regs, data + 16, size - 16, pcs, NATIVE_MAX_FRAMES);
+	n = native_unwind(u, getpid(), regs, data + 16, size - 16, pcs, NATIVE_MAX_FRAMES, NULL);
 	if (n < 0 || n > NATIVE_MAX_FRAMES)
 		abort();
 	for (i = 0; i < n; i++)

@@ -157,7 +157,7 @@ int dump_native_stack(const struct py_target *t, struct native_unwinder *u,
 		free(st);
 		return -1;
 	}
-	npcs = native_unwind(u, th->tid, st->regs, st->stack, st->stack_len, pcs, NATIVE_MAX_FRAMES);
+	npcs = native_unwind(u, th->tid, st->regs, st->stack, st->stack_len, pcs, NATIVE_MAX_FRAMES, NULL);
 	rc = weave(t, sym, th, ev, st, pcs, npcs, u);
 	free(st);
 	return rc;

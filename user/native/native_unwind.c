@@ -23,10 +23,30 @@
 
 /* One file of the process: its first mapping (for map_files) and the
  * addresses of all its mappings. */
+/* A function symbol: [addr, addr + size) in the process (bias applied);
+ * the name is libdwfl's, alive as long as the module. */
+struct native_fn {
+	uint64_t addr, size;
+	const char *name;
+	int global;
+};
+
 struct native_module {
 	struct mapped_file first;
 	uint64_t low, high;
+	/* loaded on the first pc named in it: libdwfl's own lookup scans every
+	 * symbol for every address (36 us a pc in libc), this one is sorted */
+	int fns_loaded;
+	struct native_fn *fns;
+	size_t nfns;
+	int hdr_loaded;			/* .eh_frame_hdr, for code without a symbol */
+	const uint8_t *hdr;
+	size_t hdr_len;
+	uint64_t hdr_vaddr, hdr_bias;
 };
+
+/* Symbols kept of one module at most (a debug libpython has ~20,000). */
+#define NATIVE_MAX_FNS	(1u << 20)
 
 struct native_unwinder {
 	pid_t pid;
@@ -43,6 +63,7 @@ struct native_unwinder {
 	size_t stack_len;
 	uint64_t *pcs;
 	int npcs, max;
+	int past_copy;			/* the walk asked for a word beyond the copy */
 };
 
 static struct native_module *module_at(struct native_unwinder *u, uint64_t low)
@@ -116,10 +137,22 @@ static void add_mapping(struct native_unwinder *u, const struct mapped_file *m)
 	    GROW_ARRAY(u->mods, u->mods_cap, u->nmods + 1))
 		return;
 	last = &u->mods[u->nmods++];
+	memset(last, 0, sizeof(*last));
 	last->first = *m;
 	/* where the file's offset 0 is (the ELF header's first PT_LOAD) */
 	last->low = m->start - m->offset;
 	last->high = m->end;
+}
+
+/* Drops the module list and what was loaded of each (libdwfl may free a
+ * module not reported again, and the names with it). */
+static void forget_modules(struct native_unwinder *u)
+{
+	size_t i;
+
+	for (i = 0; i < u->nmods; i++)
+		free(u->mods[i].fns);
+	u->nmods = 0;
 }
 
 /* Reads /proc/PID/maps and reports every file with code to libdwfl (modules
@@ -138,7 +171,7 @@ static int report_modules(struct native_unwinder *u)
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
-	u->nmods = 0;
+	forget_modules(u);
 	while (fgets(line, sizeof(line), f) && lines++ < 1000000)
 		if (!mapped_file_parse(line, &m))
 			add_mapping(u, &m);
@@ -184,8 +217,13 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 	uint64_t sp = u->regs[7];
 
 	(void)dwfl;
-	if (addr < sp || addr - sp > u->stack_len || u->stack_len - (addr - sp) < sizeof(*result))
+	if (addr < sp || addr - sp > u->stack_len || u->stack_len - (addr - sp) < sizeof(*result)) {
+		/* the caller's frame lies beyond what was copied: the walk is cut
+		 * there (libdwfl ends such a walk as if it were complete) */
+		if (addr >= sp && addr - sp < (64u << 20))
+			u->past_copy = 1;
 		return false;
+	}
 	memcpy(result, u->stack + (addr - sp), sizeof(*result));
 	return true;
 }
@@ -250,6 +288,7 @@ void native_unwinder_free(struct native_unwinder *u)
 {
 	if (!u)
 		return;
+	forget_modules(u);
 	dwfl_end(u->dwfl);
 	free(u->mods);
 	free(u);
@@ -282,8 +321,12 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 }
 
 int native_unwind(struct native_unwinder *u, pid_t tid, const uint64_t *regs,
-		  const uint8_t *stack, size_t len, uint64_t *pcs, int max)
+		  const uint8_t *stack, size_t len, uint64_t *pcs, int max, int *complete)
 {
+	int rc;
+
+	if (complete)
+		*complete = 0;
 	if (max <= 0 || !regs[16])
 		return 0;
 	refresh_modules(u, regs[16]);
@@ -293,14 +336,17 @@ int native_unwind(struct native_unwinder *u, pid_t tid, const uint64_t *regs,
 	u->stack_len = len;
 	u->pcs = pcs;
 	u->npcs = 0;
+	u->past_copy = 0;
 	u->max = max > NATIVE_MAX_FRAMES ? NATIVE_MAX_FRAMES : max;
 	if (!u->attached) {
 		pcs[0] = regs[16];
 		return 1;
 	}
 	/* an error ends the walk where the copy or the CFI ends: what came
-	 * before it stands */
-	dwfl_getthread_frames(u->dwfl, tid, on_frame, u);
+	 * before it stands; 0 is a walk to the outermost frame */
+	rc = dwfl_getthread_frames(u->dwfl, tid, on_frame, u);
+	if (complete)
+		*complete = rc == 0 && !u->past_copy && u->npcs < u->max;
 	return u->npcs;
 }
 
@@ -311,17 +357,20 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* The bytes and link-time address of the module's .eh_frame_hdr. */
-static int eh_frame_hdr_of(Dwfl_Module *mod, const uint8_t **bytes, size_t *len,
-			   uint64_t *vaddr, Dwarf_Addr *bias)
+/* The module's .eh_frame_hdr: its bytes and link-time address, once. */
+static int load_eh_frame_hdr(Dwfl_Module *mod, struct native_module *m)
 {
-	Elf *elf = dwfl_module_getelf(mod, bias);
+	Dwarf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
 	size_t shstrndx;
 	Elf_Data *data;
 	const char *name;
 
+	if (m->hdr_loaded)
+		return m->hdr ? 0 : -1;
+	m->hdr_loaded = 1;
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
 		return -1;
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -333,9 +382,10 @@ static int eh_frame_hdr_of(Dwfl_Module *mod, const uint8_t **bytes, size_t *len,
 		data = elf_getdata(scn, NULL);
 		if (!data || !data->d_buf || data->d_size != shdr.sh_size)
 			return -1;
-		*bytes = data->d_buf;
-		*len = data->d_size;
-		*vaddr = shdr.sh_addr;
+		m->hdr = data->d_buf;
+		m->hdr_len = data->d_size;
+		m->hdr_vaddr = shdr.sh_addr;
+		m->hdr_bias = bias;
 		return 0;
 	}
 	return -1;
@@ -344,23 +394,81 @@ static int eh_frame_hdr_of(Dwfl_Module *mod, const uint8_t **bytes, size_t *len,
 /* A function without a symbol: named by where its unwind information starts
  * (.eh_frame_hdr's table), so that its samples still gather in one frame:
  * "libz.so.1+0x4a80", the offset from the file's first mapping. */
-static void name_by_cfi(Dwfl_Module *mod, uint64_t pc, uint64_t low, const char *file,
-			struct native_sym *out)
+static void name_by_cfi(Dwfl_Module *mod, struct native_module *m, uint64_t pc,
+			const char *file, struct native_sym *out)
 {
-	const uint8_t *hdr;
-	size_t len;
-	uint64_t vaddr, start;
-	Dwarf_Addr bias = 0;
+	uint64_t start, bias = 0;
 
-	if (eh_frame_hdr_of(mod, &hdr, &len, &vaddr, &bias) ||
-	    eh_frame_hdr_function(hdr, len, vaddr, pc - bias, &start))
-		start = pc - bias;
+	if (m && !load_eh_frame_hdr(mod, m) &&
+	    !eh_frame_hdr_function(m->hdr, m->hdr_len, m->hdr_vaddr, pc - m->hdr_bias, &start))
+		bias = m->hdr_bias;
+	else
+		start = pc;
 	snprintf(out->name, sizeof(out->name), "%s+0x%llx", base_name(file),
-		 (unsigned long long)(start + bias - low));
+		 (unsigned long long)(start + bias - (m ? m->low : 0)));
+}
+
+static int by_address(const void *x, const void *y)
+{
+	const struct native_fn *a = x, *b = y;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if (a->global != b->global)	/* of aliases, the exported name first */
+		return b->global - a->global;
+	return (int)strlen(a->name) - (int)strlen(b->name);
+}
+
+/* The module's function symbols (.symtab, else .dynsym), sorted, once. */
+static void load_functions(Dwfl_Module *mod, struct native_module *m)
+{
+	int n = dwfl_module_getsymtab(mod), i;
+	const char *name;
+	GElf_Addr addr;
+	GElf_Sym sym;
+
+	m->fns_loaded = 1;
+	if (n <= 0 || (unsigned)n > NATIVE_MAX_FNS)
+		return;
+	m->fns = calloc(n, sizeof(*m->fns));
+	if (!m->fns)
+		return;
+	for (i = 1; i < n; i++) {
+		name = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+		if (!name || !name[0] || !addr ||
+		    (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
+			continue;
+		m->fns[m->nfns++] = (struct native_fn){ addr, sym.st_size, name,
+							GELF_ST_BIND(sym.st_info) != STB_LOCAL };
+	}
+	qsort(m->fns, m->nfns, sizeof(*m->fns), by_address);
+}
+
+/* The function symbol covering pc, or NULL. */
+static const char *function_at(Dwfl_Module *mod, struct native_module *m, uint64_t pc)
+{
+	size_t lo = 0, hi, mid;
+
+	if (!m->fns_loaded)
+		load_functions(mod, m);
+	hi = m->nfns;
+	if (!hi || pc < m->fns[0].addr)
+		return NULL;
+	while (hi - lo > 1) {	/* the last entry at or below pc */
+		mid = lo + (hi - lo) / 2;
+		if (m->fns[mid].addr <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	while (lo && m->fns[lo - 1].addr == m->fns[lo].addr)	/* the first alias */
+		lo--;
+	return pc - m->fns[lo].addr < m->fns[lo].size ? m->fns[lo].name : NULL;
 }
 
 int native_symbolize(struct native_unwinder *u, uint64_t pc, struct native_sym *out)
 {
+	struct native_module *m;
 	Dwfl_Module *mod;
 	const char *name, *modname;
 	Dwarf_Addr low = 0, high = 0;
@@ -380,13 +488,15 @@ int native_symbolize(struct native_unwinder *u, uint64_t pc, struct native_sym *
 	snprintf(out->file, sizeof(out->file), "%s", modname ? as_target_sees(u, modname) : "");
 	out->mod_low = low;
 	out->mod_high = high;
-	if (module_at(u, low))
-		out->mod_inode = module_at(u, low)->first.inode;
-	name = dwfl_module_addrinfo(mod, pc, &offset, &sym, NULL, NULL, NULL);
+	m = module_at(u, low);
+	if (m)
+		out->mod_inode = m->first.inode;
+	name = m ? function_at(mod, m, pc) : dwfl_module_addrinfo(mod, pc, &offset, &sym, NULL,
+								    NULL, NULL);
 	if (name && name[0])
 		snprintf(out->name, sizeof(out->name), "%s", name);
 	else
-		name_by_cfi(mod, pc, low, out->file, out);
+		name_by_cfi(mod, m, pc, out->file, out);
 	line = dwfl_module_getsrc(mod, pc);
 	if (line && dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) && lineno > 0)
 		out->line = lineno;

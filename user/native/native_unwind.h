@@ -39,9 +39,11 @@ void native_unwinder_free(struct native_unwinder *u);
  * rdi, rbp, rsp, r8-r15, rip) and len bytes of its stack copied from rsp.
  * Fills pcs innermost first (the interrupted pc, then each return address
  * less one, inside its call); returns how many (at most max, 0 if none).
+ * *complete (if not NULL) says whether the walk reached the thread's first
+ * frame, rather than the end of the copy or of the unwind information.
  */
 int native_unwind(struct native_unwinder *u, pid_t tid, const uint64_t *regs,
-		  const uint8_t *stack, size_t len, uint64_t *pcs, int max);
+		  const uint8_t *stack, size_t len, uint64_t *pcs, int max, int *complete);
 /* Names the code at pc (one of native_unwind's): 0, or -1 when no file maps it. */
 int native_symbolize(struct native_unwinder *u, uint64_t pc, struct native_sym *out);
 

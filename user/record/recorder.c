@@ -390,7 +390,8 @@ static void on_native(struct recorder *r, const struct ep_native_event *ev, size
 	struct native_pending *pend;
 	uint64_t pcs[NATIVE_MAX_FRAMES];
 	size_t stack_len = ev->stack_len;
-	int n, i;
+	int n, i, complete;
+	struct timespec t0, t1;
 
 	if (!p || !p->unwinder || !r->native || (ev->flags & EP_NATIVE_F_NO_REGS))
 		return;
@@ -399,11 +400,17 @@ static void on_native(struct recorder *r, const struct ep_native_event *ev, size
 	pend = &r->native[(unsigned)ev->tid % NATIVE_PENDING];
 	pend->tid = ev->tid;
 	pend->ts = ev->ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	n = native_unwind(p->unwinder, ev->tid, (const uint64_t *)ev->regs, ev->stack, stack_len, pcs,
-			  NATIVE_MAX_FRAMES);
+			  NATIVE_MAX_FRAMES, &complete);
+	r->native_unwound++;
+	r->native_complete += complete;
+	r->native_frames += n;
 	for (i = 0; i < n; i++)
 		pend->frames[i] = native_frame(r, p, pcs[i]);
 	pend->n = n;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	r->native_cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000ull + t1.tv_nsec - t0.tv_nsec;
 }
 
 /* --native: the sample's stack, its Python frames woven into its native
@@ -787,6 +794,11 @@ void recorder_print_losses(const struct recorder *r, FILE *f)
 	if (r->unknown_stacks || r->failed)
 		fprintf(f, "ebpfprof: warning: %lu records named a stack whose frames were lost (off-CPU intervals shown without frames, samples dropped), %lu records not kept (out of memory)\n",
 			r->unknown_stacks, r->failed);
+	if (r->native_unwound)
+		fprintf(f, "ebpfprof: native: %lu stacks unwound, %.0f%% to the thread's first frame (the others stop where the stack copy or the unwind information ends), %.1f native frames and %.1f us of CPU a stack\n",
+			r->native_unwound, 100.0 * r->native_complete / r->native_unwound,
+			(double)r->native_frames / r->native_unwound,
+			r->native_cpu_ns / 1e3 / r->native_unwound);
 	if (r->native_unpaired)
 		fprintf(f, "ebpfprof: warning: %lu samples shown without native frames (their registers and stack were lost)\n",
 			r->native_unpaired);

@@ -57,6 +57,10 @@ struct recorder {
 	unsigned nlost;
 	struct native_pending *native;	/* --native: unwound stacks awaiting their samples */
 	unsigned long native_unpaired;	/* --native: samples whose registers never came */
+	unsigned long native_unwound;	/* --native: stacks unwound, */
+	unsigned long native_complete;	/* ... to the thread's first frame, */
+	unsigned long native_frames;	/* ... native frames found in all */
+	uint64_t native_cpu_ns;		/* ... our CPU time unwinding and naming them */
 	struct proc_change *changes;	/* not yet taken by the driver */
 	size_t nchanges, changes_cap;
 };

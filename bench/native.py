@@ -1,0 +1,152 @@
+"""--native's cost (issue 22): the sampler's BPF time per run and the
+profiler's own CPU time per sample, without --native and with it (16 and 32
+KiB of stack copied), at a shallow native stack (tests/native/app.py: ~15 C
+frames under a C extension) and a deep one (tests/native/deep_app.py 40: 40
+levels of Python recursion through map(), ~200 C frames); and how deep the
+unwind reaches (deep_app.py at several depths: the share of stacks unwound to
+the thread's first frame). The extension is built from tests/native/knap.c.
+
+Run as root (scripts/bench.sh runs it); prints the table and puts it into
+docs/benchmarks.md as the section "Native frames"."""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EBPFPROF = ROOT / "ebpfprof"
+PY = "/usr/bin/python3.11"
+STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
+DOC = ROOT / "docs" / "benchmarks.md"
+KNAP = ROOT / "build" / "bench" / "knap"
+RATE = 1000
+SECONDS = 6
+MODES = (("without --native", []), ("--native (16 KiB)", ["-n"]),
+         ("--native --native-stack 32", ["-n", "--native-stack", "32"]))
+SHAPES = (("shallow (~15 C frames)", "app.py", []), ("deep (40 levels through C)", "deep_app.py", ["40"]))
+DEPTHS = (10, 20, 30, 45, 60)
+
+
+def build_knap():
+    KNAP.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fPIC", "-shared", "-I/usr/include/python3.11",
+                    str(ROOT / "tests" / "native" / "knap.c"), "-o",
+                    str(KNAP / "knap.cpython-311-x86_64-linux-gnu.so")], check=True)
+
+
+def prog_stats(prefix="sample_on_cpu"):
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                         check=True).stdout
+    ns = cnt = 0
+    for p in json.loads(out):
+        if p.get("name", "").startswith(prefix[:15]):
+            ns += p.get("run_time_ns", 0)
+            cnt += p.get("run_cnt", 0)
+    return ns, cnt
+
+
+def cpu_s(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start(script, args):
+    p = subprocess.Popen([PY, str(ROOT / "tests" / "native" / script), *args],
+                         stdout=subprocess.PIPE, text=True, env=dict(os.environ, KNAP_DIR=str(KNAP)))
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def run(script, args, flags, seconds=SECONDS, rate=RATE):
+    """(BPF ns per run, profiler CPU s per target sample, target samples, summary line)"""
+    w = start(script, args)
+    out = ROOT / "build" / "bench" / "native.collapsed"
+    prof = subprocess.Popen([str(EBPFPROF), "-p", str(w.pid), "-r", str(rate), "-d", str(seconds + 1),
+                             "-f", "collapsed", "-o", str(out), *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while prog_stats()[1] == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+        ns0, n0 = prog_stats()
+        c0 = cpu_s(prof.pid)
+        time.sleep(seconds - 1)
+        ns1, n1 = prog_stats()
+        c1 = cpu_s(prof.pid)
+        err = prof.communicate(timeout=120)[1]
+    finally:
+        w.kill()
+        w.wait()
+    samples = int(re.search(r"(\d+) samples", err).group(1))
+    native = re.search(r"native: .*", err)
+    # the window is (seconds - 1) of the recording's seconds + 1: its share of the samples
+    window_samples = samples * (seconds - 1) / (seconds + 1)
+    return ((ns1 - ns0) / max(n1 - n0, 1), (c1 - c0) / max(window_samples, 1), samples,
+            native.group(0) if native else "")
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench/native.py: needs root (BPF, bpf_stats)")
+    build_knap()
+    old = STATS.read_text().strip()
+    STATS.write_text("1\n")
+    rows, reach = [], []
+    try:
+        for shape, script, args in SHAPES:
+            for label, flags in MODES:
+                bpf, cpu, n, line = run(script, args, flags)
+                rows.append((shape, label, bpf, cpu, n))
+                unwind = re.search(r"([\d.]+) us of CPU a stack", line)
+                rows[-1] += (float(unwind.group(1)) if unwind else None,)
+                print(f"{shape:28} {label:28} BPF {bpf / 1e3:6.2f} us/run, "
+                      f"ebpfprof {cpu * 1e6:7.1f} us CPU/sample ({n} samples) {line}", flush=True)
+        for depth in DEPTHS:
+            got = []
+            for kib in (16, 32):
+                line = run("deep_app.py", [str(depth)], ["-n", "--native-stack", str(kib)],
+                           seconds=3, rate=300)[3]
+                m = re.search(r"(\d+)% to the thread's first frame.*?([\d.]+) native frames", line)
+                got.append((int(m.group(1)), float(m.group(2))) if m else (0, 0.0))
+            reach.append((depth, got))
+            print(f"depth {depth}: 16 KiB {got[0][0]}% whole ({got[0][1]:.0f} frames), "
+                  f"32 KiB {got[1][0]}% whole ({got[1][1]:.0f} frames)", flush=True)
+    finally:
+        STATS.write_text(old + "\n")
+    write_doc(rows, reach)
+
+
+def write_doc(rows, reach):
+    L = ["## Native frames (issue 22)", "",
+         f"`bench/native.py` on {os.uname().release}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+         f"{RATE} Hz, Debian's python3.11 (no frame pointers) calling a C extension built without "
+         "them: the sampler's BPF time per run (kernel.bpf_stats_enabled: every tick of every CPU, "
+         "the target's and the few others') and ebpfprof's own CPU time per sample of the target "
+         "(userspace: reading the ring buffer, unwinding with libdwfl, weaving, symbolizing; "
+         "measured while the target runs, after the start).", "",
+         "The unwind column is ebpfprof's own thread CPU time in the unwinder and symbolizer per "
+         "stack (CLOCK_THREAD_CPUTIME_ID around it: load on the machine does not inflate it); the "
+         "CPU column is the whole process per sample, which the machine's load makes noisy.", "",
+         "| native stack | mode | BPF per run | unwind per stack | ebpfprof CPU per sample | samples |",
+         "|---|---|---|---|---|---|"]
+    for shape, label, bpf, cpu, n, unwind in rows:
+        L.append(f"| {shape} | {label} | {bpf / 1e3:.2f} us | "
+                 f"{f'{unwind:.0f} us' if unwind is not None else '-'} | {cpu * 1e6:.0f} us | {n} |")
+    L += ["", "How deep it reaches: `deep_app.py DEPTH` (each level a Python call through `map()`, "
+          "about 5 C frames and 0.7 KiB of C stack a level), the share of stacks unwound to the "
+          "thread's first frame and the native frames found a stack:", "",
+          "| levels through C | 16 KiB copied (default) | 32 KiB copied |", "|---|---|---|"]
+    for depth, got in reach:
+        L.append(f"| {depth} | {got[0][0]}% ({got[0][1]:.0f} frames) | {got[1][0]}% ({got[1][1]:.0f} frames) |")
+    L.append("")
+    doc = DOC.read_text() if DOC.exists() else ""
+    doc = re.sub(r"\n## Native frames \(issue 22\)\n.*?(?=\n## |\Z)", "\n", doc, flags=re.S)
+    DOC.write_text(doc.rstrip("\n") + "\n\n" + "\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
