@@ -8,13 +8,14 @@ the thread's first frame). The extension is built from tests/native/knap.c.
 
 Run as root (scripts/bench.sh runs it); prints the table and puts it into
 docs/benchmarks.md as the section "Native frames"."""
-import json
 import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from fallbacks import prog_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 EBPFPROF = ROOT / "ebpfprof"
@@ -37,15 +38,9 @@ def build_knap():
                     str(KNAP / "knap.cpython-311-x86_64-linux-gnu.so")], check=True)
 
 
-def prog_stats(prefix="sample_on_cpu"):
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    ns = cnt = 0
-    for p in json.loads(out):
-        if p.get("name", "").startswith(prefix[:15]):
-            ns += p.get("run_time_ns", 0)
-            cnt += p.get("run_cnt", 0)
-    return ns, cnt
+def sampler_stats():
+    """(run_time_ns, run_cnt) of the loaded sampler (bench/fallbacks.py's reader)."""
+    return prog_stats("sample_on_cpu")
 
 
 def cpu_s(pid):
@@ -69,13 +64,13 @@ def run(script, args, flags, seconds=SECONDS, rate=RATE):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while prog_stats()[1] == 0 and time.monotonic() < deadline:
+        while sampler_stats()[1] == 0 and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(0.5)
-        ns0, n0 = prog_stats()
+        ns0, n0 = sampler_stats()
         c0 = cpu_s(prof.pid)
         time.sleep(seconds - 1)
-        ns1, n1 = prog_stats()
+        ns1, n1 = sampler_stats()
         c1 = cpu_s(prof.pid)
         err = prof.communicate(timeout=120)[1]
     finally:
@@ -143,9 +138,11 @@ def write_doc(rows, reach):
     for depth, got in reach:
         L.append(f"| {depth} | {got[0][0]}% ({got[0][1]:.0f} frames) | {got[1][0]}% ({got[1][1]:.0f} frames) |")
     L.append("")
+    # the section replaced where it stands, else added at the end
     doc = DOC.read_text() if DOC.exists() else ""
-    doc = re.sub(r"\n## Native frames \(issue 22\)\n.*?(?=\n## |\Z)", "\n", doc, flags=re.S)
-    DOC.write_text(doc.rstrip("\n") + "\n\n" + "\n".join(L))
+    new, n = re.subn(r"\n## Native frames \(issue 22\)\n.*?(?=\n## |\Z)",
+                     lambda m: "\n" + "\n".join(L), doc, flags=re.S)
+    DOC.write_text(new if n else doc.rstrip("\n") + "\n\n" + "\n".join(L))
 
 
 if __name__ == "__main__":

@@ -16,23 +16,24 @@
 
 static volatile unsigned long sink;
 
-/* the work is inside each inner function's own loop: samples land there */
-static __attribute__((noipa)) unsigned long knap_inner_fill(unsigned long seed, unsigned long n)
-{
-	unsigned long x = seed, i;
+/* n rounds of a linear congruential step: the same loop inlined in each
+ * inner function, so that samples land in the function itself */
+#define SPIN(x, n)							\
+	do {								\
+		for (unsigned long i_ = 0; i_ < (n); i_++)		\
+			(x) = (x) * 6364136223846793005ul + 1442695040888963407ul; \
+	} while (0)
 
-	for (i = 0; i < n * FILL_UNITS; i++)
-		x = x * 6364136223846793005ul + 1442695040888963407ul;
+static __attribute__((noipa)) unsigned long knap_inner_fill(unsigned long x, unsigned long n)
+{
+	SPIN(x, n * FILL_UNITS);
 	sink = x;
 	return x;
 }
 
-static __attribute__((noipa)) unsigned long knap_inner_scan(unsigned long seed, unsigned long n)
+static __attribute__((noipa)) unsigned long knap_inner_scan(unsigned long x, unsigned long n)
 {
-	unsigned long x = seed, i;
-
-	for (i = 0; i < n * SCAN_UNITS; i++)
-		x = x * 6364136223846793005ul + 1442695040888963407ul;
+	SPIN(x, n * SCAN_UNITS);
 	sink = x;
 	return x;
 }

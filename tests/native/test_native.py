@@ -63,11 +63,17 @@ def start(argv, env=None):
     return proc
 
 
-def record_native(pid, path, seconds=4, *extra):
-    # 250 Hz: ~1000 samples, so the split's standard error is ~1.4 points
-    res = run_ebpfprof("-n", "-r", 250, "-d", seconds, "-p", pid, "-o", path, *extra)
+def record_native(argv, path, env=None):
+    """Starts argv, records it with --native for 4 s into path, ends it."""
+    proc = start(argv, env)
+    try:
+        # 250 Hz: ~1000 samples, so the split's standard error is ~1.4 points
+        res = run_ebpfprof("-n", "-r", 250, "-d", 4, "-p", proc.pid, "-o", path)
+    finally:
+        proc.kill()
+        proc.wait()
     assert res.returncode == 0, res.stderr
-    return res
+    return Profile(path)
 
 
 def caller_stacks(prof, caller):
@@ -78,14 +84,9 @@ def caller_stacks(prof, caller):
 def test_extension_frames_under_their_python_caller(name, tmp_path):
     interp = require_interpreter(name)
     build_extension(interp, tmp_path)
-    proc = start(interp.argv + [str(HERE / "app.py")], env={"KNAP_DIR": str(tmp_path)})
-    try:
-        out = tmp_path / "native.speedscope.json"
-        record_native(proc.pid, out)
-    finally:
-        proc.kill()
-        proc.wait()
-    stacks = caller_stacks(Profile(out), "plan_route")
+    prof = record_native(interp.argv + [str(HERE / "app.py")], tmp_path / "native.speedscope.json",
+                         env={"KNAP_DIR": str(tmp_path)})
+    stacks = caller_stacks(prof, "plan_route")
     total = sum(w for _, w in stacks)
     assert total, "no sample of plan_route"
     woven = {"knap_inner_fill": 0, "knap_inner_scan": 0}
@@ -113,14 +114,7 @@ def test_zlib_deflate_under_compress(name, tmp_path):
         argv = interp.argv + ["/tmp/zlib_app.py"]
     else:
         argv = interp.argv + [str(script)]
-    proc = start(argv)
-    try:
-        out = tmp_path / "zlib.speedscope.json"
-        record_native(proc.pid, out)
-    finally:
-        proc.kill()
-        proc.wait()
-    prof = Profile(out)
+    prof = record_native(argv, tmp_path / "zlib.speedscope.json")
     frames = prof.frames
     stacks = []
     for p in prof.doc["profiles"]:
