@@ -81,7 +81,7 @@ def run(script, args, flags, seconds=SECONDS, rate=RATE):
     # the window is (seconds - 1) of the recording's seconds + 1: its share of the samples
     window_samples = samples * (seconds - 1) / (seconds + 1)
     return ((ns1 - ns0) / max(n1 - n0, 1), (c1 - c0) / max(window_samples, 1), samples,
-            native.group(0) if native else "")
+            native.group(0) if native else "", (ns1 - ns0) / max(window_samples, 1))
 
 
 def main():
@@ -94,8 +94,8 @@ def main():
     try:
         for shape, script, args in SHAPES:
             for label, flags in MODES:
-                bpf, cpu, n, line = run(script, args, flags)
-                rows.append((shape, label, bpf, cpu, n))
+                bpf, cpu, n, line, bpf_sample = run(script, args, flags)
+                rows.append((shape, label, bpf, cpu, n, bpf_sample))
                 unwind = re.search(r"([\d.]+) us of CPU a stack", line)
                 rows[-1] += (float(unwind.group(1)) if unwind else None,)
                 print(f"{shape:28} {label:28} BPF {bpf / 1e3:6.2f} us/run, "
@@ -112,10 +112,38 @@ def main():
                   f"32 KiB {got[1][0]}% whole ({got[1][1]:.0f} frames)", flush=True)
     finally:
         STATS.write_text(old + "\n")
-    write_doc(rows, reach)
+    write_doc(rows, reach, image_sizes(), symbolizers())
 
 
-def write_doc(rows, reach):
+def image_sizes():
+    """What --native adds to the sidecar image: libdw1's installed size, and
+    the image's size if make container built it here."""
+    out = []
+    kib = subprocess.run(["dpkg-query", "-W", "-f", "${Installed-Size}", "libdw1"],
+                         capture_output=True, text=True).stdout.strip()
+    if kib:
+        out.append(f"libdw1 (the one package the runtime image gains) installs {int(kib) / 1024:.1f} MiB")
+    ver = re.search(r"^VERSION\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    try:
+        size = subprocess.run(["podman", "image", "inspect", "--format", "{{.Size}}",
+                               f"localhost/ebpfprof:{ver}"], capture_output=True, text=True,
+                              timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        size = ""
+    if size.isdigit():
+        out.append(f"the image `localhost/ebpfprof:{ver}` built here last measures {int(size) / 1e6:.1f} MB")
+    return out
+
+
+def symbolizers():
+    """bench/symbolizers.sh's lines (user/native against BCC), if libbcc is here."""
+    if not Path("/usr/include/bcc/bcc_syms.h").exists():
+        return []
+    res = subprocess.run([str(ROOT / "bench" / "symbolizers.sh")], capture_output=True, text=True)
+    return [l for l in res.stdout.splitlines() if l.startswith(("dw:", "bcc:"))]
+
+
+def write_doc(rows, reach, sizes, syms):
     L = ["## Native frames (issue 22)", "",
          f"`bench/native.py` on {os.uname().release}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
          f"{RATE} Hz, Debian's python3.11 (no frame pointers) calling a C extension built without "
@@ -126,10 +154,13 @@ def write_doc(rows, reach):
          "The unwind column is ebpfprof's own thread CPU time in the unwinder and symbolizer per "
          "stack (CLOCK_THREAD_CPUTIME_ID around it: load on the machine does not inflate it); the "
          "CPU column is the whole process per sample, which the machine's load makes noisy.", "",
-         "| native stack | mode | BPF per run | unwind per stack | ebpfprof CPU per sample | samples |",
-         "|---|---|---|---|---|---|"]
-    for shape, label, bpf, cpu, n, unwind in rows:
-        L.append(f"| {shape} | {label} | {bpf / 1e3:.2f} us | "
+         "BPF per target sample is the sampler's whole time over the target's samples (an upper "
+         "bound: other threads' ticks return at once, but count).", "",
+         "| native stack | mode | BPF per run | BPF per target sample | unwind per stack | "
+         "ebpfprof CPU per sample | samples |",
+         "|---|---|---|---|---|---|---|"]
+    for shape, label, bpf, cpu, n, bpf_sample, unwind in rows:
+        L.append(f"| {shape} | {label} | {bpf / 1e3:.2f} us | {bpf_sample / 1e3:.2f} us | "
                  f"{f'{unwind:.0f} us' if unwind is not None else '-'} | {cpu * 1e6:.0f} us | {n} |")
     L += ["", "How deep it reaches: `deep_app.py DEPTH` (each level a Python call through `map()`, "
           "about 5 C frames and 0.7 KiB of C stack a level), the share of stacks unwound to the "
@@ -137,6 +168,13 @@ def write_doc(rows, reach):
           "| levels through C | 16 KiB copied (default) | 32 KiB copied |", "|---|---|---|"]
     for depth, got in reach:
         L.append(f"| {depth} | {got[0][0]}% ({got[0][1]:.0f} frames) | {got[1][0]}% ({got[1][1]:.0f} frames) |")
+    if sizes:
+        L += ["", "The sidecar image: " + "; ".join(sizes) + "."]
+    if syms:
+        L += ["", "Symbolizers (`bench/symbolizers.sh`: the same pcs spread over the code of a "
+              "python3.11 running zlib, named by user/native on libdwfl (`dw`, without BCC linked) "
+              "and by BCC's `bcc_symcache_resolve`, each in a process of its own):", "", "```"]
+        L += syms + ["```"]
     L.append("")
     # the section replaced where it stands, else added at the end
     doc = DOC.read_text() if DOC.exists() else ""

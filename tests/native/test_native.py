@@ -160,3 +160,47 @@ def test_dump_native_shows_each_threads_native_frames(name, tmp_path):
     assert nap[0]["file"].split("/")[-1].startswith("libc.so"), nap
     assert [f["function"] for f in nap].index("nap") > 0, nap
     assert "knap_solve_outer" not in plain.stdout, "native frames without --native"
+
+
+@pytest.mark.parametrize("swap", ["deleted", "replaced", "fifo"])
+def test_extension_swapped_after_load_is_read_as_mapped(swap, tmp_path):
+    """Hostile: once the extension is loaded, its path is deleted, or replaced
+    by another ELF (libz, whose symbols would name the code wrongly), or by a
+    FIFO (opening it would block): the frames still come from the very file
+    mapped (through /proc/PID/map_files), and nothing hangs."""
+    interp = require_interpreter("debian-3.11")
+    so = build_extension(interp, tmp_path)
+    proc = start(interp.argv + [str(HERE / "app.py")], env={"KNAP_DIR": str(tmp_path)})
+    try:
+        so.unlink()
+        if swap == "replaced":
+            so.write_bytes(Path("/usr/lib/x86_64-linux-gnu/libz.so.1").read_bytes())
+        elif swap == "fifo":
+            os.mkfifo(so)
+        out = tmp_path / "swapped.speedscope.json"
+        res = run_ebpfprof("-n", "-r", 250, "-d", 3, "-p", proc.pid, "-o", out, timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert res.returncode == 0, res.stderr
+    prof = Profile(out)
+    inner = sum(w for names, w in prof.stacks() if names[-2:] in
+                (["knap_solve_outer", "knap_inner_fill"], ["knap_solve_outer", "knap_inner_scan"]))
+    total = sum(w for names, w in prof.stacks() if "plan_route" in names)
+    assert inner >= 0.9 * total, f"{inner / total:.0%} of plan_route's samples named from the mapped file"
+
+
+def test_diff_compares_native_frames(tmp_path):
+    """Two --native recordings, the second also spending time in a C function of
+    its own (knap_extra_pass): diff names it among those that grew, with its file."""
+    interp = require_interpreter("debian-3.11")
+    so = build_extension(interp, tmp_path)
+    argv = interp.argv + [str(HERE / "app.py")]
+    base = tmp_path / "base.speedscope.json"
+    new = tmp_path / "new.speedscope.json"
+    record_native(argv, base, env={"KNAP_DIR": str(tmp_path)})
+    record_native(argv, new, env={"KNAP_DIR": str(tmp_path), "KNAP_EXTRA": "1"})
+    res = run_ebpfprof("diff", "--json", base, new)
+    assert res.returncode in (0, 1), res.stderr
+    grew = [f for f in json.loads(res.stdout)["functions_self"] if f["verdict"] == "grew"]
+    assert [f["file"] for f in grew if f["function"] == "knap_extra_pass"] == [str(so)], grew
