@@ -39,6 +39,7 @@ struct native_module {
 	int fns_loaded;
 	struct native_fn *fns;
 	size_t nfns;
+	int no_lines;			/* its DWARF is past our bounds: no lines */
 	int hdr_loaded;			/* .eh_frame_hdr, for code without a symbol */
 	const uint8_t *hdr;
 	size_t hdr_len;
@@ -77,6 +78,38 @@ static struct native_module *module_at(struct native_unwinder *u, uint64_t low)
 }
 
 /*
+ * libdwfl reads whole sections: one past ELF_SECTION_MAX that it would need
+ * to unwind or name (CFI, symbols) refuses the file; DWARF past it only
+ * costs the lines. 0, or -1 to refuse.
+ */
+static int check_sections(Elf *elf, struct native_module *m)
+{
+	static const char *const needed[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame",
+					      ".symtab", ".strtab", ".dynsym", ".dynstr" };
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t shstrndx, i;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return -1;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS ||
+		    shdr.sh_size <= ELF_SECTION_MAX)
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (!name)
+			return -1;
+		for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+			if (!strcmp(name, needed[i]))
+				return -1;
+		if (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8))
+			m->no_lines = 1;
+	}
+	return 0;
+}
+
+/*
  * libdwfl asks for a module's ELF: opened the safe way, read by libelf with
  * pread (ELF_C_READ; libdwfl's own open would mmap a file the target can
  * truncate under us). libdwfl owns the descriptor and the Elf from then on.
@@ -98,7 +131,9 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 	if (fd < 0)
 		return -1;
 	*elfp = elf_begin(fd, ELF_C_READ, NULL);
-	if (!*elfp) {
+	if (!*elfp || elf_kind(*elfp) != ELF_K_ELF || check_sections(*elfp, m)) {
+		elf_end(*elfp);
+		*elfp = NULL;
 		close(fd);
 		return -1;
 	}
@@ -497,7 +532,7 @@ int native_symbolize(struct native_unwinder *u, uint64_t pc, struct native_sym *
 		snprintf(out->name, sizeof(out->name), "%s", name);
 	else
 		name_by_cfi(mod, m, pc, out->file, out);
-	line = dwfl_module_getsrc(mod, pc);
+	line = m && m->no_lines ? NULL : dwfl_module_getsrc(mod, pc);
 	if (line && dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) && lineno > 0)
 		out->line = lineno;
 	return 0;
