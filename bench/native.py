@@ -144,15 +144,17 @@ def image_sizes():
                          capture_output=True, text=True).stdout.strip()
     if kib:
         out.append(f"libdw1 (the one package the runtime image gains) installs {int(kib) / 1024:.1f} MiB")
-    ver = re.search(r"^VERSION\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    # the images in podman's store (make container tags them localhost/ebpfprof:VERSION;
+    # one built with and one without --native's library, if both are there)
     try:
-        size = subprocess.run(["podman", "image", "inspect", "--format", "{{.Size}}",
-                               f"localhost/ebpfprof:{ver}"], capture_output=True, text=True,
-                              timeout=60).stdout.strip()
+        listing = subprocess.run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}} {{.Size}}"],
+                                 capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired):
-        size = ""
-    if size.isdigit():
-        out.append(f"the image `localhost/ebpfprof:{ver}` built here last measures {int(size) / 1e6:.1f} MB")
+        listing = ""
+    for line in listing.splitlines():
+        if line.startswith("localhost/ebpfprof") and "example" not in line:
+            name, size = line.split(" ", 1)
+            out.append(f"`{name}` in podman's store: {size}")
     return out
 
 
