@@ -21,7 +21,10 @@ from conftest import Profile, cannot_run, require_interpreter, run_ebpfprof
 
 HERE = Path(__file__).resolve().parent
 FILL_SHARE = 0.25   # knap.c: FILL_UNITS / (FILL_UNITS + SCAN_UNITS)
-EXT_INTERPRETERS = ["debian-3.11", "pyenv-3.11", "pyenv-3.9", "pyenv-3.12", "pyenv-3.13"]
+# "+fallbacks": the older kernels' paths forced (registers from the perf
+# context, not bpf_task_pt_regs; the walk in global-function calls)
+EXT_INTERPRETERS = ["debian-3.11", "pyenv-3.11", "pyenv-3.9", "pyenv-3.12", "pyenv-3.13",
+                    "debian-3.11+fallbacks"]
 ZLIB_INTERPRETERS = ["debian-3.11", "pyenv-3.11", "chroot-3.13"]
 
 
@@ -67,8 +70,10 @@ def record_native(argv, path, env=None):
     """Starts argv, records it with --native for 4 s into path, ends it."""
     proc = start(argv, env)
     try:
-        # 250 Hz: ~1000 samples, so the split's standard error is ~1.4 points
-        res = run_ebpfprof("-n", "-r", 250, "-d", 4, "-p", proc.pid, "-o", path)
+        # 1000 Hz for 5 s: on a loaded machine the target may get a fifth of
+        # a CPU, still ~1000 samples, so the split's standard error stays
+        # ~1.4 points (at 250 Hz, 200 samples made it 3)
+        res = run_ebpfprof("-n", "-r", 1000, "-d", 5, "-p", proc.pid, "-o", path)
     finally:
         proc.kill()
         proc.wait()
@@ -81,14 +86,17 @@ def caller_stacks(prof, caller):
 
 
 @pytest.mark.parametrize("name", EXT_INTERPRETERS)
-def test_extension_frames_under_their_python_caller(name, tmp_path):
+def test_extension_frames_under_their_python_caller(name, tmp_path, monkeypatch):
+    name, _, fallbacks = name.partition("+")
+    if fallbacks:
+        monkeypatch.setenv("EBPFPROF_FORCE_MISSING", fallbacks)
     interp = require_interpreter(name)
     build_extension(interp, tmp_path)
     prof = record_native(interp.argv + [str(HERE / "app.py")], tmp_path / "native.speedscope.json",
                          env={"KNAP_DIR": str(tmp_path)})
     stacks = caller_stacks(prof, "plan_route")
     total = sum(w for _, w in stacks)
-    assert total, "no sample of plan_route"
+    assert len(stacks) >= 300, f"{len(stacks)} samples of plan_route: too few to judge a split"
     woven = {"knap_inner_fill": 0, "knap_inner_scan": 0}
     for names, w in stacks:
         inner = names[-1]
