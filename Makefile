@@ -30,9 +30,9 @@ CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 # user/ in layers, lowest first: each folder includes its own headers and
 # those of the folders before it (scripts/check-layers.sh holds it to that)
-USER_DIRS  := base cpython model output diff record live cli
+USER_DIRS  := base cpython native model output diff record live cli
 INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
-LDLIBS     := -lbpf -lelf -lz -ljansson -lm
+LDLIBS     := -lbpf -ldw -lelf -lz -ljansson -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
@@ -115,7 +115,7 @@ $(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_CC      ?= clang-14
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_NAMES   := linetable elf debug_offsets pystr json recording
+FUZZ_NAMES   := linetable elf debug_offsets pystr json recording native
 FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 600
 FUZZ_SHORT   ?= 10
@@ -131,6 +131,9 @@ fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/dif
 			   user/diff/diff_folded.c user/model/profile.c user/model/sample_log.c user/base/grow.c \
 			   user/model/states.c user/base/json.c user/base/printable.c
 fuzz_recording_LIBS     := -ljansson -lm
+fuzz_native_SRCS        := user/native/native_unwind.c user/native/eh_frame_hdr.c user/base/mapped_file.c \
+			   user/base/clock.c user/base/grow.c
+fuzz_native_LIBS        := -ldw -lelf
 
 .SECONDEXPANSION:
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(USER_HDRS) include/ebpfprof.h
@@ -161,7 +164,7 @@ unit: $(UNIT_BINS)
 # profiles join the speedscope app check that runs last), then the same under 6.1 and 6.12 in QEMU
 # The 10-minute soak test is not part of it (deselected, not skipped): make soak.
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/integration vmtests \
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/integration tests/native vmtests \
 		--deselect tests/integration/test_memory.py::test_soak_ten_minutes
 
 # the README's first command: set up, build, profile the bundled demo

@@ -13,6 +13,8 @@
 
 extern const volatile __u64 ep_pidns_dev;
 extern const volatile __u64 ep_pidns_ino;
+/* --native (sample.bpf.c): mark each eval-loop C call's first frame */
+extern const volatile __u8 ep_native;
 
 static __always_inline void count(enum ep_counter which)
 {
@@ -327,8 +329,12 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 		return 1;
 	}
 	w->frame = ep_frame_previous(cfg, buf);
-	if (ep_frame_is_shim(cfg, buf))
+	if (ep_frame_is_shim(cfg, buf)) {
+		/* 3.12+: the frame above a shim is the first of its C call */
+		if (ep_native && depth)
+			ev->frames[(depth - 1) & (EP_MAX_FRAMES - 1)].instr |= EP_INSTR_ENTRY;
 		return 0;
+	}
 	code = ep_frame_code(cfg, buf);
 	if (!code)
 		return 0;
@@ -341,6 +347,9 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	out->ident = code_ident(w, code);
 	ev->stack_id = ep_stack_mix(ev->stack_id, code, out->instr, out->ident);
 	ev->depth = depth + 1;
+	if (ep_native && cfg->frame_is_entry != EP_NO_OFFSET &&
+	    buf[cfg->frame_is_entry & (EP_FRAME_READ_MAX - 1)])
+		out->instr |= EP_INSTR_ENTRY;	/* 3.11 */
 	return 0;
 }
 

@@ -56,6 +56,124 @@ static __always_inline void mark_gc(const struct ep_proc_cfg *cfg,
 		ev->flags |= EP_F_IN_GC;
 }
 
+/*
+ * --native: the sampler also sends the thread's user registers and a copy of
+ * its user stack (struct ep_native_event), for userspace to unwind. Set by
+ * the loader; without it the code below is dead and never verified, and a
+ * sample costs what it did.
+ */
+const volatile __u8 ep_native = 0;
+/* bytes of stack copied per sample, at most EP_NATIVE_STACK_MAX */
+const volatile __u32 ep_native_stack_bytes = 16384;
+
+/* One record per CPU (indexed by CPU: 32 KiB of stack do not fit a per-CPU
+ * value), with a page to spare so that a masked offset plus a page-sized
+ * read stays inside. The loader sizes it to the CPUs, or 1 without --native. */
+struct ep_native_scratch {
+	struct ep_native_event ev;
+	__u8 slack[4096];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ep_native_scratch);
+} native_scratch SEC(".maps");
+
+static __always_inline void regs_out(const struct pt_regs *r, __u64 *out)
+{
+	out[0] = r->ax; out[1] = r->dx; out[2] = r->cx; out[3] = r->bx;
+	out[4] = r->si; out[5] = r->di; out[6] = r->bp; out[7] = r->sp;
+	out[8] = r->r8; out[9] = r->r9; out[10] = r->r10; out[11] = r->r11;
+	out[12] = r->r12; out[13] = r->r13; out[14] = r->r14; out[15] = r->r15;
+	out[16] = r->ip;
+}
+
+/* Before 5.15: the perf context's registers, when they are the user's. Not
+ * inlined: the compiler would merge its loads with the other path's, and one
+ * instruction cannot read both a context and a BTF pointer. */
+static __noinline int regs_from_context(struct bpf_perf_event_data *ctx, __u64 *out)
+{
+	/* cs is a union with wider views on new kernels: a context field is
+	 * read whole, 8 bytes */
+	__u64 cs = ((const __u64 *)&ctx->regs)[__builtin_offsetof(struct pt_regs, cs) / 8];
+
+	if (!out || (cs & 3) != 3)
+		return -1;
+	regs_out((const struct pt_regs *)&ctx->regs, out);
+	return 0;
+}
+
+/* The interrupted thread's user registers: on x86-64 those its entry to the
+ * kernel saved (an interrupt from user mode saves them there too). */
+static __always_inline int user_regs(struct bpf_perf_event_data *ctx, __u64 *out)
+{
+	if (!ep_has_task_pt_regs)
+		return regs_from_context(ctx, out);
+	regs_out((const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), out);
+	return 0;
+}
+
+/* Copies up to ep_native_stack_bytes of the user stack from sp: in one read,
+ * or, when that range runs past the stack's end (a shallow main thread),
+ * page by page up to the first page that cannot be read. Returns the bytes. */
+static __always_inline __u32 copy_user_stack(struct ep_native_scratch *ns, __u64 sp)
+{
+	__u32 want = ep_native_stack_bytes, got = 0, len;
+	__u64 addr;
+
+	if (want > EP_NATIVE_STACK_MAX)
+		want = EP_NATIVE_STACK_MAX;
+	if (!bpf_probe_read_user(ns->ev.stack, want, (void *)sp))
+		return want;
+	for (int i = 0; i < EP_NATIVE_STACK_MAX / 4096 + 1; i++) {
+		if (got >= want)
+			break;
+		addr = sp + got;
+		len = 4096 - (addr & 4095);
+		if (len > want - got)
+			len = want - got;
+		/* the compiler keeps two copies of len: bound the one passed */
+		barrier_var(len);
+		len &= 0x1fff;
+		if (len > 4096)
+			break;
+		barrier_var(len);
+		if (bpf_probe_read_user(ns->ev.stack + (got & (EP_NATIVE_STACK_MAX - 1)), len,
+					(void *)addr))
+			break;
+		got += len;
+	}
+	return got;
+}
+
+/* Sends the current thread's registers and stack (before its sample). */
+static __always_inline void emit_native(struct bpf_perf_event_data *ctx, __u32 pid, __u32 tid,
+					__u64 now)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct ep_native_scratch *ns = bpf_map_lookup_elem(&native_scratch, &cpu);
+	__u64 size;
+
+	if (!ns)
+		return;
+	ns->ev.kind = EP_EV_NATIVE;
+	ns->ev.pid = pid;
+	ns->ev.tid = tid;
+	ns->ev.ts = now;
+	ns->ev.flags = 0;
+	ns->ev.stack_len = 0;
+	if (user_regs(ctx, ns->ev.regs))
+		ns->ev.flags |= EP_NATIVE_F_NO_REGS;
+	else
+		ns->ev.stack_len = copy_user_stack(ns, ns->ev.regs[7]);
+	size = ns->ev.stack_len;
+	if (size > EP_NATIVE_STACK_MAX)
+		size = EP_NATIVE_STACK_MAX;
+	ring_output(&ns->ev, EP_NATIVE_EVENT_HDR_SIZE + size);
+}
+
 static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 {
 	struct ep_proc_cfg *cfg;
@@ -81,6 +199,13 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 		count(EP_CNT_NO_TSTATE);
 	else
 		mark_gc(cfg, ev, tid);
+	if (ep_native) {
+		/* whole: its frames' entry marks are per sample, and 16 bytes a
+		 * frame are little next to the stack copy */
+		emit_native(ctx, pid, tid, now);
+		emit_stack_event(ev);
+		return 0;
+	}
 	emit_stack_by_id(ev);
 	return 0;
 }

@@ -67,6 +67,7 @@ struct ep_proc_cfg {
 	__u8 instr_kind;		/* enum ep_instr_kind */
 	__u8 owner_skip_min;		/* skip frames with owner >= this (C-stack shims), 0: none */
 	__u8 totals_in_task;		/* its threads' totals are drained by offcpu_drain_totals */
+	__u16 frame_is_entry;		/* 3.11: bool is_entry, else EP_NO_OFFSET (--native) */
 };
 
 enum ep_event_kind {
@@ -77,6 +78,7 @@ enum ep_event_kind {
 	EP_EV_FORK = 5,		/* a followed process forked a child (struct ep_proc_event) */
 	EP_EV_EXEC = 6,		/* a followed process exec'ed a new program */
 	EP_EV_EXIT = 7,		/* a followed process exited */
+	EP_EV_NATIVE = 8,	/* --native: a sample's registers and user stack (struct ep_native_event) */
 };
 
 /* --subprocesses: a child appeared, or a followed process changed program. */
@@ -98,7 +100,9 @@ struct ep_proc_event {
 
 struct ep_frame {
 	__u64 code;		/* PyCodeObject * in the target */
-	__u32 instr;		/* byte offset of the current instruction, ~0 if unknown */
+	__u32 instr;		/* byte offset of the current instruction, ~0 if unknown;
+				 * with --native on 3.11+, EP_INSTR_ENTRY marks the first
+				 * frame of a C call of the interpreter (not in stack ids) */
 	__u32 ident;		/* ep_code_ident(): tells a reused code address apart */
 };
 
@@ -132,6 +136,34 @@ struct ep_stack_event {
 	__u64 weight_ns;	/* SAMPLE: time since its CPU's previous sample (its weight) */
 	struct ep_frame frames[EP_MAX_FRAMES];
 };
+
+/* --native (3.11+): the frame is the first one its C call of the eval loop
+ * ran (its caller is in another C call of _PyEval_EvalFrameDefault). */
+#define EP_INSTR_ENTRY	(1u << 31)
+
+/*
+ * --native: the user registers of a sample (DWARF numbering of x86-64: rax,
+ * rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, rip) and a copy of the user
+ * stack from rsp, sent just before the EP_EV_SAMPLE of the same tid and ts.
+ * Userspace unwinds it with the target's .eh_frame (user/native/).
+ */
+#define EP_NATIVE_REGS		17
+#define EP_NATIVE_STACK_MAX	32768	/* bytes of stack copied at most */
+#define EP_NATIVE_F_NO_REGS	(1u << 0)	/* in the kernel, user registers unknown */
+
+struct ep_native_event {
+	__u32 kind;		/* EP_EV_NATIVE */
+	__u32 pid;
+	__u32 tid;
+	__u32 stack_len;	/* bytes of stack[] that follow */
+	__u64 ts;		/* the sample's */
+	__u32 flags;		/* EP_NATIVE_F_* */
+	__u32 pad;
+	__u64 regs[EP_NATIVE_REGS];
+	__u8 stack[EP_NATIVE_STACK_MAX];
+};
+
+#define EP_NATIVE_EVENT_HDR_SIZE ((unsigned long)&((struct ep_native_event *)0)->stack)
 
 #define EP_STACK_EVENT_HDR_SIZE	((unsigned long)&((struct ep_stack_event *)0)->frames)
 

@@ -30,4 +30,6 @@ case " $* " in *" --no-doc "*) exit 0 ;; esac
 # issue 23's sampling and on-CPU accounting against the binary before it (a
 # section of its own; builds that binary once into build/bench/)
 case " $* " in *" --quick "*) exec "$PY" bench/sampling.py --quick ;; esac
-exec "$PY" bench/sampling.py
+"$PY" bench/sampling.py || exit
+# --native against without it, and how deep it reaches (a section of its own)
+exec "$PY" bench/native.py

@@ -1,13 +1,13 @@
 #!/bin/bash
 # scripts/check-layers.sh - user/ is layered, lowest first:
-#   base cpython model output diff record live cli
+#   base cpython native model output diff record live cli
 # A file may include headers of its own folder and of the folders below it,
 # never of one above: base knows nothing of CPython, the model nothing of how
 # it is written out, only cli of the commands. Prints each include that goes
 # up and exits 1 if there is one; prints one line and exits 0 otherwise.
 set -u
 cd "$(dirname "$0")/.."
-layers=(base cpython model output diff record live cli)
+layers=(base cpython native model output diff record live cli)
 declare -A rank home
 for i in "${!layers[@]}"; do
 	rank[${layers[$i]}]=$i

@@ -68,13 +68,12 @@ def test_filenames_are_short_unless_full_filenames(workloads, out):
     assert w.interp.workload_path("stdlib_hot.py") + ":" in short
 
 
-def test_native_is_refused_clearly():
-    for flag in ("-n", "--native"):
-        res = run_ebpfprof(flag, "--pid", "1")
+def test_native_stack_out_of_range_is_refused_clearly():
+    # --native itself: tests/native
+    for kib in ("3", "33", "x"):
+        res = run_ebpfprof("-n", "--native-stack", kib, "--pid", "1")
         assert res.returncode == 2
-        assert res.stderr.strip().splitlines() == [
-            "ebpfprof: --native is not supported yet: ebpfprof records Python frames only "
-            "(native C/C++ frames are planned)"], res.stderr
+        assert res.stderr.startswith(f"ebpfprof: invalid --native-stack: {kib} (KiB, 4 to 32)"), res.stderr
 
 
 def test_progress_line_only_on_a_terminal(workloads, out):

@@ -23,6 +23,7 @@ struct dump_options {
 	pid_t pid;
 	const char *match;
 	int json;
+	int native;
 	struct frame_naming naming;
 };
 
@@ -37,6 +38,7 @@ static const char doc[] =
 static const struct argp_option option_list[] = {
 	TARGET_PICK_OPTIONS("dump"),
 	{ "json", 'j', NULL, 0, "Write JSON instead of text", 0 },
+	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into each thread's stack; stops each thread a moment (ptrace) to read its registers", 0 },
 	FRAME_NAMING_OPTIONS,
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
@@ -50,6 +52,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'j':
 		o->json = 1;
+		return 0;
+	case 'n':
+		o->native = 1;
 		return 0;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
@@ -117,7 +122,7 @@ static void print_text(FILE *f, const struct py_target *t, const struct dump_sna
 		if (th->state_s >= 0)
 			fprintf(f, " for %.3f s", th->state_s);
 		fprintf(f, "%s\n", printable(detail, line, sizeof(line)));
-		if (!th->tstate)
+		if (!th->tstate && !th->nframes)
 			fputs("    (no Python thread state)\n", f);
 		for (j = 0; j < th->nframes; j++)
 			print_frame(f, &th->frames[j]);
@@ -226,7 +231,8 @@ int cmd_dump(int argc, char **argv)
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
-	if (target_open(o.pid, t, err, sizeof(err)) || dump_take(t, &snap, err, sizeof(err))) {
+	if (target_open(o.pid, t, err, sizeof(err)) ||
+	    (o.native ? dump_take_native : dump_take)(t, &snap, err, sizeof(err))) {
 		free(t);
 		goto fail;
 	}

@@ -63,6 +63,8 @@ struct options {
 	int subprocesses;
 	int as_root;		/* launch mode under sudo: keep root for the command */
 	int threads;		/* -t: collapsed stacks under their thread */
+	int native;		/* -n: native frames */
+	unsigned native_stack_kib;	/* --native-stack; 0: the default */
 	struct frame_naming naming;
 	double rotate;		/* seconds per period; 0: one profile */
 	unsigned keep;		/* periods kept; 0: all */
@@ -80,7 +82,7 @@ static volatile sig_atomic_t forward_signal;
 /* --rotate: SIGUSR1 asks for the current period to be written now */
 static volatile sig_atomic_t cut_requested;
 
-enum { OPT_ROTATE = 0x101, OPT_KEEP };
+enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -114,7 +116,8 @@ static const struct argp_option option_list[] = {
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
 	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
 	FRAME_NAMING_OPTIONS,
-	{ "native", 'n', NULL, 0, "Native (C/C++) frames: not supported yet", 0 },
+	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into the Python stacks: each C call of the eval loop replaced by the Python frames it ran", 0 },
+	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
@@ -235,8 +238,14 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->threads = 1;
 		break;
 	case 'n':
-		fprintf(stderr, "ebpfprof: --native is not supported yet: ebpfprof records Python frames only (native C/C++ frames are planned)\n");
-		exit(2);
+		o->native = 1;
+		break;
+	case OPT_NATIVE_STACK:
+		if (parse_ulong(arg, 4, EP_NATIVE_STACK_MAX / 1024, &v))
+			argp_error(state, "invalid --native-stack: %s (KiB, 4 to %u)", arg,
+				   EP_NATIVE_STACK_MAX / 1024);
+		o->native_stack_kib = v;
+		break;
 	case OPT_ROTATE:
 		if (parse_real(arg, 0.1, 0, 1e7, &o->rotate))
 			argp_error(state, "invalid rotation period: %s (seconds, at least 0.1)", arg);
@@ -699,13 +708,16 @@ int cmd_record(int argc, char **argv)
 		signal(SIGUSR1, SIG_IGN);	/* a period of its own only with --rotate */
 	}
 	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
-					.by_function = o.by_function, .idle = o.idle };
+					.by_function = o.by_function, .idle = o.idle,
+					.native = o.native };
 	if (recorder_init(&run.rec, &ropts))
 		die("out of memory");
 	run.in_pidns = session_opts_pidns(&sopts);
 	if (run.in_pidns && o.subprocesses)
 		die("--subprocesses is not supported yet when ebpfprof runs inside a PID namespace; run it from the host");
 	sopts.follow_children = o.subprocesses;
+	sopts.native = o.native;
+	sopts.native_stack_bytes = o.native_stack_kib * 1024;
 	sopts.rate_hz = o.rate_hz;
 	sopts.verbose = o.verbose;
 	sopts.on_event = recorder_on_event;

@@ -36,9 +36,11 @@ static int frame_fields_fit(const struct ep_proc_cfg *c)
 	       (c->frame_owner == EP_NO_OFFSET || c->frame_owner + 1u <= size);
 }
 
-/* One frame: appends it unless it is a shim or not started. Returns the
- * previous frame's address, or 0 to stop. */
-static uint64_t walk_one(const struct py_target *t, uint64_t frame, struct ep_stack_event *ev)
+/* One frame: appends it unless it is a shim or not started, and, with
+ * entry, marks the frames that begin a C call of the eval loop as the kernel
+ * does for --native. Returns the previous frame's address, or 0 to stop. */
+static uint64_t walk_one(const struct py_target *t, uint64_t frame, struct ep_stack_event *ev,
+			 uint8_t *entry)
 {
 	const struct ep_proc_cfg *c = &t->cfg;
 	uint8_t buf[EP_FRAME_READ_MAX + 16] = { 0 };
@@ -51,8 +53,11 @@ static uint64_t walk_one(const struct py_target *t, uint64_t frame, struct ep_st
 		return 0;
 	}
 	prev = ep_frame_previous(c, buf);
-	if (ep_frame_is_shim(c, buf))
+	if (ep_frame_is_shim(c, buf)) {
+		if (entry && ev->depth)
+			entry[ev->depth - 1] = 1;
 		return prev;
+	}
 	code = ep_frame_code(c, buf);
 	if (!code)
 		return prev;
@@ -64,11 +69,21 @@ static uint64_t walk_one(const struct py_target *t, uint64_t frame, struct ep_st
 	ev->frames[ev->depth].code = code;
 	ev->frames[ev->depth].instr = instr < 0 ? ~0u : (uint32_t)instr;
 	ev->frames[ev->depth].ident = ep_code_ident(firstlineno, filename);
+	if (entry)
+		entry[ev->depth] = c->instr_kind != EP_INSTR_POINTER ||
+				   (c->frame_is_entry != EP_NO_OFFSET &&
+				    buf[c->frame_is_entry & (EP_FRAME_READ_MAX - 1)]);
 	ev->depth++;
 	return prev;
 }
 
 void py_stack_walk(const struct py_target *t, uint64_t tstate, struct ep_stack_event *ev)
+{
+	py_stack_walk_entries(t, tstate, ev, NULL);
+}
+
+void py_stack_walk_entries(const struct py_target *t, uint64_t tstate, struct ep_stack_event *ev,
+			   uint8_t *entry)
 {
 	const struct ep_proc_cfg *c = &t->cfg;
 	uint64_t frame = 0;
@@ -85,6 +100,6 @@ void py_stack_walk(const struct py_target *t, uint64_t tstate, struct ep_stack_e
 			ev->flags |= EP_F_TRUNCATED;
 			return;
 		}
-		frame = walk_one(t, frame, ev);
+		frame = walk_one(t, frame, ev, entry);
 	}
 }

@@ -16,5 +16,9 @@
 uint64_t py_tstate_of_tid(const struct py_target *t, int tid);
 /* Fills ev->frames/depth/flags like walk_python_stack() in the kernel. */
 void py_stack_walk(const struct py_target *t, uint64_t tstate, struct ep_stack_event *ev);
+/* The same, and entry[i] (EP_MAX_FRAMES of them) nonzero where frame i is the
+ * first of a C call of the eval loop (--native: where C frames go). */
+void py_stack_walk_entries(const struct py_target *t, uint64_t tstate, struct ep_stack_event *ev,
+			   uint8_t *entry);
 
 #endif

@@ -11,48 +11,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "elf_syms.h"
+#include "mapped_file.h"
 #include "printable.h"
 #include "procfs.h"
 #include "py_build.h"
 #include "py_target.h"
 #include "remote.h"
-
-#define DELETED_SUFFIX	" (deleted)"
-
-struct mapping {
-	uint64_t start, end, offset;
-	unsigned long inode;
-	dev_t dev;
-	int deleted;		/* the path ended in " (deleted)" (kept in path) */
-	char path[PATH_MAX];
-};
-
-/* Parses one /proc/PID/maps line; 0 for a file-backed mapping. */
-static int parse_map_line(const char *line, struct mapping *m)
-{
-	unsigned long long start, end, off;
-	unsigned int major, minor;
-	unsigned long inode;
-	int path_at = 0;
-	size_t len;
-
-	if (sscanf(line, "%llx-%llx %*4s %llx %x:%x %lu %n",
-		   &start, &end, &off, &major, &minor, &inode, &path_at) < 6 || !path_at)
-		return -1;
-	if (line[path_at] != '/' || !inode)
-		return -1;
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->inode = inode;
-	m->dev = makedev(major, minor);
-	snprintf(m->path, sizeof(m->path), "%s", line + path_at);
-	m->path[strcspn(m->path, "\n")] = 0;
-	len = strlen(m->path);
-	m->deleted = len > strlen(DELETED_SUFFIX) &&
-		     !strcmp(m->path + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX);
-	return 0;
-}
 
 /*
  * The files of the target are opened once each and then used by
@@ -91,76 +55,6 @@ static int keep_elf_fd(int fd, const struct stat *st)
 	return fd;
 }
 
-/* An O_PATH descriptor of path, resolved under dirfd without following
- * magic links (and, with in_root, with dirfd as "/" for absolute symlinks). */
-static int open_path_beneath(int dirfd, const char *path, int in_root)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_NO_MAGICLINKS | (in_root ? RESOLVE_IN_ROOT : 0),
-	};
-
-	return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
-/*
- * Checks an O_PATH descriptor: a regular file with the mapping's inode
- * (and device, where the descriptor was reached by name). Then opens it
- * for reading through the descriptor itself: nothing is opened before
- * it is known to be a regular file, so a FIFO or a device node is never
- * opened at all. Returns the readable descriptor, or -1.
- */
-static int reopen_checked(int pathfd, const struct mapping *m, int check_dev, struct stat *st)
-{
-	char self[64];
-	struct stat again;
-	int fd;
-
-	if (pathfd < 0)
-		return -1;
-	if (fstat(pathfd, st) || !S_ISREG(st->st_mode) || st->st_ino != m->inode ||
-	    (check_dev && st->st_dev != m->dev) || (uint64_t)st->st_size > ELF_FILE_MAX) {
-		close(pathfd);
-		return -1;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	close(pathfd);
-	if (fd >= 0 && (fstat(fd, &again) || again.st_ino != st->st_ino ||
-			again.st_dev != st->st_dev || !S_ISREG(again.st_mode))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
- * A readable descriptor of the mapped file: through map_files (the very
- * file mapped, deleted or not; needs CAP_SYS_ADMIN), else by its name
- * under the target's root (containers), else by its name from ours
- * (chroots: /proc/PID/maps shows names from our root).
- */
-static int open_mapped_file(pid_t pid, const struct mapping *m, struct stat *st)
-{
-	char path[PATH_MAX + 64];
-	int fd, rootfd;
-
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = reopen_checked(open(path, O_PATH | O_CLOEXEC), m, 0, st);
-	if (fd >= 0 || m->deleted)
-		return fd;
-	snprintf(path, sizeof(path), "/proc/%d/root", pid);
-	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd >= 0) {
-		fd = reopen_checked(open_path_beneath(rootfd, m->path, 1), m, 1, st);
-		close(rootfd);
-		if (fd >= 0)
-			return fd;
-	}
-	return reopen_checked(open_path_beneath(AT_FDCWD, m->path, 0), m, 1, st);
-}
-
 /* The ELF of the target's interpreter, if its kept descriptor still is the
  * file found (the table may have closed it and the number been reused). */
 static struct elf_file *target_elf(const struct py_target *t)
@@ -182,13 +76,13 @@ static int is_libpython(const char *path)
 }
 
 /* Examines one mapped file; 1 if it holds _PyRuntime (t is filled). */
-static int try_candidate(struct py_target *t, const struct mapping *m, uint64_t map_base)
+static int try_candidate(struct py_target *t, const struct mapped_file *m, uint64_t map_base)
 {
 	struct py_build build;
 	struct elf_file *ef;
 	uint64_t runtime;
 	struct stat st;
-	int fd = open_mapped_file(t->pid, m, &st);
+	int fd = mapped_file_open(t->pid, m, &st);
 
 	if (fd < 0)
 		return 0;
@@ -225,7 +119,7 @@ static int try_candidate(struct py_target *t, const struct mapping *m, uint64_t 
 static int scan_maps(struct py_target *t, const char *exe, int *saw_python_name)
 {
 	char path[64], line[PATH_MAX + 128], seen[PATH_MAX] = "";
-	struct mapping m;
+	struct mapped_file m;
 	FILE *f;
 	int found = 0, is_exe;
 
@@ -234,13 +128,13 @@ static int scan_maps(struct py_target *t, const char *exe, int *saw_python_name)
 	if (!f)
 		return -1;
 	while (!found && fgets(line, sizeof(line), f)) {
-		if (parse_map_line(line, &m) || m.offset != 0 || !strcmp(m.path, seen))
+		if (mapped_file_parse(line, &m) || m.offset != 0 || !strcmp(m.path, seen))
 			continue;
 		snprintf(seen, sizeof(seen), "%s", m.path);
 		if (strstr(m.path, "python") || strstr(m.path, "pypy"))
 			*saw_python_name = 1;
 		is_exe = exe[0] && !strncmp(m.path, exe, strlen(exe)) &&
-			 (!m.path[strlen(exe)] || (m.deleted && !strcmp(m.path + strlen(exe), DELETED_SUFFIX)));
+			 (!m.path[strlen(exe)] || (m.deleted && !strcmp(m.path + strlen(exe), MAPPED_DELETED_SUFFIX)));
 		if (!is_exe && !is_libpython(m.path))
 			continue;
 		t->in_executable = is_exe;

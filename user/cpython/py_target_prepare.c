@@ -80,6 +80,12 @@ static int fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 	c->code_tag_mask = L->code_tag_mask;
 	c->instr_kind = L->instr_kind;
 	c->owner_skip_min = L->owner_skip_min;
+	/* 3.11 marks the first frame of each C call of the eval loop with
+	 * `bool is_entry`, just before `char owner`; 3.12+ puts a shim frame
+	 * (skipped by owner_skip_min) below it instead; before 3.11 each
+	 * frame is a C call of its own */
+	c->frame_is_entry = L->instr_kind == EP_INSTR_POINTER && !L->owner_skip_min &&
+			    L->frame_owner > 0 ? off16(L->frame_owner - 1) : EP_NO_OFFSET;
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "remote.h"
 #include "states.h"
 #include "thread_dump.h"
+#include "thread_dump_native.h"
 
 /* Beyond any real process: more is garbage or a runaway target. */
 #define DUMP_MAX_THREADS	4096
@@ -219,7 +220,8 @@ static int list_tasks(pid_t pid, struct dump_snapshot *s)
 
 static void fill_thread(const struct py_target *t, struct dump_snapshot *s,
 			const struct py_view *v, struct dump_thread *th,
-			struct ep_stack_event *ev, uint64_t holder, int collecting)
+			struct ep_stack_event *ev, uint64_t holder, int collecting,
+			struct native_unwinder *u)
 {
 	/* the target knows its threads by the ids of its own PID namespace */
 	const struct tstate_ids *ids = ids_by_tid(v, procfs_task_inner_tid(t->pid, th->tid));
@@ -231,19 +233,25 @@ static void fill_thread(const struct py_target *t, struct dump_snapshot *s,
 		procfs_comm(t->pid, th->tid, th->name, sizeof(th->name));
 	if (th->state == EP_OFF_GIL && collecting > 0)
 		th->state = EP_OFF_GIL_GC;
+	if (ids)
+		th->tstate = ids->tstate;
+	/* --native: any thread, Python or not */
+	if (u && !dump_native_stack(t, u, s->sym, th, ev) && !ids)
+		return;
 	if (!ids)
 		return;
-	th->tstate = ids->tstate;
 	/* The GIL was read after the states: a thread seen waiting for it has
 	 * taken it since, and the holder we saw is no longer sure. */
 	th->holds_gil = s->gil_locked > 0 && holder == ids->tstate &&
 			th->state != EP_OFF_GIL && th->state != EP_OFF_GIL_GC;
 	if (th->holds_gil)
 		s->gil_holder_tid = th->tid;
-	read_stack(t, s->sym, th, ev);
+	if (!th->frames)
+		read_stack(t, s->sym, th, ev);
 }
 
-int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen)
+static int take(const struct py_target *t, struct dump_snapshot *s, struct native_unwinder *u,
+		char *err, size_t errlen)
 {
 	struct py_view v = { 0 };
 	struct ep_stack_event *ev = malloc(sizeof(*ev));
@@ -268,11 +276,30 @@ int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, siz
 	if (t->cfg.gil_holder_addr)
 		remote_read_u64(t->pid, t->cfg.gil_holder_addr, &holder);
 	for (i = 0; i < s->nthreads; i++)
-		fill_thread(t, s, &v, &s->threads[i], ev, holder, collecting);
+		fill_thread(t, s, &v, &s->threads[i], ev, holder, collecting, u);
 	free(v.ts);
 	free(v.names);
 	free(ev);
 	return 0;
+}
+
+int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen)
+{
+	return take(t, s, NULL, err, errlen);
+}
+
+int dump_take_native(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen)
+{
+	struct native_unwinder *u = native_unwinder_new(t->pid);
+	int rc;
+
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = take(t, s, u, err, errlen);
+	native_unwinder_free(u);
+	return rc;
 }
 
 const struct dump_thread *dump_thread_by_tid(const struct dump_snapshot *s, int tid)
@@ -285,8 +312,10 @@ const struct dump_thread *dump_thread_by_tid(const struct dump_snapshot *s, int 
 
 void dump_free(struct dump_snapshot *s)
 {
-	for (size_t i = 0; s->threads && i < s->nthreads; i++)
+	for (size_t i = 0; s->threads && i < s->nthreads; i++) {
 		free(s->threads[i].frames);
+		free(s->threads[i].native);
+	}
 	free(s->threads);
 	py_symbolizer_free(s->sym);
 	memset(s, 0, sizeof(*s));

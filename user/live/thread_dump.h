@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "fd_describe.h"
+#include "native_unwind.h"
 #include "py_symbolizer.h"
 #include "py_target.h"
 
@@ -31,6 +32,7 @@ struct dump_thread {
 	struct fd_info fd;
 	uint64_t futex;		/* lock and GIL waits: the futex address */
 	struct py_sym_frame *frames;	/* innermost first */
+	struct native_sym *native;	/* --native: what frames' native names point to */
 	int nframes;
 	int truncated;
 };
@@ -47,6 +49,9 @@ struct dump_snapshot {
 
 /* Takes the snapshot of a prepared target. 0, or -1 with err filled. */
 int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen);
+/* The same with native frames woven into every thread's stack (each thread
+ * stopped a moment: thread_dump_native.h). */
+int dump_take_native(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen);
 void dump_free(struct dump_snapshot *s);
 /* "running", "gil_wait", "gc_wait", "lock_wait", "io", "sleep", "preempted"... */
 const char *dump_state_name(int state);

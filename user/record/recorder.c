@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include "clock.h"
 #include "grow.h"
+#include "native_unwind.h"
+#include "native_weave.h"
 #include "procfs.h"
 #include "py_symbolizer.h"
 #include "py_threads.h"
@@ -17,6 +19,8 @@
 #define MAX_NAMED_THREADS	1024
 /* A sample's weight beyond this is no tick's (a CPU back from offline): the mean period then */
 #define MAX_SAMPLE_WEIGHT_NS	1000000000ull
+/* frame ids of one stack at most: Python frames, native ones, markers */
+#define RECORDER_MAX_IDS	(EP_MAX_FRAMES + NATIVE_MAX_FRAMES + 8)
 
 struct rec_thread {
 	int tid;
@@ -27,9 +31,30 @@ struct rec_thread {
 	uint64_t last_stack;		/* its last on-CPU sample's stack (stack table) */
 };
 
+/* --native: a pc's frame, cached per process (direct-mapped) */
+#define NATIVE_PC_CACHE		16384
+
+struct native_pc {
+	uint64_t pc;
+	struct native_ref ref;
+};
+
+/* --native: a sample's native frames, unwound when its registers arrived,
+ * waiting for the sample record that follows (same tid and ts) */
+#define NATIVE_PENDING		64
+
+struct native_pending {
+	int tid;
+	uint64_t ts;
+	uint32_t n;
+	struct native_ref frames[NATIVE_MAX_FRAMES];
+};
+
 struct rec_process {
 	struct py_target target;
 	struct py_symbolizer *sym;
+	struct native_unwinder *unwinder;	/* --native */
+	struct native_pc *pcs;			/* NATIVE_PC_CACHE, --native */
 	char comm[16];
 	struct rec_thread *threads;
 	size_t nthreads, cap;
@@ -42,8 +67,10 @@ int recorder_init(struct recorder *r, const struct recorder_opts *o)
 	profile_init(&r->profile);
 	analysis_init(&r->analysis);
 	r->profile.rate_hz = o->rate_hz;
-	r->ids = calloc(EP_MAX_FRAMES + 8, sizeof(*r->ids));
-	return r->ids ? 0 : -1;
+	r->ids = calloc(RECORDER_MAX_IDS, sizeof(*r->ids));
+	if (o->native)
+		r->native = calloc(NATIVE_PENDING, sizeof(*r->native));
+	return r->ids && (!o->native || r->native) ? 0 : -1;
 }
 
 void recorder_free(struct recorder *r)
@@ -51,12 +78,15 @@ void recorder_free(struct recorder *r)
 	size_t i;
 
 	for (i = 0; i < r->nprocs; i++) {
+		native_unwinder_free(r->procs[i]->unwinder);
+		free(r->procs[i]->pcs);
 		py_symbolizer_free(r->procs[i]->sym);
 		free(r->procs[i]->threads);
 		free(r->procs[i]);
 	}
 	free(r->procs);
 	free(r->changes);
+	free(r->native);
 	free(r->ids);
 	stack_table_free(&r->stacks);
 	analysis_free(&r->analysis);
@@ -65,6 +95,20 @@ void recorder_free(struct recorder *r)
 
 static struct rec_process *find_process(struct recorder *r, int pid);
 static int holder_tid(struct recorder *r, int pid, int waiter, __u64 holder);
+
+/* --native: a fresh unwinder and pc cache (a new process, or a new program) */
+static int native_setup(struct recorder *r, struct rec_process *p)
+{
+	native_unwinder_free(p->unwinder);
+	free(p->pcs);
+	p->unwinder = NULL;
+	p->pcs = NULL;
+	if (!r->opts.native)
+		return 0;
+	p->unwinder = native_unwinder_new(p->target.pid);
+	p->pcs = calloc(NATIVE_PC_CACHE, sizeof(*p->pcs));
+	return p->unwinder && p->pcs ? 0 : -1;
+}
 
 int recorder_add_process(struct recorder *r, const struct py_target *t)
 {
@@ -77,7 +121,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 		p->target = *t;
 		p->sym = py_symbolizer_new(t->pid, &t->layout);
 		procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
-		return p->sym ? 0 : -1;
+		return p->sym && !native_setup(r, p) ? 0 : -1;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p || GROW_ARRAY(r->procs, r->procs_cap, r->nprocs + 1)) {
@@ -88,7 +132,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 	p->sym = py_symbolizer_new(t->pid, &t->layout);
 	procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 	r->procs[r->nprocs++] = p;
-	return p->sym ? 0 : -1;
+	return p->sym && !native_setup(r, p) ? 0 : -1;
 }
 
 const struct py_target *recorder_target(struct recorder *r, int pid)
@@ -212,7 +256,9 @@ static uint32_t python_frame(struct recorder *r, struct rec_process *p,
 {
 	struct py_sym_frame sf;
 
-	py_symbolizer_frame(p->sym, f->code, f->ident, f->instr, &sf);
+	/* the entry mark of --native is no part of the offset */
+	py_symbolizer_frame(p->sym, f->code, f->ident,
+			    f->instr == ~0u ? ~0u : f->instr & ~EP_INSTR_ENTRY, &sf);
 	return profile_frame(&r->profile, sf.name, sf.file,
 			     r->opts.by_function ? sf.firstlineno : sf.line, FRAME_PYTHON);
 }
@@ -292,7 +338,7 @@ static uint32_t event_stack(struct recorder *r, struct rec_process *p,
 
 	if (ev->flags & EP_F_STACK_BY_ID) {
 		st = stack_table_get(&r->stacks, ev->pid, ev->stack_id);
-		if (!st || st->nframes > EP_MAX_FRAMES + 1) {
+		if (!st || st->nframes > RECORDER_MAX_IDS - 4) {
 			r->unknown_stacks++;
 			note_lost_stack(r, ev->pid, ev->stack_id);
 			return 0;
@@ -314,6 +360,88 @@ static uint64_t since_start(struct recorder *r, uint64_t ts)
 
 static uint64_t remember_stack(struct recorder *r, int pid, const uint32_t *ids, uint32_t n);
 
+/* --native: the frame of pc, through the process's cache. */
+static struct native_ref native_frame(struct recorder *r, struct rec_process *p, uint64_t pc)
+{
+	struct native_pc *slot = &p->pcs[(pc * 0x9e3779b97f4a7c15ull) >> 50 & (NATIVE_PC_CACHE - 1)];
+	struct native_sym sym;
+
+	if (slot->pc == pc && pc)
+		return slot->ref;
+	native_symbolize(p->unwinder, pc, &sym);
+	slot->pc = pc;
+	slot->ref.id = profile_frame(&r->profile, sym.name, sym.file[0] ? sym.file : NULL,
+				     sym.line, FRAME_PYTHON);
+	if (!strncmp(sym.name, "_PyEval_EvalFrameDefault", 24))
+		slot->ref.kind = NATIVE_EVAL;
+	else if (sym.mod_inode && sym.mod_inode == p->target.elf_ino)
+		slot->ref.kind = NATIVE_INTERP;	/* the file holding _PyRuntime */
+	else
+		slot->ref.kind = NATIVE_FOREIGN;
+	return slot->ref;
+}
+
+/* --native: unwinds a sample's registers and stack now (the sample record
+ * follows) and keeps its frames for it. */
+static void on_native(struct recorder *r, const struct ep_native_event *ev, size_t len)
+{
+	struct rec_process *p = find_process(r, ev->pid);
+	struct native_pending *pend;
+	uint64_t pcs[NATIVE_MAX_FRAMES];
+	size_t stack_len = ev->stack_len;
+	int n, i, complete;
+	struct timespec t0, t1;
+
+	if (!p || !p->unwinder || !r->native || (ev->flags & EP_NATIVE_F_NO_REGS))
+		return;
+	if (stack_len > EP_NATIVE_STACK_MAX || len < EP_NATIVE_EVENT_HDR_SIZE + stack_len)
+		return;
+	pend = &r->native[(unsigned)ev->tid % NATIVE_PENDING];
+	pend->tid = ev->tid;
+	pend->ts = ev->ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	n = native_unwind(p->unwinder, ev->tid, (const uint64_t *)ev->regs, ev->stack, stack_len, pcs,
+			  NATIVE_MAX_FRAMES, &complete);
+	r->native_unwound++;
+	r->native_complete += complete;
+	r->native_frames += n;
+	for (i = 0; i < n; i++)
+		pend->frames[i] = native_frame(r, p, pcs[i]);
+	pend->n = n;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	r->native_cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000ull + t1.tv_nsec - t0.tv_nsec;
+}
+
+/* --native: the sample's stack, its Python frames woven into its native
+ * ones (native_weave.h), into r->ids; returns the number of ids. */
+static uint32_t native_stack(struct recorder *r, struct rec_process *p,
+			     const struct ep_stack_event *ev)
+{
+	struct native_pending *pend = &r->native[(unsigned)ev->tid % NATIVE_PENDING];
+	uint32_t py[EP_MAX_FRAMES], n = 0, npy = ev->depth > EP_MAX_FRAMES ? EP_MAX_FRAMES : ev->depth;
+	uint8_t entry[EP_MAX_FRAMES];
+	/* before 3.11 every frame is a C call of the eval loop of its own */
+	int every_entry = p->target.cfg.instr_kind != EP_INSTR_POINTER;
+	uint32_t i;
+
+	for (i = 0; i < npy; i++) {
+		py[i] = python_frame(r, p, &ev->frames[i]);
+		entry[i] = every_entry || (ev->frames[i].instr != ~0u &&
+					   (ev->frames[i].instr & EP_INSTR_ENTRY));
+	}
+	if (pend->tid != (int)ev->tid || pend->ts != ev->ts) {
+		r->native_unpaired++;
+		pend = NULL;
+	}
+	if (ev->flags & EP_F_TRUNCATED)
+		r->ids[n++] = marker(r, "[truncated]");
+	n += native_weave(py, entry, npy, pend ? pend->frames : NULL, pend ? pend->n : 0,
+			  r->ids + n, RECORDER_MAX_IDS - 4 - n);
+	if (pend)
+		pend->tid = 0;
+	return add_gc_marker(r, ev, n);
+}
+
 static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 {
 	struct rec_process *p = find_process(r, ev->pid);
@@ -324,7 +452,10 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	if (!p || (ev->flags & EP_F_NO_TSTATE))
 		return;		/* not a Python thread: no Python frames to show */
 	t = note_thread(p, ev->tid, ev->tstate);
-	s.nframes = event_stack(r, p, ev);	/* first: a stack sent whole is kept for later */
+	if (r->native && !(ev->flags & EP_F_STACK_BY_ID))
+		s.nframes = native_stack(r, p, ev);
+	else
+		s.nframes = event_stack(r, p, ev);	/* first: a stack sent whole is kept for later */
 	s.holds_gil = ev->gil_holder && ev->gil_holder == ev->tstate;
 	if (r->opts.gil_only && !s.holds_gil)
 		return;
@@ -386,7 +517,7 @@ static void add_sampled(struct recorder *r, const struct ep_offcpu_record *rec,
 	if (!tp || !weight_ns)
 		return;
 	s.nframes = st ? st->nframes : 0;
-	if (s.nframes > EP_MAX_FRAMES + 4)
+	if (s.nframes > RECORDER_MAX_IDS - 4)
 		return;
 	if (st)
 		memcpy(r->ids, st->frames, s.nframes * sizeof(*r->ids));
@@ -574,6 +705,11 @@ int recorder_on_event(void *ctx, void *data, size_t len)
 			on_offcpu(r, data);
 		return 0;
 	}
+	if (ev->kind == EP_EV_NATIVE) {
+		if (len >= EP_NATIVE_EVENT_HDR_SIZE)
+			on_native(r, data, len);
+		return 0;
+	}
 	if (len < EP_STACK_EVENT_HDR_SIZE ||
 	    len < EP_STACK_EVENT_HDR_SIZE + ev->depth * sizeof(struct ep_frame))
 		return 0;
@@ -714,6 +850,14 @@ void recorder_print_losses(const struct recorder *r, FILE *f)
 	if (r->unknown_stacks || r->failed)
 		fprintf(f, "ebpfprof: warning: %lu records named a stack whose frames were lost (off-CPU intervals shown without frames, samples dropped), %lu records not kept (out of memory)\n",
 			r->unknown_stacks, r->failed);
+	if (r->native_unwound)
+		fprintf(f, "ebpfprof: native: %lu stacks unwound, %.0f%% to the thread's first frame (the others stop where the stack copy or the unwind information ends), %.1f native frames and %.1f us of CPU a stack\n",
+			r->native_unwound, 100.0 * r->native_complete / r->native_unwound,
+			(double)r->native_frames / r->native_unwound,
+			r->native_cpu_ns / 1e3 / r->native_unwound);
+	if (r->native_unpaired)
+		fprintf(f, "ebpfprof: warning: %lu samples shown without native frames (their registers and stack were lost)\n",
+			r->native_unpaired);
 }
 
 void recorder_finish(struct recorder *r, uint64_t end_ns)

@@ -25,6 +25,7 @@ struct recorder_opts {
 	int gil_only;		/* keep only samples of the GIL holder */
 	int by_function;	/* one frame per function, not per line */
 	int idle;		/* add off-CPU time as samples with a reason frame */
+	int native;		/* --native: weave C frames into each sample's stack */
 };
 
 struct rec_process;
@@ -54,6 +55,12 @@ struct recorder {
 		__u64 id;
 	} lost[16];
 	unsigned nlost;
+	struct native_pending *native;	/* --native: unwound stacks awaiting their samples */
+	unsigned long native_unpaired;	/* --native: samples whose registers never came */
+	unsigned long native_unwound;	/* --native: stacks unwound, */
+	unsigned long native_complete;	/* ... to the thread's first frame, */
+	unsigned long native_frames;	/* ... native frames found in all */
+	uint64_t native_cpu_ns;		/* ... our CPU time unwinding and naming them */
 	struct proc_change *changes;	/* not yet taken by the driver */
 	size_t nchanges, changes_cap;
 };

@@ -306,6 +306,25 @@ static int fit_to_kernel(struct session *s)
 	return 0;
 }
 
+/* --native: the sampler sends each sample's registers and stack, from a
+ * record per CPU; without it the map is one entry and the code is dead. */
+static int set_native(struct session *s, const struct session_opts *o)
+{
+	int ncpu = libbpf_num_possible_cpus();
+
+	if (!o->native)
+		return 0;
+	if (ncpu <= 0) {
+		errno = -ncpu;
+		return -1;
+	}
+	s->skel->rodata->ep_native = 1;
+	if (o->native_stack_bytes)
+		s->skel->rodata->ep_native_stack_bytes = o->native_stack_bytes > EP_NATIVE_STACK_MAX ?
+							 EP_NATIVE_STACK_MAX : o->native_stack_bytes;
+	return bpf_map__set_max_entries(s->skel->maps.native_scratch, ncpu);
+}
+
 /* With -v: what the kernel lacks, and what is done instead. */
 static void print_fallbacks(const struct session *s, FILE *f, const char *prefix)
 {
@@ -371,6 +390,10 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		s->skel->rodata->ep_offcpu_exact_ns = o->offcpu_exact_ns;
 	if (o->offcpu_period_ns)
 		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
+	if (set_native(s, o)) {
+		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
+		goto fail;
+	}
 	if (!o->follow_children) {	/* not loaded at all: nothing to check at run time */
 		bpf_program__set_autoload(s->skel->progs.follow_fork, false);
 		bpf_program__set_autoload(s->skel->progs.follow_exec, false);

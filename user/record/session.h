@@ -14,6 +14,8 @@ struct session_opts {
 	unsigned rate_hz;
 	uint64_t pidns_dev, pidns_ino;	/* nonzero: filter on pids of this PID namespace */
 	int follow_children;		/* --subprocesses */
+	int native;			/* --native: samples send registers and user stack */
+	unsigned native_stack_bytes;	/* ... this much of the stack (0: the default) */
 	int verbose;
 	/* off-CPU intervals at least this long are sent whole; shorter ones
 	 * are sampled once per period of off-CPU time (weighted by it) */

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "native_weave.h"
+
+static void push(uint32_t *out, uint32_t max, uint32_t *n, uint32_t id)
+{
+	if (*n < max)
+		out[(*n)++] = id;
+}
+
+static void reverse(uint32_t *v, uint32_t n)
+{
+	uint32_t i, t;
+
+	for (i = 0; i < n / 2; i++) {
+		t = v[i];
+		v[i] = v[n - 1 - i];
+		v[n - 1 - i] = t;
+	}
+}
+
+uint32_t native_weave(const uint32_t *py, const uint8_t *py_entry, uint32_t npy,
+		      const struct native_ref *nat, uint32_t nnat, uint32_t *out, uint32_t max)
+{
+	uint32_t n = 0, p = 0, i, outer_end = 0;
+	int inner_seen = 0, claimed = 0;
+
+	/* leaf first, reversed at the end */
+	for (i = 0; i < nnat; i++) {
+		switch (nat[i].kind) {
+		case NATIVE_EVAL:
+			while (p < npy) {
+				push(out, max, &n, py[p]);
+				if (py_entry[p++])
+					break;
+			}
+			claimed = 1;
+			outer_end = n;
+			inner_seen = 1;
+			break;
+		case NATIVE_INTERP:
+			if (!inner_seen)
+				push(out, max, &n, nat[i].id);
+			break;
+		default:
+			push(out, max, &n, nat[i].id);
+			inner_seen = 1;
+		}
+	}
+	/* beyond the outermost eval frame: main, the thread's start: plumbing */
+	if (claimed && npy)
+		n = outer_end;
+	while (p < npy)
+		push(out, max, &n, py[p++]);
+	reverse(out, n);
+	return n;
+}
