@@ -12,7 +12,6 @@ same names), over the target's events its summary counts:
 Both charge the target with the runs for other tasks (which return at once).
 Medians of REPS alternating runs; about 2 minutes. Run as root (scripts/bench.sh runs it after bench/run.py); prints the table
 and puts it into docs/benchmarks.md as the section "Kernel fallbacks"."""
-import json
 import os
 import re
 import signal
@@ -22,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bpfprogs import owned_prog_ids, prog_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 EBPFPROF = ROOT / "ebpfprof"
@@ -33,31 +34,9 @@ REPS = 3
 PROGS = {"per switch": "offcpu_switch", "per sample": "sample_on_cpu"}
 
 
-def prog_ids(owner):
-    """The ids of the BPF programs process owner holds (its program and link
-    fds): others' ebpfprof sessions on a shared machine load the same names."""
-    ids = set()
-    fdinfo = Path(f"/proc/{owner}/fdinfo")
-    for f in fdinfo.iterdir() if fdinfo.exists() else ():
-        try:
-            ids.update(int(m) for m in re.findall(r"^prog_id:\s*(\d+)", f.read_text(), re.M))
-        except (OSError, ValueError):
-            pass  # an fd closed meanwhile
-    return ids
-
-
-def prog_stats(prefix, owner):
+def prog_stats_of(prefix, owner):
     """(run_time_ns, run_cnt) summed over owner's loaded programs named prefix*."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    ids = prog_ids(owner)
-    ns = cnt = 0
-    for p in json.loads(out):
-        # bpftool shows names cut to 15 characters
-        if p.get("id") in ids and p.get("name", "").startswith(prefix[:15]):
-            ns += p.get("run_time_ns", 0)
-            cnt += p.get("run_cnt", 0)
-    return ns, cnt
+    return prog_stats(owned_prog_ids(owner), prefix)
 
 
 def measure(workload, wargs, prog, force, events, seconds=6):
@@ -77,13 +56,13 @@ def measure(workload, wargs, prog, force, events, seconds=6):
                             env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         deadline = time.monotonic() + 60
-        while (prog_stats(prog, prof.pid)[1] == 0 and prof.poll() is None
+        while (prog_stats_of(prog, prof.pid)[1] == 0 and prof.poll() is None
                and time.monotonic() < deadline):
             time.sleep(0.5)
         time.sleep(1)
-        ns0, n0 = prog_stats(prog, prof.pid)
+        ns0, n0 = prog_stats_of(prog, prof.pid)
         time.sleep(seconds)
-        ns1, n1 = prog_stats(prog, prof.pid)
+        ns1, n1 = prog_stats_of(prog, prof.pid)
         prof.send_signal(signal.SIGINT)  # its summary counts the samples
         prof.wait(timeout=60)
     finally:

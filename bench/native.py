@@ -8,13 +8,14 @@ the thread's first frame). The extension is built from tests/native/knap.c.
 
 Run as root (scripts/bench.sh runs it); prints the table and puts it into
 docs/benchmarks.md as the section "Native frames"."""
-import json
 import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bpfprogs import owned_prog_ids, prog_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 EBPFPROF = ROOT / "ebpfprof"
@@ -37,31 +38,10 @@ def build_knap():
                     str(KNAP / "knap.cpython-311-x86_64-linux-gnu.so")], check=True)
 
 
-def prog_ids(pid):
-    """The ids of the BPF programs process pid holds (from its descriptors)."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            m = re.search(r"^prog_id:\s*(\d+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.add(int(m.group(1)))
-    return ids
-
-
 def sampler_stats(pid):
     """(run_time_ns, run_cnt) of the sampler loaded by ebpfprof process pid
     (others may run on the machine, their programs of the same name come and go)."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    ids = prog_ids(pid)
-    ns = cnt = 0
-    for p in json.loads(out):
-        if p.get("name", "").startswith("sample_on_cpu") and p.get("id") in ids:
-            ns += p.get("run_time_ns", 0)
-            cnt += p.get("run_cnt", 0)
-    return ns, cnt
+    return prog_stats(owned_prog_ids(pid), "sample_on_cpu")
 
 
 def cpu_s(pid):

@@ -22,7 +22,6 @@ table and puts it into docs/benchmarks.md as the section "Sampling and exact
 on-CPU time". --quick: 1 round of 2 s windows."""
 import argparse
 import fcntl
-import json
 import os
 import re
 import statistics
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 
 from bare_clock import open_clock
+from bpfprogs import owned_prog_ids, prog_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW = ROOT / "ebpfprof"
@@ -61,31 +61,6 @@ def build_base():
         BASE.parent.mkdir(parents=True, exist_ok=True)
         os.replace(Path(tmp) / "ebpfprof", BASE)
     return BASE
-
-
-def owned_prog_ids(pid):
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            m = re.search(r"^prog_id:\s*(\d+)", Path(f"/proc/{pid}/fdinfo/{fd}").read_text(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.add(int(m.group(1)))
-    return ids
-
-
-def prog_stats(ids, prefix):
-    """(run_time_ns, run_cnt) summed over the programs ids named prefix*."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    ns = cnt = 0
-    for p in json.loads(out):
-        # bpftool shows names cut to 15 characters
-        if p.get("id") in ids and p.get("name", "").startswith(prefix[:15]):
-            ns += p.get("run_time_ns", 0)
-            cnt += p.get("run_cnt", 0)
-    return ns, cnt
 
 
 def cpu_s(pid):
