@@ -222,15 +222,17 @@ def test_same_workload_at_different_rates_is_within_noise(workloads, tmp_path):
     # once read unchanged functions -90% when the rates differed). The ticks are
     # jittered: a 100 ms tick in phase with a 100 Hz clock is always sampled
     # in the same function, whatever diff does
+    # enough work that the 100 Hz side has ~100 samples in each function
+    # (at the default 3% of a CPU it had ~11, and 30% of sampling noise)
     (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
-                                         [["--jitter", "0.013"]] * 2, seconds=6,
-                                         rates=[100, 400], tag="rates", go_first=True)
+                                         [["--jitter", "0.013", "--rounds", "500000"]] * 2,
+                                         seconds=8, rates=[100, 400], tag="rates", go_first=True)
     rep = diff_json(a, b)
     assert [r["rate_hz"] for r in rep["base"]["runs"] + rep["new"]["runs"]] == [100, 400]
     assert flagged(rep) == [], describe(flagged(rep))
     for fn in ("steady", "changed"):
         line = [l for l in rep["functions_self"] if l["function"] == fn][0]
-        assert abs(line["change"]) < 0.3, line  # sampling noise at 100 Hz, not a bias
+        assert abs(line["change"]) < 0.35, line  # ~3 sigmas of sampling noise, not a bias
 
 
 # ---- issue 23: more runs never learn less ----
@@ -240,7 +242,7 @@ def test_a_30_percent_change_is_found_with_1_2_and_3_runs_per_side(workloads, tm
     # measures the same over many rounds: docs/benchmarks.md)
     runs = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
                                [["--rounds", "250000"]] * 3 + [["--rounds", "250000", "--slower", "1.3"]] * 3,
-                               seconds=8, rate=2000, tag="thirty", go_first=True)
+                               seconds=12, rate=2000, tag="thirty", go_first=True)
     a, b = [p for p, _ in runs[:3]], [p for p, _ in runs[3:]]
     seen = []
     for k in (1, 2, 3):
