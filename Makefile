@@ -160,11 +160,12 @@ unit-bins: $(UNIT_BINS)
 unit: $(UNIT_BINS)
 	scripts/run-unit-tests.sh $(UNIT_BINS)
 
-# real processes under the real BPF programs (hostile targets first: their
-# profiles join the speedscope app check that runs last), then the same under 6.1 and 6.12 in QEMU
+# real processes under the real BPF programs (hostile targets and native frames
+# first: their profiles join the speedscope app check that ends tests/integration),
+# then the smoke test under 5.10, 6.1 and 6.12 in QEMU
 # The 10-minute soak test is not part of it (deselected, not skipped): make soak.
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/integration tests/native vmtests \
+	$(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/native tests/integration vmtests \
 		--deselect tests/integration/test_memory.py::test_soak_ten_minutes
 
 # the README's first command: set up, build, profile the bundled demo

@@ -24,18 +24,25 @@ struct {
  * A sample stands for the CPU time since its CPU's previous tick, whatever
  * ran then: userspace re-arms each CPU's timer with a random period now and
  * then (session.c), so samples never keep step with a periodic program, and
- * this weight stays exact across those restarts. Its mean is the mean period.
+ * a re-arm restarts the timer: the time since the previous tick is what the
+ * sample covers. That gap is at most the old period plus the new one, and a
+ * drawn period is at most 3 times another, so a gap over 4 periods means the
+ * timer was silent: an idle CPU's can be (the kernel throttles a timer that
+ * ran many times without a scheduler tick, and unthrottles it at the next
+ * tick), and the thread that woke the CPU would take the whole idle stretch
+ * (measured on an idle machine: a 100 ms ticker's samples weighing ~97 ms
+ * each). Such a sample stands for its own period.
  */
 static __always_inline __u64 tick_weight(struct bpf_perf_event_data *ctx, __u64 now)
 {
 	__u32 zero = 0;
-	__u64 *last = bpf_map_lookup_elem(&last_tick, &zero), gap;
+	__u64 *last = bpf_map_lookup_elem(&last_tick, &zero), gap, period = ctx->sample_period;
 
 	if (!last)
-		return ctx->sample_period;
-	gap = *last && now > *last ? now - *last : ctx->sample_period;
+		return period;
+	gap = *last && now > *last ? now - *last : period;
 	*last = now;
-	return gap;
+	return gap <= 4 * period ? gap : period;
 }
 
 /* In a collection: exactly known from the GC probes, or (stripped builds

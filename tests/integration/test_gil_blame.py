@@ -65,7 +65,13 @@ def test_waits_go_to_the_holder_and_what_it_ran(interp_name, workloads, out, tmp
     assert holders["name"] == f'[GIL holders] {prof.doc["ebpfprof"]["threads"][0]["process"]} (pid {w.pid})'
     rooted = [(names, wt) for names, wt in prof.stacks(holders) if names[0] == f'Thread {hog} "hog"']
     total = sum(wt for _, wt in rooted) / 1e9
-    assert abs(total - wait) <= 0.05 * wait, (total, wait)
+    # what hog ran weighs every wait behind hog: loop's, and the main
+    # thread's (it waits behind hog too, ~0.2 s on an idle machine)
+    behind_hog = sum(t.get("gil_wait_by_holder", {}).get(hog, 0) +
+                     t.get("gc_wait_by_holder", {}).get(hog, 0)
+                     for t in prof.doc["ebpfprof"]["threads"])
+    assert behind_hog >= wait * 0.9
+    assert abs(total - behind_hog) <= 0.05 * behind_hog, (total, behind_hog, wait)
     every = sum(t["states_s"]["gil-wait"] + t["states_s"]["waiting-for-gc"]
                 for t in prof.doc["ebpfprof"]["threads"])
     assert sum(holders["weights"]) / 1e9 <= every + 1e-6, (sum(holders["weights"]), every)

@@ -102,8 +102,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  * shorter than it by an amount spread evenly over that cycle. Each sample
  * is weighted by the time since its CPU's previous tick (sample.bpf.c), so
  * the restarts and the varying periods leave the weights exact. A CPU keeps
- * a period for at least REARM_PERIODS mean periods (and a drain period);
- * at most REARM_CPUS_PER_DRAIN CPUs are re-armed per drain (each an IPI).
+ * a period for at least REARM_PERIODS mean periods (and a drain period), and
+ * the re-arms come at moments drawn at random (drain_timeout); at most
+ * REARM_CPUS_PER_DRAIN CPUs are re-armed per drain (each an IPI).
  */
 #define REARM_PERIODS		4
 #define REARM_CPUS_PER_DRAIN	16
