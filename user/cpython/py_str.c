@@ -10,7 +10,7 @@
 
 /*
  * PyASCIIObject.state: interned:2, kind:3, compact:1, ascii:1 from bit 0
- * in every default (GIL) build from 3.8 to 3.14. Bit 7 changed meaning
+ * in every default (GIL) build from 3.8 to 3.15. Bit 7 changed meaning
  * (ready up to 3.11, statically_allocated since 3.12) and the 24 bits
  * above are padding that CPython leaves uninitialised: neither is looked at.
  */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bits of PyASCIIObject.state (the same in 3.8 to 3.14). */
+/* Bits of PyASCIIObject.state (the same in 3.8 to 3.15). */
 struct py_str_state {
 	unsigned kind;		/* 1, 2 or 4 bytes per character */
 	int compact;
