@@ -297,7 +297,9 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 		return;
 	st = task_state_get(prev, 1);
 	if (!st) {
-		count(EP_CNT_MAP_FULL);
+		/* task storage has no size: refused, its per-CPU lock was held
+		 * (the drain iterator preempted on this CPU); the tid hash is full */
+		count(ep_has_task_storage ? EP_CNT_STORAGE_BUSY : EP_CNT_MAP_FULL);
 		return;
 	}
 	st->pid = pid;

@@ -1104,6 +1104,9 @@ void session_print_summary(struct session *s, FILE *f)
 	if (c[EP_CNT_GIL_BLAMED])
 		fprintf(f, "ebpfprof: GIL waits: %llu put on their holder in the kernel, %llu of them split where the GIL changed hands\n",
 			(unsigned long long)c[EP_CNT_GIL_BLAMED], (unsigned long long)c[EP_CNT_GIL_SPLIT]);
+	if (c[EP_CNT_STORAGE_BUSY])
+		fprintf(f, "ebpfprof: %llu switch-outs not timed: the thread's task storage was busy (its lock held on that CPU)\n",
+			(unsigned long long)c[EP_CNT_STORAGE_BUSY]);
 	if (c[EP_CNT_STACK_LATER_LOST])
 		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode, or exited)\n",
 			(unsigned long long)c[EP_CNT_STACK_LATER_LOST]);
