@@ -125,6 +125,21 @@ static void probe(struct kernel_features *kf, const struct btf *btf)
 	kf->has[KF_ITER_TASK_PID] = btf_iter_has_task_filter(btf);
 }
 
+/* The one-line refusal of an unknown name, listing the known ones from the
+ * table itself, so that a feature added there is listed too. */
+static void unknown_feature(const char *name, char *err, size_t errlen)
+{
+	size_t used;
+	int f;
+
+	used = snprintf(err, errlen, "EBPFPROF_FORCE_MISSING: unknown kernel feature '%.40s' (known:",
+			name);
+	for (f = 0; f < KF_COUNT && used < errlen; f++)
+		used += snprintf(err + used, errlen - used, " %s,", features[f].name);
+	if (used < errlen)
+		snprintf(err + used, errlen - used, " fallbacks)");
+}
+
 /* EBPFPROF_FORCE_MISSING: the features to act as if the kernel lacked. */
 static int apply_forced(struct kernel_features *kf, char *err, size_t errlen)
 {
@@ -148,8 +163,7 @@ static int apply_forced(struct kernel_features *kf, char *err, size_t errlen)
 			kf->has[f] = 0;
 		}
 		if (!found) {
-			snprintf(err, errlen, "EBPFPROF_FORCE_MISSING: unknown kernel feature '%.40s' (known: tp_btf, ns_pid, ringbuf, task_iter, task_storage, current_task_btf, atomics, task_pt_regs, bpf_loop, iter_task_pid, fallbacks)",
-				 tok);
+			unknown_feature(tok, err, errlen);
 			rc = -1;
 			break;
 		}
