@@ -196,8 +196,14 @@ def test_gc_vs_nogc_shows_gc_and_waiting_for_gc_gone(workloads, tmp_path):
 
 # ---- done-when 2: no change where there is none ----
 
+# The same CPU time per tick on both sides, not the same work: two copies side
+# by side on this VM got CPUs up to 30% apart in speed (the same rounds took
+# 0.029 s/s of CPU in one and 0.036 in the other, by their own thread_time()):
+# a true change, which the diff rightly flagged in a CI run.
+AA = ["--cpu-ms", "3"]
+
 def test_same_workload_twice_is_within_noise(workloads, tmp_path):
-    (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py", [[], []],
+    (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py", [AA, AA],
                                          seconds=4, rate=1000, tag="same", go_first=True)
     rep = diff_json(a, b)
     assert flagged(rep) == [], describe(flagged(rep))
@@ -208,7 +214,7 @@ def test_same_workload_twice_is_within_noise(workloads, tmp_path):
 
 
 def test_same_workload_three_runs_per_side_is_within_noise(workloads, tmp_path):
-    runs = record_side_by_side(workloads, tmp_path, "ab_ticks.py", [[]] * 6,
+    runs = record_side_by_side(workloads, tmp_path, "ab_ticks.py", [AA] * 6,
                                seconds=3, rate=1000, tag="three", go_first=True)
     paths = [p for p, _ in runs]
     rep = diff_json(paths[0], paths[2], paths[4], "--vs", paths[1], paths[3], paths[5])
@@ -225,7 +231,7 @@ def test_same_workload_at_different_rates_is_within_noise(workloads, tmp_path):
     # enough work that the 100 Hz side has ~100 samples in each function
     # (at the default 3% of a CPU it had ~11, and 30% of sampling noise)
     (a, _), (b, _) = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
-                                         [["--jitter", "0.013", "--rounds", "500000"]] * 2,
+                                         [["--jitter", "0.013", "--cpu-ms", "17"]] * 2,
                                          seconds=8, rates=[100, 400], tag="rates", go_first=True)
     rep = diff_json(a, b)
     assert [r["rate_hz"] for r in rep["base"]["runs"] + rep["new"]["runs"]] == [100, 400]
@@ -241,7 +247,7 @@ def test_a_30_percent_change_is_found_with_1_2_and_3_runs_per_side(workloads, tm
     # changed() +30%, about half of the process's on-CPU time (bench/diff_calibration.py
     # measures the same over many rounds: docs/benchmarks.md)
     runs = record_side_by_side(workloads, tmp_path, "ab_ticks.py",
-                               [["--rounds", "250000"]] * 3 + [["--rounds", "250000", "--slower", "1.3"]] * 3,
+                               [["--cpu-ms", "10"]] * 3 + [["--cpu-ms", "10", "--slower", "1.3"]] * 3,
                                seconds=12, rate=2000, tag="thirty", go_first=True)
     a, b = [p for p, _ in runs[:3]], [p for p, _ in runs[3:]]
     seen = []

@@ -7,7 +7,13 @@ function's CPU time (time.thread_time) over the measured part, and tick by
 tick on the clock of time.monotonic() (CLOCK_MONOTONIC) so that it can be
 cut to a recording's window. --jitter S starts each tick up to S seconds
 late, at random: a tick of exactly 100 ms is in phase with a 100 Hz sampling
-clock, which then always lands in the same function (aliasing)."""
+clock, which then always lands in the same function (aliasing).
+
+--cpu-ms MS makes each function run until it has used MS ms of CPU time
+instead of a fixed number of rounds: two copies of this program side by side
+on a shared VM can get CPUs up to 30% apart in speed (measured: the same rounds
+took 0.173 s/s of CPU in one copy and 0.224 in the other), a real difference a
+diff rightly flags; an A/A comparison wants the same CPU time on both sides."""
 import random
 import sys
 import time
@@ -17,34 +23,44 @@ import common  # noqa: E402
 
 
 # the same loop in each, so each function's time is its own (self) time
-def steady(rounds):
+def steady(rounds, cpu_s):
     acc = 0
-    for i in range(rounds):
-        acc ^= (i * 31) % 11
-    return acc
+    end = time.thread_time() + cpu_s
+    while True:
+        for i in range(rounds):
+            acc ^= (i * 31) % 11
+        if time.thread_time() >= end:
+            return acc
 
 
-def changed(rounds):
+def changed(rounds, cpu_s):
     acc = 0
-    for i in range(rounds):
-        acc ^= (i * 31) % 11
-    return acc
+    end = time.thread_time() + cpu_s
+    while True:
+        for i in range(rounds):
+            acc ^= (i * 31) % 11
+        if time.thread_time() >= end:
+            return acc
 
 
 def main():
     args = common.parse({"--slower": {"type": float, "default": 1.0},
                          "--rounds": {"type": int, "default": 60000},
-                         "--jitter": {"type": float, "default": 0.0}})
+                         "--jitter": {"type": float, "default": 0.0},
+                         "--cpu-ms": {"type": float, "default": 0.0}})
     spent = {"steady": 0.0, "changed": 0.0}
     ticks = []  # [monotonic, steady's CPU so far, changed's CPU so far] per tick
     common.wait_for_go(args)
     begin = time.monotonic()
     tick = begin
+    # by CPU time: short rounds, the clock read between them
+    rounds = [args.rounds, int(args.rounds * args.slower)] if not args.cpu_ms else [500, 500]
+    cpu_s = [args.cpu_ms / 1e3, args.cpu_ms * args.slower / 1e3]
     while time.monotonic() - begin < args.seconds:
-        for name, fn, rounds in (("steady", steady, args.rounds),
-                                 ("changed", changed, int(args.rounds * args.slower))):
+        for name, fn, n, c in (("steady", steady, rounds[0], cpu_s[0]),
+                               ("changed", changed, rounds[1], cpu_s[1])):
             t = time.thread_time()
-            fn(rounds)
+            fn(n, c)
             spent[name] += time.thread_time() - t
         ticks.append([time.monotonic(), spent["steady"], spent["changed"]])
         tick += 0.1 + random.uniform(0, args.jitter)
