@@ -188,4 +188,22 @@ EP_MAP struct {
 	__type(value, __u64);
 } gc_clocks SEC(".maps");
 
+/*
+ * Per CPU: the sampler's clock. A sample weighs the time its CPU was busy
+ * since the CPU's previous tick (sample.bpf.c); the switch program notes when
+ * the CPU goes idle and comes back (offcpu.bpf.c), so idle time is left out.
+ */
+struct ep_cpu_clock {
+	__u64 last_tick;	/* the CPU's previous sampler tick, 0: none yet */
+	__u64 idle_ns;		/* time idle since then */
+	__u64 idle_since;	/* when it went idle, 0: busy (or not seen to go) */
+};
+
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ep_cpu_clock);
+} cpu_clock SEC(".maps");
+
 #endif

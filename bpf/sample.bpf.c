@@ -12,37 +12,48 @@
 #include "maps.bpf.h"
 #include "pystack.bpf.h"
 
-/* Per CPU: the time of its last tick, for the weight of the next sample. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} last_tick SEC(".maps");
+/* Set by the loader: the mean sampling period (1 / rate). */
+const volatile __u64 ep_sample_period_ns = 10000000;
 
 /*
- * A sample stands for the CPU time since its CPU's previous tick, whatever
- * ran then: userspace re-arms each CPU's timer with a random period now and
- * then (session.c), so samples never keep step with a periodic program, and
- * a re-arm restarts the timer: the time since the previous tick is what the
- * sample covers. That gap is at most the old period plus the new one, and a
- * drawn period is at most 3 times another, so a gap over 4 periods means the
- * timer was silent: an idle CPU's can be (the kernel throttles a timer that
- * ran many times without a scheduler tick, and unthrottles it at the next
- * tick), and the thread that woke the CPU would take the whole idle stretch
- * (measured on an idle machine: a 100 ms ticker's samples weighing ~97 ms
- * each). Such a sample stands for its own period.
+ * A sample stands for the time its CPU was busy since its previous busy
+ * tick, whatever ran then (cpu_clock, in maps.bpf.h). Userspace re-arms each
+ * CPU's timer with a random period now and then (session.c), so samples
+ * never keep step with a periodic program; a re-arm restarts the timer, and
+ * the time since the previous tick is what the sample covers. Every busy
+ * nanosecond goes to exactly one tick, the next one on a busy CPU: the
+ * rectangle rule, unbiased as long as the ticks do not keep step with the
+ * program.
+ *
+ * Idle time goes to no tick: a tick while the CPU idles takes nothing and
+ * leaves the busy time before it to the next busy tick, and the idle time is
+ * taken out of that one's gap. Before, the last busy stretch before an idle
+ * one went to the idle tick (dropped) or, where the idle CPU's timer fell
+ * silent (seen in a VM on 6.18), the next tick's weight was one period:
+ * either way the time between a re-armed timer's last tick and the CPU
+ * going idle was lost, and a 100 ms ticker read 15-25% short at 100 Hz.
+ *
+ * A gap is at most the old period plus the new one, 4 mean periods (drawn in
+ * [2/3, 2] of the mean), and its busy part is at most twice that; more means
+ * idle time not seen (the switch program had not yet seen the CPU go idle,
+ * at the start): the sample weighs one mean period then.
  */
-static __always_inline __u64 tick_weight(struct bpf_perf_event_data *ctx, __u64 now)
+static __always_inline __u64 tick_weight(__u64 now)
 {
 	__u32 zero = 0;
-	__u64 *last = bpf_map_lookup_elem(&last_tick, &zero), gap, period = ctx->sample_period;
+	struct ep_cpu_clock *c = bpf_map_lookup_elem(&cpu_clock, &zero);
+	__u64 gap, idle;
 
-	if (!last)
-		return period;
-	gap = *last && now > *last ? now - *last : period;
-	*last = now;
-	return gap <= 4 * period ? gap : period;
+	if (!c)
+		return ep_sample_period_ns;
+	if (c->idle_since)	/* a tick while idle: the idle task's */
+		return 0;
+	gap = c->last_tick && now > c->last_tick ? now - c->last_tick : ep_sample_period_ns;
+	idle = c->idle_ns;
+	c->last_tick = now;
+	c->idle_ns = 0;
+	gap = gap > idle ? gap - idle : 0;
+	return gap && gap <= 8 * ep_sample_period_ns ? gap : ep_sample_period_ns;
 }
 
 /* In a collection: exactly known from the GC probes, or (stripped builds
@@ -186,7 +197,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 	struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	struct ep_stack_event *ev;
-	__u64 now = bpf_ktime_get_ns(), weight = tick_weight(ctx, now);
+	__u64 now = bpf_ktime_get_ns(), weight = tick_weight(now);
 	__u32 pid, tid;
 
 	if (!current_ids(&pid, &tid))

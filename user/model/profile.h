@@ -125,10 +125,12 @@ int profile_thread_forget(struct profile *p, struct thread_profile *t, size_t n)
 /* Where the sample's time ends: start + weight, UINT64_MAX if that overflows. */
 uint64_t sample_end(const struct sample *s);
 /*
- * Where the sample's time ends on its thread's timeline: its own end, or the
- * next sample's start (next: NULL for the last sample) if that comes first.
+ * Where the sample's time ends on its thread's timeline, laid from start (its
+ * own, or the previous sample's end if later): a sampled one's whole weight
+ * on, so it loses no time to the next (UINT64_MAX if that overflows); an
+ * exact one's own end, or the next sample's start (next: NULL for the last).
  */
-uint64_t sample_clipped_end(const struct sample *s, const struct sample *next);
+uint64_t sample_placed_end(const struct sample *s, uint64_t start, const struct sample *next);
 /* Stacks in frame id order, a stack before the longer ones it starts. */
 int profile_stack_cmp(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb);
 /* How many samples at the profile's rate the weight stands for; at least one. */

@@ -164,8 +164,8 @@ static int add_around_gcs(struct call_list *cl, struct gc_cuts *gc, const struct
 }
 
 /*
- * The thread's calls. Samples are cut where the next one starts, so calls
- * nest properly even when the recorded samples overlap.
+ * The thread's calls. A sample overlapping the previous one is pushed past
+ * it, whole, so calls nest properly and keep their time.
  */
 static int build_calls(const struct profile *p, const struct thread_profile *t,
 		       struct call_list *cl, struct gc_cuts *gc)
@@ -179,7 +179,7 @@ static int build_calls(const struct profile *p, const struct thread_profile *t,
 	sample_iter_init(&it, p, t);
 	while (sample_iter_next(&it, &s)) {
 		start = s.start_ns > cursor ? s.start_ns : cursor;
-		end = sample_clipped_end(&s, sample_iter_peek(&it));
+		end = sample_placed_end(&s, start, sample_iter_peek(&it));
 		if (end <= start)
 			continue;
 		if (start > cursor && close_calls(cl, 0, cursor))

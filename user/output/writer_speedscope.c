@@ -74,9 +74,9 @@ static const struct sample *shown_stack(const struct sample *s)
 }
 
 /*
- * The thread's timeline over [0, axis_end): its samples in start order,
- * each cut where the next begins so that time only moves forward, and the
- * time between them as gaps.
+ * The thread's timeline over [0, axis_end): its samples in start order, each
+ * whole, pushed past the previous one where they overlap so that time only
+ * moves forward, and the time between them as gaps.
  */
 static int build_timeline(const struct profile *p, const struct thread_profile *t,
 			  uint64_t axis_end, struct timeline *tl)
@@ -89,7 +89,7 @@ static int build_timeline(const struct profile *p, const struct thread_profile *
 	sample_iter_init(&it, p, t);
 	while (sample_iter_next(&it, &s)) {
 		start = s.start_ns > cursor ? s.start_ns : cursor;
-		end = sample_clipped_end(&s, sample_iter_peek(&it));
+		end = sample_placed_end(&s, start, sample_iter_peek(&it));
 		if (end > axis_end)
 			end = axis_end;
 		if (end <= start)

@@ -464,11 +464,13 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	s.frames = r->ids;
 	if (t && r->opts.idle)		/* for its preemptions, which need no walk */
 		t->last_stack = remember_stack(r, ev->pid, s.frames, s.nframes);
-	s.start_ns = since_start(r, ev->ts);
-	/* the time since the CPU's previous tick: the periods are random */
+	/* the CPU's busy time since its previous tick (the periods are random):
+	 * the sample stands for the time before it */
 	s.weight_ns = ev->weight_ns;
 	if (!s.weight_ns || s.weight_ns > MAX_SAMPLE_WEIGHT_NS)
 		s.weight_ns = 1000000000ull / r->opts.rate_hz;
+	s.start_ns = since_start(r, ev->ts);
+	s.start_ns = s.start_ns > s.weight_ns ? s.start_ns - s.weight_ns : 0;
 	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
 	tp = profile_thread(&r->profile, ev->pid, ev->tid);
 	if (tp && !profile_add_sample(&r->profile, tp, &s))

@@ -391,6 +391,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		s->skel->rodata->ep_offcpu_exact_ns = o->offcpu_exact_ns;
 	if (o->offcpu_period_ns)
 		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
+	s->skel->rodata->ep_sample_period_ns = 1000000000ull / (o->rate_hz ? o->rate_hz : 100);
 	if (set_native(s, o)) {
 		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
 		goto fail;
