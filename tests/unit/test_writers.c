@@ -1301,6 +1301,10 @@ static void test_empty_profile(void **state)
 	text = read_all(path, NULL);
 	root = jparse(text);
 	assert_non_null(root);
+	/* speedscope refuses a file without profiles: one gap, named for why */
+	assert_int_equal(jget_type(root, "profiles", J_ARR)->n, 1);
+	assert_non_null(strstr(jget(jget_type(root, "profiles", J_ARR)->items[0], "name")->str,
+			       "no samples"));
 	jfree(root);
 	free(text);
 	assert_int_equal(writer_write_file(&chrome_trace_writer, &p, NULL, path), 0);

@@ -292,6 +292,21 @@ static int write_holder_profiles(FILE *f, const struct profile *p, const struct 
 	return err ? -1 : 0;
 }
 
+/*
+ * A recording without a sample (the target never ran Python on a CPU while
+ * recorded, e.g. it slept throughout) still opens in speedscope, which
+ * refuses a file without profiles: one profile, one gap over the session,
+ * named for what happened.
+ */
+static int write_no_samples(FILE *f, uint64_t end)
+{
+	end = end ? end : 1;
+	return fprintf(f, "\n{\"type\":\"sampled\",\"name\":\"no samples: the target ran no "
+		       "Python on a CPU while recorded\",\"unit\":\"nanoseconds\","
+		       "\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[[]],"
+		       "\"weights\":[%" PRIu64 "]}", end, end) < 0 ? -1 : 0;
+}
+
 static int write_profiles(const struct profile *p, const struct analysis *a, FILE *f)
 {
 	const struct thread_profile **order;
@@ -311,6 +326,8 @@ static int write_profiles(const struct profile *p, const struct analysis *a, FIL
 		    write_thread(f, p, order[i], with_process, end, &tl))
 			err = -1;
 	}
+	if (!err && !p->nthreads && write_no_samples(f, end))
+		err = -1;
 	if (!err && (write_holder_profiles(f, p, a) || fputs("]", f) < 0))
 		err = -1;
 	free(tl.spans);
