@@ -32,8 +32,9 @@
  * hash update cost ~0.12 us), taken out every EP_DRAIN_MS by a task
  * iterator over the process (offcpu_drain_totals), and moved to the map
  * offcpu_totals when the thread exits. An interval over the threshold
- * is sent whole; a shorter one with probability length/period and weight
- * period, so the --idle flame graph stays proportional to off-CPU time.
+ * is sent whole; shorter ones as the sampling points they hold, one per
+ * period of the thread's short off-CPU time on average (short_points), so
+ * the --idle flame graph stays proportional to off-CPU time.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -609,8 +610,49 @@ static __always_inline void send_record(struct ep_offcpu_record *rec)
 		count(EP_CNT_OFFCPU_SENT);
 }
 
-/* Sent whole when long, else with probability len/period (weight period):
- * now, or on the thread's return to user mode when its stack is taken then. */
+/*
+ * A gap to the next sampling point of short off-CPU time, uniform in
+ * [period/2, 3 period/2): one period on average, so each point stands for
+ * one period. Drawn, not fixed, so the points never lock step with a
+ * program's own period; narrow, so a run of short waits at one place gets
+ * close to its length's worth of points. Per-interval coin flips
+ * (probability length/period) scattered them as a Poisson process, whose
+ * count over a stack's time varies about 3.5 times as much.
+ */
+static __always_inline __u64 next_short_gap(void)
+{
+	return ep_offcpu_period_ns / 2 + (((__u64)bpf_get_prandom_u32() * ep_offcpu_period_ns) >> 32);
+}
+
+/*
+ * How many sampling points a short interval of len holds, on a line of the
+ * thread's short off-CPU time: at most two, since len < period and a gap
+ * is at least period/2. The thread's first point falls at a random phase.
+ */
+static __always_inline __u32 short_points(struct ep_offcpu_task *st, __u64 len)
+{
+	__u64 due = st->short_due_ns;
+	__u32 points = 0;
+
+	if (!due)
+		due = 1 + (((__u64)bpf_get_prandom_u32() * ep_offcpu_period_ns) >> 32);
+	if (len >= due) {
+		len -= due;
+		points++;
+		due = next_short_gap();
+		if (len >= due) {
+			len -= due;
+			points++;
+			due = next_short_gap();
+		}
+	}
+	st->short_due_ns = due - len;
+	return points;
+}
+
+/* Sent whole when long, else as the sampling points it holds (weight one
+ * period each): now, or on the thread's return to user mode when its stack
+ * is taken then. */
 static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u64 len,
 				       __u64 gc_ns, __u64 holder)
 {
@@ -619,14 +661,16 @@ static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u
 		.flags = st->flags, .gc_gen = st->gc_gen, .start_ts = st->off_ts, .end_ts = now,
 		.weight_ns = len, .gc_ns = gc_ns, .stack_id = st->stack_id, .holder = holder,
 	};
+	__u32 points;
 
 	if (len >= ep_offcpu_exact_ns || len >= ep_offcpu_period_ns) {
 		rec.flags |= EP_IV_EXACT;
 	} else {
-		/* len < period <= 2^32 ns here, so neither product overflows */
-		if ((__u64)bpf_get_prandom_u32() * ep_offcpu_period_ns >= len << 32)
+		/* len < period <= 2^32 ns here, so no product overflows */
+		points = short_points(st, len);
+		if (!points)
 			return;
-		rec.weight_ns = ep_offcpu_period_ns;
+		rec.weight_ns = points * ep_offcpu_period_ns;
 	}
 	if (st->flags & EP_IV_STACK_LATER) {
 		/* a record still waiting: the thread has not returned to user

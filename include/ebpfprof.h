@@ -321,9 +321,10 @@ struct ep_sent_key {
 
 /*
  * An off-CPU interval sent to userspace: every one over the threshold
- * (EP_IV_EXACT, weight = end - start), and shorter ones sampled with a
- * probability proportional to their length (weight = the sampling period),
- * so each stack's off-CPU weight is an unbiased measure of its time.
+ * (EP_IV_EXACT, weight = end - start), and shorter ones sampled at points
+ * spread over the thread's short off-CPU time, one period apart on average
+ * (weight = the period times the points the interval holds), so each
+ * stack's off-CPU weight is an unbiased measure of its time.
  */
 struct ep_offcpu_record {
 	__u32 kind;		/* EP_EV_OFFCPU */
@@ -426,6 +427,7 @@ struct ep_offcpu_task {
 	__u64 stack_key;	/* fingerprint of the innermost frames at the last walk */
 	__u64 stack_id_cached;	/* ... and the stack that walk found */
 	__u64 tstate;		/* the thread's PyThreadState when last found, 0: unknown */
+	__u64 short_due_ns;	/* short off-CPU time left to the next sampling point, 0: none drawn */
 	__u32 pid, tid;		/* ids in the profiler's namespace */
 	__u8 reason;		/* enum ep_offcpu_reason */
 	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED, EP_IV_STACK_LATER */

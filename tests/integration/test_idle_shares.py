@@ -11,7 +11,7 @@ from conftest import Profile, require_interpreter, wait_for_go
 def test_idle_shares_follow_real_off_cpu_time(workloads, out, tmp_path):
     interp = require_interpreter("debian-3.11")
     go = tmp_path / "go"
-    w = workloads(interp, "idle_shares.py", "--go", str(go), seconds=6,
+    w = workloads(interp, "idle_shares.py", "--go", str(go), seconds=8,
                   truth=str(tmp_path / "truth.json"))
     path = out()
     proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "30", "--idle",
