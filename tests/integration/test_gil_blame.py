@@ -89,8 +89,11 @@ def test_waits_go_to_the_holder_and_what_it_ran(interp_name, workloads, out, tmp
     gil = [x for x in waits if x["reason"] == "gil-wait" and x["thread"] == "loop"]
     named = [x for x in gil if x["holder_tid"] == int(hog)]
     assert named and all(x["holder_thread"] == "hog" for x in named), gil[:3]
-    assert all(x["holder_stack"][0]["name"] in ("tally_orders", "audit_ledger", "hog")
-               for x in named), named[:3]
+    # (hog's loop also asks stop.is_set() and measuring.is_set(), Python in
+    # threading.py: under load a wait can fall on one of those)
+    odd = [x for x in named
+           if x["holder_stack"][0]["name"] not in ("tally_orders", "audit_ledger", "hog", "is_set")]
+    assert not odd, odd[:3]
 
 
 def test_three_threads_and_a_collector(workloads, out, tmp_path):
