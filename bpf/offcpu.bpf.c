@@ -619,9 +619,14 @@ static __always_inline void send_record(struct ep_offcpu_record *rec)
  * (probability length/period) scattered them as a Poisson process, whose
  * count over a stack's time varies about 3.5 times as much.
  */
+static __always_inline __u64 random_below(__u64 n)
+{
+	return ((__u64)bpf_get_prandom_u32() * n) >> 32;	/* n <= 2^32 */
+}
+
 static __always_inline __u64 next_short_gap(void)
 {
-	return ep_offcpu_period_ns / 2 + (((__u64)bpf_get_prandom_u32() * ep_offcpu_period_ns) >> 32);
+	return ep_offcpu_period_ns / 2 + random_below(ep_offcpu_period_ns);
 }
 
 /*
@@ -632,19 +637,13 @@ static __always_inline __u64 next_short_gap(void)
 static __always_inline __u32 short_points(struct ep_offcpu_task *st, __u64 len)
 {
 	__u64 due = st->short_due_ns;
-	__u32 points = 0;
+	__u32 points;
 
 	if (!due)
-		due = 1 + (((__u64)bpf_get_prandom_u32() * ep_offcpu_period_ns) >> 32);
-	if (len >= due) {
+		due = 1 + random_below(ep_offcpu_period_ns);
+	for (points = 0; points < 2 && len >= due; points++) {
 		len -= due;
-		points++;
 		due = next_short_gap();
-		if (len >= due) {
-			len -= due;
-			points++;
-			due = next_short_gap();
-		}
 	}
 	st->short_due_ns = due - len;
 	return points;
