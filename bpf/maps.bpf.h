@@ -189,14 +189,23 @@ EP_MAP struct {
 } gc_clocks SEC(".maps");
 
 /*
- * Per CPU: the sampler's clock. A sample weighs the time its CPU was busy
- * since the CPU's previous tick (sample.bpf.c); the switch program notes when
- * the CPU goes idle and comes back (offcpu.bpf.c), so idle time is left out.
+ * Per CPU: the sampler's clocks (sample.bpf.c). A sample of a profiled
+ * thread weighs that thread's own on-CPU time since its previous sample: the
+ * switch program notes here which profiled thread runs on the CPU, since
+ * when, and its time not yet sampled from earlier runs (kept in its task
+ * storage while it is off the CPU). A thread whose switch-in was not seen
+ * (running when profiling began) falls back to the CPU's busy time since
+ * the previous tick, for which the switch program notes when the CPU goes
+ * idle and comes back (offcpu.bpf.c), so idle time is left out.
  */
 struct ep_cpu_clock {
 	__u64 last_tick;	/* the CPU's previous sampler tick, 0: none yet */
 	__u64 idle_ns;		/* time idle since then */
 	__u64 idle_since;	/* when it went idle, 0: busy (or not seen to go) */
+	__u64 run_from;		/* since when run_tid's time is not in a sample */
+	__u64 run_carry_ns;	/* ... plus this much from its earlier runs */
+	__u32 run_tid;		/* the profiled thread on the CPU (host tid), 0: none seen */
+	__u32 pad;
 };
 
 EP_MAP struct {

@@ -250,6 +250,31 @@ static __always_inline __u64 clock_now(__u64 *now)
 	return *now;
 }
 
+/*
+ * The sampler's per-thread clock (maps.bpf.h): a profiled thread leaving
+ * the CPU keeps its time not yet in a sample in its storage; switch-in puts
+ * it on the CPU's clock with the run's start. Both run with interrupts off,
+ * so no tick on this CPU comes in between; the switch program clears the
+ * CPU's thread on every switch, so a switch-in not seen (storage refused)
+ * leaves the thread to the fallback weight, never to a stale clock.
+ */
+static __always_inline void run_clock_out(struct ep_cpu_clock *c, struct task_struct *prev,
+					  struct ep_offcpu_task *st, __u64 now)
+{
+	if (c && c->run_tid == prev->pid)
+		st->unsampled_ns = c->run_carry_ns + (now > c->run_from ? now - c->run_from : 0);
+}
+
+static __always_inline void run_clock_in(struct ep_cpu_clock *c, struct task_struct *next,
+					 struct ep_offcpu_task *st, __u64 now)
+{
+	if (!c)
+		return;
+	c->run_tid = next->pid;
+	c->run_carry_ns = st->unsampled_ns;
+	c->run_from = now;
+}
+
 /* The kernel notifies the task's rseq area on every return to user mode
  * after a switch (and runs the rseq_update tracepoint then). */
 static __always_inline int has_rseq(struct task_struct *task)
@@ -281,8 +306,8 @@ static __always_inline void note_gil_out(struct task_struct *prev, struct ep_off
 	st->gil_addr = gil_wait ? gil_addr(cfg) : 0;
 }
 
-static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop,
-					  int atomics)
+static __always_inline void on_switch_out(struct task_struct *prev, struct ep_cpu_clock *c,
+					  __u64 *now, int loop, int atomics)
 {
 	struct ep_offcpu_task *st;
 	struct ep_gc_running *own_gc;
@@ -309,6 +334,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 	st->primed = 0;
 	st->totals_in_task = cfg->totals_in_task;
 	end_run(prev, st, cfg, clock_now(now), atomics);
+	run_clock_out(c, prev, st, *now);
 	st->off_ts = *now;
 	st->reason = classify(cfg, prev);
 	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
@@ -714,7 +740,7 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 }
 
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
-					 __u64 *now_once)
+					 struct ep_cpu_clock *c, __u64 *now_once)
 {
 	struct ep_offcpu_task *st = task_state_get(next, 0);
 	__u64 now, len, gc_ns = 0, *clock, holder;
@@ -723,6 +749,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 		return;
 	now = clock_now(now_once);
 	st->on_ts = now;	/* the run's start, for its on-CPU time */
+	run_clock_in(c, next, st, now);
 	if (!st->off_ts)
 		return;
 	len = now > st->off_ts ? now - st->off_ts : 0;
@@ -750,17 +777,12 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
  * idle), so the tick after the idle stretch would otherwise stand for it.
  * Switches run with interrupts off: no tick comes in between on this CPU.
  */
-static __always_inline void note_idle(struct task_struct *prev, struct task_struct *next,
-				      __u64 *now_once)
+static __always_inline void note_idle(struct ep_cpu_clock *c, struct task_struct *prev,
+				      struct task_struct *next, __u64 *now_once)
 {
-	struct ep_cpu_clock *c;
-	__u32 zero = 0;
 	__u64 now;
 
 	if (prev->pid && next->pid)
-		return;
-	c = bpf_map_lookup_elem(&cpu_clock, &zero);
-	if (!c)
 		return;
 	now = clock_now(now_once);
 	if (!next->pid) {
@@ -775,11 +797,16 @@ static __always_inline void note_idle(struct task_struct *prev, struct task_stru
 SEC("tp_btf/sched_switch")								\
 int BPF_PROG(name, bool preempt, struct task_struct *prev, struct task_struct *next)	\
 {											\
+	__u32 zero = 0;									\
+	struct ep_cpu_clock *c = bpf_map_lookup_elem(&cpu_clock, &zero);		\
 	__u64 now = 0;									\
 											\
-	note_idle(prev, next, &now);							\
-	on_switch_out(prev, &now, loop, atomics);					\
-	on_switch_in(prev, next, &now);						\
+	if (c)										\
+		note_idle(c, prev, next, &now);						\
+	on_switch_out(prev, c, &now, loop, atomics);					\
+	if (c)										\
+		c->run_tid = 0;								\
+	on_switch_in(prev, next, c, &now);						\
 	return 0;									\
 }
 

@@ -16,33 +16,34 @@
 const volatile __u64 ep_sample_period_ns = 10000000;
 
 /*
- * A sample stands for the time its CPU was busy since its previous busy
- * tick, whatever ran then (cpu_clock, in maps.bpf.h). Userspace re-arms each
- * CPU's timer with a random period now and then (session.c), so samples
- * never keep step with a periodic program; a re-arm restarts the timer, and
- * the time since the previous tick is what the sample covers. Every busy
- * nanosecond goes to exactly one tick, the next one on a busy CPU: the
- * rectangle rule, unbiased as long as the ticks do not keep step with the
- * program.
+ * A sample stands for its thread's own on-CPU time since the thread's
+ * previous sample: the switch program keeps, per CPU, which profiled thread
+ * runs there, since when, and its time not yet sampled from earlier runs
+ * (cpu_clock, in maps.bpf.h). Every nanosecond a thread runs goes to exactly
+ * one of its samples, the next one: the rectangle rule on the thread's own
+ * timeline, unbiased as long as the ticks do not keep step with the program.
+ * Userspace re-arms each CPU's timer with a random period now and then
+ * (session.c), so samples never keep step with a periodic program.
  *
- * Idle time goes to no tick: a tick while the CPU idles takes nothing and
- * leaves the busy time before it to the next busy tick, and the idle time is
- * taken out of that one's gap. Before, the last busy stretch before an idle
- * one went to the idle tick (dropped) or, where the idle CPU's timer fell
- * silent (seen in a VM on 6.18), the next tick's weight was one period:
- * either way the time between a re-armed timer's last tick and the CPU
- * going idle was lost, and a 100 ms ticker read 15-25% short at 100 Hz.
+ * It once weighed the CPU's busy time since its previous tick, whatever ran:
+ * unbiased too, but on a busy machine other processes' time moved between
+ * the threads at random, and a thread busy 30% of a 10 ms cycle read its
+ * share up to 3.6 points off in a run with other load on the 2 CPUs. A
+ * thread's sampled total is now its exact on-CPU time, but for the time
+ * after its last sample.
  *
- * A gap is at most the old period plus the new one, 4 mean periods (drawn in
- * [2/3, 2] of the mean), and its busy part is at most twice that; more means
- * idle time not seen (the switch program had not yet seen the CPU go idle,
- * at the start): the sample weighs one mean period then.
+ * That busy time is still the weight of a thread whose switch-in was not
+ * seen (running when profiling began), for its first sample: idle time goes
+ * to no tick (the switch program notes when the CPU goes idle and comes
+ * back; an idle CPU's timer falls silent in a VM on 6.18), and a gap over 8
+ * mean periods (busy part of at most the old period plus the new one, 4
+ * mean periods) means idle time not seen: one mean period then.
  */
-static __always_inline __u64 tick_weight(__u64 now)
+static __always_inline __u64 tick_weight(__u64 now, __u32 host_tid)
 {
 	__u32 zero = 0;
 	struct ep_cpu_clock *c = bpf_map_lookup_elem(&cpu_clock, &zero);
-	__u64 gap, idle;
+	__u64 gap, idle, run;
 
 	if (!c)
 		return ep_sample_period_ns;
@@ -52,6 +53,12 @@ static __always_inline __u64 tick_weight(__u64 now)
 	idle = c->idle_ns;
 	c->last_tick = now;
 	c->idle_ns = 0;
+	if (c->run_tid && c->run_tid == host_tid) {
+		run = c->run_carry_ns + (now > c->run_from ? now - c->run_from : 0);
+		c->run_carry_ns = 0;
+		c->run_from = now;
+		return run ? run : 1;	/* 0 would read as "unknown" */
+	}
 	gap = gap > idle ? gap - idle : 0;
 	return gap && gap <= 8 * ep_sample_period_ns ? gap : ep_sample_period_ns;
 }
@@ -197,7 +204,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 	struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	struct ep_stack_event *ev;
-	__u64 now = bpf_ktime_get_ns(), weight = tick_weight(now);
+	__u64 now = bpf_ktime_get_ns();
+	__u64 weight = tick_weight(now, (__u32)bpf_get_current_pid_tgid());
 	__u32 pid, tid;
 
 	if (!current_ids(&pid, &tid))

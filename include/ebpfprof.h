@@ -428,6 +428,7 @@ struct ep_offcpu_task {
 	__u64 stack_id_cached;	/* ... and the stack that walk found */
 	__u64 tstate;		/* the thread's PyThreadState when last found, 0: unknown */
 	__u64 short_due_ns;	/* short off-CPU time left to the next sampling point, 0: none drawn */
+	__u64 unsampled_ns;	/* on-CPU time since its last sample, up to its last switch-out */
 	__u32 pid, tid;		/* ids in the profiler's namespace */
 	__u8 reason;		/* enum ep_offcpu_reason */
 	__u8 flags;		/* EP_IV_OWN_GC, EP_IV_GC_FIRST, EP_IV_SEEDED, EP_IV_STACK_LATER */

@@ -648,11 +648,9 @@ uint64_t sample_end(const struct sample *s)
 /*
  * Where a sample laid from `start` (its own start, or the previous sample's
  * end if later) ends on its thread's timeline. A sampled one keeps its whole
- * weight: it was once cut where the next sample began, which lost time, as a
- * sample weighs its CPU's busy time since the previous tick, and with random
- * periods, migrations and idle stretches that is often more than the time
- * to the thread's next sample (a 100 ms ticker read 10% short at 97 Hz, any
- * recording ~3% at 400 Hz). An exact one (an interval the kernel timed) is
+ * weight: it was once cut where the next sample began, which lost time
+ * (a 100 ms ticker read 10% short at 97 Hz, any recording ~3% at 400 Hz),
+ * as a sample's weight is time before its tick, not after. An exact one (an interval the kernel timed) is
  * where it was measured: it ends at its end, or where the next one starts.
  */
 uint64_t sample_placed_end(const struct sample *s, uint64_t start, const struct sample *next)

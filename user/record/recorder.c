@@ -17,8 +17,10 @@
 #include "states.h"
 
 #define MAX_NAMED_THREADS	1024
-/* A sample's weight beyond this is no tick's (a CPU back from offline): the mean period then */
-#define MAX_SAMPLE_WEIGHT_NS	1000000000ull
+/* A sample's weight beyond this many mean periods is no tick's (a CPU back
+ * from offline): the mean period then. A thread's time between its samples
+ * is one period on average, and past 64 once in ~e^64 with Poisson ticks. */
+#define MAX_SAMPLE_PERIODS	64
 /* frame ids of one stack at most: Python frames, native ones, markers */
 #define RECORDER_MAX_IDS	(EP_MAX_FRAMES + NATIVE_MAX_FRAMES + 8)
 
@@ -464,10 +466,10 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	s.frames = r->ids;
 	if (t && r->opts.idle)		/* for its preemptions, which need no walk */
 		t->last_stack = remember_stack(r, ev->pid, s.frames, s.nframes);
-	/* the CPU's busy time since its previous tick (the periods are random):
+	/* the thread's on-CPU time since its previous sample (sample.bpf.c):
 	 * the sample stands for the time before it */
 	s.weight_ns = ev->weight_ns;
-	if (!s.weight_ns || s.weight_ns > MAX_SAMPLE_WEIGHT_NS)
+	if (!s.weight_ns || s.weight_ns > MAX_SAMPLE_PERIODS * (1000000000ull / r->opts.rate_hz))
 		s.weight_ns = 1000000000ull / r->opts.rate_hz;
 	s.start_ns = since_start(r, ev->ts);
 	s.start_ns = s.start_ns > s.weight_ns ? s.start_ns - s.weight_ns : 0;

@@ -100,7 +100,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  * the rate uniform in [rate/2, 3*rate/2], whose mean is the rate asked for;
  * a period drawn that way moves the samples' phase in any program's cycle
  * shorter than it by an amount spread evenly over that cycle. Each sample
- * is weighted by its CPU's busy time since the previous busy tick
+ * is weighted by its thread's on-CPU time since its previous sample
  * (sample.bpf.c), so the restarts and the varying periods lose no time. A CPU keeps
  * a period for at least REARM_PERIODS mean periods (and a drain period), and
  * the re-arms come at moments drawn at random (drain_timeout); at most
