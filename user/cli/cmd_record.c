@@ -101,7 +101,7 @@ static const struct argp_option option_list[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile the running process PID (several: one profile each in the --output directory)", 0 },
 	{ "match", 'm', "REGEX", 0, "Profile every CPython process whose command line matches REGEX, running now or started later (one profile each in the --output directory)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the target exits)", 0 },
-	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default 100)", 0 },
+	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default " SESSION_DEFAULT_RATE_TEXT ")", 0 },
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
 	{ "format", 'f', "FORMAT", 0, "speedscope (default), collapsed, chrome or pprof", 0 },
 	{ "gil", 'g', NULL, 0, "Keep only samples of the thread holding the GIL", 0 },
@@ -679,7 +679,7 @@ static int record_several(struct options *o)
 
 int cmd_record(int argc, char **argv)
 {
-	struct options o = { .rate_hz = 100, .writer = &speedscope_writer, .wait_threshold_ms = 10 };
+	struct options o = { .rate_hz = SESSION_DEFAULT_RATE_HZ, .writer = &speedscope_writer, .wait_threshold_ms = 10 };
 	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
 	struct recorder_opts ropts;
 	struct session_opts sopts = { 0 };

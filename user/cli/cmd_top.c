@@ -71,7 +71,7 @@ static const char doc[] =
 
 static const struct argp_option option_list[] = {
 	TARGET_PICK_OPTIONS("watch"),
-	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default 100)", 0 },
+	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default " SESSION_DEFAULT_RATE_TEXT ")", 0 },
 	{ "interval", 'i', "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until q, Ctrl-C or the target exits)", 0 },
 	FRAME_NAMING_OPTIONS,
@@ -468,7 +468,7 @@ static void start(struct top_view *v, char *err)
 
 int cmd_top(int argc, char **argv)
 {
-	struct top_options o = { .rate_hz = 100, .interval_s = 1 };
+	struct top_options o = { .rate_hz = SESSION_DEFAULT_RATE_HZ, .interval_s = 1 };
 	struct argp argp = { option_list, parse_option, "--pid PID | --match PATTERN", doc, NULL, NULL, NULL };
 	struct top_view v = { .o = &o };
 	char err[ERRLEN];

@@ -164,7 +164,7 @@ static int attach_samplers(struct session *s, unsigned rate_hz, char *err, size_
 {
 	int cpu;
 
-	s->rate_hz = rate_hz ? rate_hz : 100;
+	s->rate_hz = rate_hz ? rate_hz : SESSION_DEFAULT_RATE_HZ;
 	s->rng = (monotonic_ns() ^ (uint64_t)getpid() << 32) | 1;
 
 	s->ncpu = libbpf_num_possible_cpus();
@@ -391,7 +391,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		s->skel->rodata->ep_offcpu_exact_ns = o->offcpu_exact_ns;
 	if (o->offcpu_period_ns)
 		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
-	s->skel->rodata->ep_sample_period_ns = 1000000000ull / (o->rate_hz ? o->rate_hz : 100);
+	s->skel->rodata->ep_sample_period_ns = 1000000000ull / (o->rate_hz ? o->rate_hz : SESSION_DEFAULT_RATE_HZ);
 	if (set_native(s, o)) {
 		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
 		goto fail;

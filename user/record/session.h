@@ -10,8 +10,17 @@
 
 struct session;
 
+/* Samples per second per CPU when none is asked for (--rate); the timer's
+ * period is drawn around it (session.c), so 100 keeps no step with a 10 ms
+ * program. */
+#define SESSION_DEFAULT_RATE_HZ	100
+/* ... as text, for --help (a macro's value as a string takes two steps) */
+#define SESSION_QUOTE_(x)		#x
+#define SESSION_QUOTE(x)		SESSION_QUOTE_(x)
+#define SESSION_DEFAULT_RATE_TEXT	SESSION_QUOTE(SESSION_DEFAULT_RATE_HZ)
+
 struct session_opts {
-	unsigned rate_hz;
+	unsigned rate_hz;		/* 0: SESSION_DEFAULT_RATE_HZ */
 	uint64_t pidns_dev, pidns_ino;	/* nonzero: filter on pids of this PID namespace */
 	int follow_children;		/* --subprocesses */
 	int native;			/* --native: samples send registers and user stack */
