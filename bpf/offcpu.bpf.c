@@ -254,20 +254,35 @@ static __always_inline __u64 clock_now(__u64 *now)
  * The sampler's per-thread clock (maps.bpf.h): a profiled thread leaving
  * the CPU keeps its time not yet in a sample in its storage; switch-in puts
  * it on the CPU's clock with the run's start. Both run with interrupts off,
- * so no tick on this CPU comes in between; the switch program clears the
- * CPU's thread on every switch, so a switch-in not seen (storage refused)
- * leaves the thread to the fallback weight, never to a stale clock.
+ * so no tick on this CPU comes in between. Only switches of threads with
+ * storage look the clock up, not every switch on the machine; a profiled
+ * thread's switch-out clears it even when storage is refused, so a switch-in
+ * not seen leaves the thread to the fallback weight, not to a stale clock.
  */
-static __always_inline void run_clock_out(struct ep_cpu_clock *c, struct task_struct *prev,
-					  struct ep_offcpu_task *st, __u64 now)
+static __always_inline struct ep_cpu_clock *cpu_clock_here(void)
 {
-	if (c && c->run_tid == prev->pid)
-		st->unsampled_ns = c->run_carry_ns + (now > c->run_from ? now - c->run_from : 0);
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_clock, &zero);
 }
 
-static __always_inline void run_clock_in(struct ep_cpu_clock *c, struct task_struct *next,
-					 struct ep_offcpu_task *st, __u64 now)
+static __always_inline void run_clock_out(struct task_struct *prev, struct ep_offcpu_task *st,
+					  __u64 now)
 {
+	struct ep_cpu_clock *c = cpu_clock_here();
+
+	if (!c)
+		return;
+	if (st && c->run_tid == prev->pid)
+		st->unsampled_ns = c->run_carry_ns + (now > c->run_from ? now - c->run_from : 0);
+	c->run_tid = 0;
+}
+
+static __always_inline void run_clock_in(struct task_struct *next, struct ep_offcpu_task *st,
+					 __u64 now)
+{
+	struct ep_cpu_clock *c = cpu_clock_here();
+
 	if (!c)
 		return;
 	c->run_tid = next->pid;
@@ -306,8 +321,8 @@ static __always_inline void note_gil_out(struct task_struct *prev, struct ep_off
 	st->gil_addr = gil_wait ? gil_addr(cfg) : 0;
 }
 
-static __always_inline void on_switch_out(struct task_struct *prev, struct ep_cpu_clock *c,
-					  __u64 *now, int loop, int atomics)
+static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop,
+					  int atomics)
 {
 	struct ep_offcpu_task *st;
 	struct ep_gc_running *own_gc;
@@ -326,6 +341,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, struct ep_cp
 		/* task storage has no size: refused, its per-CPU lock was held
 		 * (the drain iterator preempted on this CPU); the tid hash is full */
 		count(ep_has_task_storage ? EP_CNT_STORAGE_BUSY : EP_CNT_MAP_FULL);
+		run_clock_out(prev, NULL, 0);
 		return;
 	}
 	st->pid = pid;
@@ -334,7 +350,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, struct ep_cp
 	st->primed = 0;
 	st->totals_in_task = cfg->totals_in_task;
 	end_run(prev, st, cfg, clock_now(now), atomics);
-	run_clock_out(c, prev, st, *now);
+	run_clock_out(prev, st, *now);
 	st->off_ts = *now;
 	st->reason = classify(cfg, prev);
 	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
@@ -740,7 +756,7 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 }
 
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
-					 struct ep_cpu_clock *c, __u64 *now_once)
+					 __u64 *now_once)
 {
 	struct ep_offcpu_task *st = task_state_get(next, 0);
 	__u64 now, len, gc_ns = 0, *clock, holder;
@@ -749,7 +765,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 		return;
 	now = clock_now(now_once);
 	st->on_ts = now;	/* the run's start, for its on-CPU time */
-	run_clock_in(c, next, st, now);
+	run_clock_in(next, st, now);
 	if (!st->off_ts)
 		return;
 	len = now > st->off_ts ? now - st->off_ts : 0;
@@ -777,12 +793,16 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
  * idle), so the tick after the idle stretch would otherwise stand for it.
  * Switches run with interrupts off: no tick comes in between on this CPU.
  */
-static __always_inline void note_idle(struct ep_cpu_clock *c, struct task_struct *prev,
-				      struct task_struct *next, __u64 *now_once)
+static __always_inline void note_idle(struct task_struct *prev, struct task_struct *next,
+				      __u64 *now_once)
 {
+	struct ep_cpu_clock *c;
 	__u64 now;
 
 	if (prev->pid && next->pid)
+		return;
+	c = cpu_clock_here();
+	if (!c)
 		return;
 	now = clock_now(now_once);
 	if (!next->pid) {
@@ -797,16 +817,11 @@ static __always_inline void note_idle(struct ep_cpu_clock *c, struct task_struct
 SEC("tp_btf/sched_switch")								\
 int BPF_PROG(name, bool preempt, struct task_struct *prev, struct task_struct *next)	\
 {											\
-	__u32 zero = 0;									\
-	struct ep_cpu_clock *c = bpf_map_lookup_elem(&cpu_clock, &zero);		\
 	__u64 now = 0;									\
 											\
-	if (c)										\
-		note_idle(c, prev, next, &now);						\
-	on_switch_out(prev, c, &now, loop, atomics);					\
-	if (c)										\
-		c->run_tid = 0;								\
-	on_switch_in(prev, next, c, &now);						\
+	note_idle(prev, next, &now);							\
+	on_switch_out(prev, &now, loop, atomics);					\
+	on_switch_in(prev, next, &now);						\
 	return 0;									\
 }
 
