@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "elf_syms.h"
+#include "line_read.h"
 #include "mapped_file.h"
 #include "printable.h"
 #include "procfs.h"
@@ -127,7 +128,9 @@ static int scan_maps(struct py_target *t, const char *exe, int *saw_python_name)
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
-	while (!found && fgets(line, sizeof(line), f)) {
+	/* a line longer than line (a path the target made long) is skipped
+	 * whole: its tail, text the target chose, is never taken for a line */
+	while (!found && line_read(f, line, sizeof(line), NULL) >= 0) {
 		if (mapped_file_parse(line, &m) || m.offset != 0 || !strcmp(m.path, seen))
 			continue;
 		snprintf(seen, sizeof(seen), "%s", m.path);
