@@ -100,6 +100,7 @@ static void become_reader(struct shared *sh, pid_t parent)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(0);
+	prctl(PR_SET_NAME, REMOTE_READER_COMM);	/* not taken for a recording in ps */
 	syscall(SYS_close_range, 0, ~0u, 0);
 	serve(sh, 0);	/* a fresh page: requests count from 1 */
 }

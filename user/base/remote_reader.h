@@ -21,6 +21,8 @@
 /* Readers killed but not yet gone (a wait not even SIGKILL ends): past
  * this many, reads fail at once rather than start another. */
 #define REMOTE_STUCK_MAX	8
+/* The reader's name (comm), to tell it from recordings among our children. */
+#define REMOTE_READER_COMM	"ebpfprof-read"
 /* Ranges that timed out, remembered (the oldest forgotten first). */
 #define REMOTE_BAD_RANGES	64
 
