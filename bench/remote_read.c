@@ -46,9 +46,12 @@ int main(int argc, char **argv)
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		double t0 = now();
 
-		for (i = 0; i < n; i++)
-			if (remote_read(child, (uintptr_t)block, buf, sizes[s]))
+		for (i = 0; i < n; i++) {
+			if (remote_read(child, (uintptr_t)block, buf, sizes[s])) {
+				fprintf(stderr, "read %ld of %zu bytes failed\n", i, sizes[s]);
 				return 1;
+			}
+		}
 		printf("%5zu bytes: %.2f us per read\n", sizes[s], (now() - t0) / n * 1e6);
 	}
 	kill(child, SIGKILL);

@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -33,6 +35,7 @@
 struct shared {
 	uint32_t req;		/* futex: the caller's request number */
 	uint32_t done;		/* futex: the last request answered */
+	uint32_t taken;		/* the last request the reader began */
 	pid_t pid;
 	uint64_t addr, len;
 	int64_t got;		/* bytes read, or -1 */
@@ -42,6 +45,7 @@ struct shared {
 static struct {
 	struct shared *sh;
 	pid_t owner;		/* the process that started it (a fork of ours is not it) */
+	pid_t pid;
 	int pidfd;
 } reader = { .pidfd = -1 };
 
@@ -82,6 +86,7 @@ static __attribute__((noreturn)) void serve(struct shared *sh, uint32_t seen)
 			futex(&sh->req, FUTEX_WAIT, seen, NULL);
 			continue;
 		}
+		__atomic_store_n(&sh->taken, req, __ATOMIC_RELEASE);
 		local.iov_len = sh->len;
 		remote.iov_base = (void *)(uintptr_t)sh->addr;
 		remote.iov_len = sh->len;
@@ -167,6 +172,7 @@ static int start_reader(void)
 	}
 	reader.sh = sh;
 	reader.owner = parent;
+	reader.pid = pid;
 	reader.pidfd = pidfd;
 	return 0;
 }
@@ -203,18 +209,56 @@ static void note_bad_range(pid_t pid, uint64_t addr, uint64_t len)
 		nbad++;
 }
 
-/* Waits until the reader answered request req, at most until deadline. */
+/* The one-letter state of the reader (R running or waiting for a CPU; D,
+ * S: asleep), or 0. */
+static char reader_state(void)
+{
+	char path[64], buf[256], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)reader.pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* At the deadline: whether the reader is waiting for a page (asleep in its
+ * read), not merely for a CPU on a loaded machine (the request not begun
+ * yet, or the reader runnable), which gets more time, up to the hard limit. */
+static int reader_stuck(uint32_t req, uint64_t now, uint64_t hard_deadline)
+{
+	char state;
+
+	if (now >= hard_deadline)
+		return 1;
+	if (__atomic_load_n(&reader.sh->taken, __ATOMIC_ACQUIRE) != req)
+		return 0;
+	state = reader_state();
+	return state != 'R';
+}
+
+/* Waits until the reader answered request req, at most until deadline
+ * (later while it only waits for a CPU). */
 static int wait_answer(uint32_t req, uint64_t deadline)
 {
+	uint64_t hard_deadline = deadline + REMOTE_READ_TIMEOUT_NS * (REMOTE_READ_GRACE - 1), now;
 	uint32_t done;
-	uint64_t now;
 
 	while ((done = __atomic_load_n(&reader.sh->done, __ATOMIC_ACQUIRE)) != req) {
 		struct timespec left;
 
 		now = now_ns();
-		if (now >= deadline)
-			return -1;
+		if (now >= deadline) {
+			if (reader_stuck(req, now, hard_deadline))
+				return -1;
+			deadline = now + REMOTE_READ_TIMEOUT_NS / 10;
+		}
 		left.tv_sec = (deadline - now) / 1000000000ull;
 		left.tv_nsec = (deadline - now) % 1000000000ull;
 		futex(&reader.sh->done, FUTEX_WAIT, done, &left);

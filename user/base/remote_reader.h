@@ -16,8 +16,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* How long one read may take: a page from swap or disk takes milliseconds. */
+/* How long one read may wait for a page: one from swap or disk takes
+ * milliseconds. A reader that was only waiting for a CPU (a loaded
+ * machine) gets up to REMOTE_READ_GRACE times as long. */
 #define REMOTE_READ_TIMEOUT_NS	(250ull * 1000000)
+#define REMOTE_READ_GRACE	8
 /* Readers killed but not yet gone (a wait not even SIGKILL ends): past
  * this many, reads fail at once rather than start another. */
 #define REMOTE_STUCK_MAX	8
