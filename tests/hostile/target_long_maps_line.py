@@ -9,7 +9,8 @@ import ctypes
 import mmap
 import os
 import sys
-import time
+
+from hostile_target import announce_and_crunch
 
 SPLIT_AT = 4096 + 128 - 1       # bytes fgets(line, PATH_MAX + 128) returns
 PAD = 73                        # maps pads the fields before the path to this column
@@ -52,13 +53,4 @@ with open("/proc/self/maps") as f:
     mine = next(m for m in f if m.startswith(f"{ADDR:08x}-"))
 if not mine[SPLIT_AT:].startswith(line) or not mine.rstrip("\n").endswith(forged):
     sys.exit(f"the maps line is not cut where planned: {mine[SPLIT_AT - 8:SPLIT_AT + 60]!r}")
-print(f"pid={os.getpid()}", file=sys.stderr, flush=True)
-
-
-def crunch():
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        sum(range(500))
-
-
-crunch()
+announce_and_crunch(seconds)

@@ -31,20 +31,29 @@ def many_sections_elf(path, size=GiB, claimed=(1 << 24) - 1):
         f.truncate(size)
 
 
-def test_eight_decoys_claiming_millions_of_sections(tmp_path, out):
+def decoys_mapped(tmp_path, n, **elf):
+    """A target mapping n ELF files (many_sections_elf(**elf)) named
+    libpython3.99-a.so and -b.so alternately, each in a directory of its own."""
     interp = require_interpreter("debian-3.11")
     decoys = []
-    for i in range(8):
+    for i in range(n):
         d = tmp_path / f"d{i}"
         d.mkdir()
         decoys.append(d / f"libpython3.99-{'ab'[i % 2]}.so")
-        many_sections_elf(decoys[-1])
-    target = subprocess.Popen(interp.argv + [str(HERE / "target_map_files.py"), *map(str, decoys),
+        many_sections_elf(decoys[-1], **elf)
+    target = subprocess.Popen(interp.argv + [str(HERE / "target_map_file.py"), *map(str, decoys),
                                              "--seconds", "120"],
                               stderr=subprocess.PIPE, text=True)
+    line = target.stderr.readline()
+    if not line.startswith("pid="):
+        target.kill()
+        raise AssertionError(line + target.stderr.read())
+    return target, decoys
+
+
+def test_eight_decoys_claiming_millions_of_sections(tmp_path, out):
+    target, decoys = decoys_mapped(tmp_path, 8)
     try:
-        line = target.stderr.readline()
-        assert line.startswith("pid="), line + target.stderr.read()
         maps = Path(f"/proc/{target.pid}/maps").read_text()
         assert all(str(d) in maps for d in decoys)
         path = out()
@@ -71,19 +80,8 @@ def test_more_decoys_than_the_cap_end_the_search_in_one_line(tmp_path):
     """Twenty small ELF files named like libpython, each a file of its own,
     mapped before the interpreter: the first 16 are examined, then the search
     ends with one line saying so (main examined them all, however many)."""
-    interp = require_interpreter("debian-3.11")
-    decoys = []
-    for i in range(20):
-        d = tmp_path / f"d{i}"
-        d.mkdir()
-        decoys.append(d / f"libpython3.99-{'ab'[i % 2]}.so")
-        many_sections_elf(decoys[-1], size=4096, claimed=1)
-    target = subprocess.Popen(interp.argv + [str(HERE / "target_map_files.py"), *map(str, decoys),
-                                             "--seconds", "60"],
-                              stderr=subprocess.PIPE, text=True)
+    target, _ = decoys_mapped(tmp_path, 20, size=4096, claimed=1)
     try:
-        line = target.stderr.readline()
-        assert line.startswith("pid="), line + target.stderr.read()
         res = subprocess.run([str(EBPFPROF), "--pid", str(target.pid), "-d", "1", "-o", str(tmp_path / "p.json")],
                              capture_output=True, text=True, timeout=30)
         assert res.returncode != 0
