@@ -7,6 +7,7 @@ reads are made by a reader process given up on (killed) after 250 ms, the
 pages of that read are not read again, and the frame is named without its
 file."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -17,12 +18,13 @@ import pytest
 from conftest import EBPFPROF, Profile, cannot_run, require_interpreter
 
 HERE = Path(__file__).resolve().parent
+MARKER = f"uffd-{os.getpid()}"     # in the target's command line, for --match
 
 
 @pytest.fixture
 def uffd_target():
     interp = require_interpreter("debian-3.11")
-    target = subprocess.Popen(interp.argv + [str(HERE / "target_uffd.py"), "--seconds", "120"],
+    target = subprocess.Popen(interp.argv + [str(HERE / "target_uffd.py"), MARKER, "--seconds", "120"],
                               stderr=subprocess.PIPE, text=True)
     line = target.stderr.readline()
     if not line.startswith("pid="):
@@ -41,8 +43,9 @@ def run_bounded(args, within, interrupt_after=None):
     """ebpfprof with args; SIGINT after interrupt_after s if given; killed and
     failed if still running `within` s after it started."""
     started = time.monotonic()
+    # a session of its own: --match's children are killed with it
     proc = subprocess.Popen([str(EBPFPROF), *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         if interrupt_after is not None:
             time.sleep(interrupt_after)
@@ -50,8 +53,8 @@ def run_bounded(args, within, interrupt_after=None):
         out, err = proc.communicate(timeout=within - (time.monotonic() - started))
     except subprocess.TimeoutExpired:
         state = Path(f"/proc/{proc.pid}/wchan").read_text() if os.path.exists(f"/proc/{proc.pid}") else "?"
-        proc.kill()
-        proc.communicate()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
         pytest.fail(f"ebpfprof {' '.join(map(str, args))} still running after {within} s (in {state})")
     return proc.returncode, out, err, time.monotonic() - started
 
@@ -84,3 +87,12 @@ def test_dump_returns(uffd_target):
     rc, out, err, took = run_bounded(["dump", "--pid", uffd_target.pid], within=5)
     assert rc == 0, err
     assert "stuck (<unknown>:" in out and "free (" in out, out
+
+
+def test_match_records_and_ends(uffd_target, tmp_path):
+    """--match's parent examines the target, its child records it: both read
+    its memory; the sidecar's recording ends at -d with its profile."""
+    outdir = tmp_path / "out"
+    rc, _, err, took = run_bounded(["--match", re.escape(MARKER), "-d", 3, "-o", outdir], within=3 + 5)
+    assert f"profiling process {uffd_target.pid}" in err, err
+    check_profile(outdir / f"ebpfprof-{uffd_target.pid}.speedscope.json")
