@@ -232,25 +232,33 @@ static char reader_state(void)
 	return paren && paren[1] == ' ' ? paren[2] : 0;
 }
 
-/* At the deadline: whether the reader is waiting for a page (asleep in its
- * read), not merely for a CPU on a loaded machine (the request not begun
- * yet, or the reader runnable), which gets more time, up to the hard limit. */
-static int reader_stuck(uint32_t req, uint64_t now, uint64_t hard_deadline)
-{
-	char state;
+enum reader_verdict {
+	READER_BUSY,		/* only waiting for a CPU: more time */
+	READER_STUCK,		/* asleep in its read: a page that does not come */
+	READER_GONE,		/* dead (killed by someone, or its parent thread ended) */
+};
 
+/* At the deadline: whether the reader is waiting for a page (asleep in its
+ * read), or merely for a CPU on a loaded machine (the request not begun
+ * yet, or the reader runnable), which gets more time, up to the hard limit. */
+static enum reader_verdict judge_reader(uint32_t req, uint64_t now, uint64_t hard_deadline)
+{
+	char state = reader_state();
+
+	if (!state || state == 'Z' || state == 'X')
+		return READER_GONE;
 	if (now >= hard_deadline)
-		return 1;
+		return READER_STUCK;
 	if (__atomic_load_n(&reader.sh->taken, __ATOMIC_ACQUIRE) != req)
-		return 0;
-	state = reader_state();
-	return state != 'R';
+		return READER_BUSY;
+	return state == 'R' ? READER_BUSY : READER_STUCK;
 }
 
 /* Waits until the reader answered request req, at most until deadline
- * (later while it only waits for a CPU). */
+ * (later while it only waits for a CPU): 0, or READER_STUCK or _GONE. */
 static int wait_answer(uint32_t req, uint64_t deadline)
 {
+	enum reader_verdict verdict;
 	uint64_t hard_deadline = deadline + REMOTE_READ_TIMEOUT_NS * (REMOTE_READ_GRACE - 1), now;
 	uint32_t done;
 
@@ -259,8 +267,9 @@ static int wait_answer(uint32_t req, uint64_t deadline)
 
 		now = now_ns();
 		if (now >= deadline) {
-			if (reader_stuck(req, now, hard_deadline))
-				return -1;
+			verdict = judge_reader(req, now, hard_deadline);
+			if (verdict != READER_BUSY)
+				return verdict;
 			deadline = now + REMOTE_READ_TIMEOUT_NS / 10;
 		}
 		left.tv_sec = (deadline - now) / 1000000000ull;
@@ -270,11 +279,12 @@ static int wait_answer(uint32_t req, uint64_t deadline)
 	return 0;
 }
 
-/* One request of at most BOUNCE_BYTES. */
-static int read_chunk(pid_t pid, uint64_t addr, void *buf, size_t len)
+/* One request of at most BOUNCE_BYTES; READER_GONE if the reader died. */
+static int ask_reader(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct shared *sh;
 	uint32_t req;
+	int waited;
 
 	forget_inherited();
 	if (!reader.sh && start_reader())
@@ -286,7 +296,12 @@ static int read_chunk(pid_t pid, uint64_t addr, void *buf, size_t len)
 	req = sh->req + 1;
 	__atomic_store_n(&sh->req, req, __ATOMIC_RELEASE);
 	futex(&sh->req, FUTEX_WAKE, 1, NULL);
-	if (wait_answer(req, now_ns() + REMOTE_READ_TIMEOUT_NS)) {
+	waited = wait_answer(req, now_ns() + REMOTE_READ_TIMEOUT_NS);
+	if (waited == READER_GONE) {
+		give_up_reader();	/* reaped; the next request starts another */
+		return READER_GONE;
+	}
+	if (waited == READER_STUCK) {
 		timeouts++;
 		note_bad_range(pid, addr, len);
 		give_up_reader();
@@ -296,6 +311,17 @@ static int read_chunk(pid_t pid, uint64_t addr, void *buf, size_t len)
 		return RR_FAILED;
 	memcpy(buf, sh->data, len);
 	return RR_OK;
+}
+
+/* One request, asked again of a new reader if the first died before it
+ * answered (killed by someone else: not the target's doing). */
+static int read_chunk(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	int rc = ask_reader(pid, addr, buf, len);
+
+	if (rc == READER_GONE)
+		rc = ask_reader(pid, addr, buf, len);
+	return rc == READER_GONE ? RR_FAILED : rc;
 }
 
 int remote_reader_read(pid_t pid, uint64_t addr, void *buf, size_t len)
