@@ -7,6 +7,7 @@ header 0 claims 16.7 million sections (extended numbering) held main's
 elf_begin() allocated per section before the section count was checked, and
 the two names alternating defeated the skip of a file seen just before."""
 import os
+import re
 import struct
 import subprocess
 import time
@@ -56,7 +57,7 @@ def test_eight_decoys_claiming_millions_of_sections(tmp_path, out):
     try:
         maps = Path(f"/proc/{target.pid}/maps").read_text()
         assert all(str(d) in maps for d in decoys)
-        path = out()
+        path, trace = out(), tmp_path / "strace.log"
         started = time.monotonic()
         prof = subprocess.Popen([str(EBPFPROF), "--pid", str(target.pid), "-d", "2", "-o", str(path)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -71,6 +72,19 @@ def test_eight_decoys_claiming_millions_of_sections(tmp_path, out):
         assert took < 2 + 5, f"the recording took {took:.1f} s"
         assert usage.ru_maxrss < 256 * 1024, f"peak RSS {usage.ru_maxrss} KiB"
         assert Profile(path).weight_with("crunch") > 0
+        # again under strace (slower, so not timed): nothing is opened but
+        # the target's own mappings, through map_files, never by a name it chose
+        res = subprocess.run(["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=%file", "-o", str(trace),
+                              str(EBPFPROF), "--pid", str(target.pid), "-d", "1", "-o", str(out())],
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        opened = trace.read_text()
+        assert not any(str(d.parent) in opened for d in decoys), opened
+        def span(text):
+            return tuple(int(x, 16) for x in text.split("-"))
+        ranges = {span(l.split()[0]) for l in maps.splitlines()}
+        files = {span(r) for r in re.findall(rf"/proc/{target.pid}/map_files/([0-9a-f]+-[0-9a-f]+)", opened)}
+        assert files and files <= ranges, files - ranges
     finally:
         target.kill()
         target.wait()
