@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "line_read.h"
 #include "procfs.h"
 
 static FILE *open_task_file(pid_t pid, pid_t tid, const char *name)
@@ -38,7 +39,7 @@ pid_t procfs_task_inner_tid(pid_t pid, pid_t tid)
 
 	if (!f)
 		return tid;
-	while (fgets(line, sizeof(line), f)) {
+	while (line_read(f, line, sizeof(line), NULL) >= 0) {
 		if (strncmp(line, "NSpid:", 6))
 			continue;
 		for (p = line + 6; (v = strtol(p, &end, 10)) > 0 && end != p; p = end)
@@ -109,7 +110,7 @@ uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid)
 
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f))
+	while (line_read(f, line, sizeof(line), NULL) >= 0)
 		if (sscanf(line, "se.exec_start : %lf", &ms) == 1)
 			break;
 	fclose(f);

@@ -228,6 +228,9 @@ void report_gil_blame(FILE *f, const struct analysis *a, const struct profile *p
 		}
 	}
 	free(seen);
+	if (b->folded_count)
+		fprintf(f, "ebpfprof: %.2f s of GIL waits (%llu) behind PyThreadStates past the first %d never seen in a sample (the GIL's last holder is the target's to write) are counted as behind a holder not known\n",
+			b->folded_ns / 1e9, (unsigned long long)b->folded_count, GB_UNNAMED_MAX);
 }
 
 void report_summary(FILE *f, const struct recording_summary *s)

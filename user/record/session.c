@@ -21,6 +21,7 @@
 #include "kernel_features.h"
 #include "py_target.h"
 #include "remote.h"
+#include "remote_reader.h"
 #include "session.h"
 
 /* The programs that walk stacks, in the variant the kernel takes (bpf_loop,
@@ -1116,6 +1117,9 @@ void session_print_summary(struct session *s, FILE *f)
 		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %llu collections ended unseen, %lu blocked threads not seeded, %lu totals not drained\n",
 			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
 			(unsigned long long)c[EP_CNT_GC_LOST], s->seed_failed, s->drain_failed);
+	if (remote_timeouts())
+		fprintf(f, "ebpfprof: warning: %lu reads of the target's memory given up after %llu ms (a page never served: userfaultfd, FUSE); those pages were not read again, a process after %d such reads not at all\n",
+			remote_timeouts(), REMOTE_READ_TIMEOUT_NS / 1000000, REMOTE_HUNG_MAX);
 	/* threads the interpreter does not know (yet, or any more): not in the profile */
 	if (c[EP_CNT_NO_TSTATE])
 		fprintf(f, "ebpfprof: %llu of the %llu samples taken were of threads without a Python thread state (not in the profile)\n",
