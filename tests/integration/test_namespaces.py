@@ -78,6 +78,34 @@ def test_threads_blocked_throughout_are_seeded_inside_a_pid_namespace(tmp_path):
     assert not re.search(r"[1-9]\d* blocked threads not seeded", text), text
 
 
+def test_top_inside_a_pid_namespace_seeds_blocked_threads_like_record(tmp_path):
+    """Issue 35: top did not seed the threads blocked since before it started
+    when it ran inside a PID namespace (record did); both now start through
+    one controller. top's view has no /proc fallback of its own: the locker,
+    the holder and the reader, blocked throughout, show their whole interval
+    in lock wait and I/O only if the kernel was told they were off the CPU."""
+    require_interpreter("debian-3.11")
+    out = tmp_path / "top.txt"
+    script = (f'/usr/bin/python3.11 {WORKLOADS}/thread_mix.py --seconds 30 2>/dev/null & '
+              f'sleep 1; {EBPFPROF} top --pid $! -d 2.5 -i 1 >{out} 2>&1; '
+              f'echo "rc=$?"; kill $! 2>/dev/null; wait')
+    res = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", script],
+                         capture_output=True, text=True, timeout=60)
+    text = out.read_text()
+    assert "rc=0" in res.stdout, res.stdout + res.stderr + text
+    view = text.split("ebpfprof top: pid")[-1]
+    lines = view.split("THREAD (last interval)", 1)[1].splitlines()
+    head = lines[0].split()
+    rows = {}
+    for line in lines[1:]:
+        m = re.match(r"^\d+\s+(\S+)\s+((?:\s*\d+%)+)\s*$", line)
+        if not m:
+            break
+        rows[m.group(1)] = dict(zip(head, map(int, re.findall(r"(\d+)%", m.group(2)))))
+    assert rows["locker"]["lock"] >= 90 and rows["holder"]["lock"] >= 90, view
+    assert rows["reader"]["I/O"] >= 90, view
+
+
 @pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_subprocesses_gives_a_profile_per_process(method, interp_name, workloads, out, tmp_path):

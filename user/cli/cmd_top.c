@@ -16,20 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "blocked.h"
 #include "commands.h"
+#include "controller.h"
 #include "frame_names.h"
 #include "parse_num.h"
 #include "preflight.h"
 #include "printable.h"
 #include "procfs.h"
 #include "py_threads.h"
-#include "recorder.h"
-#include "session.h"
 #include "states.h"
 #include "stop_signal.h"
 #include "target_pick.h"
-#include "thread_dump.h"
 #include "top_model.h"
 #include "top_term.h"
 
@@ -49,9 +46,10 @@ struct top_options {
 struct top_view {
 	const struct top_options *o;
 	struct py_target *t;
-	struct recorder rec;
-	struct session *session;
+	struct controller ctl;
+	struct recorder *rec;	/* the controller's */
 	struct top_model model;
+	int quit;		/* q pressed */
 	enum top_sort sort;
 	int tty;
 	char cmd[256];
@@ -173,11 +171,6 @@ static int by_tid(const void *a, const void *b)
 	return ((const struct top_thread *)a)->tid - ((const struct top_thread *)b)->tid;
 }
 
-static int sample_state_of(int dump_state)
-{
-	return dump_state == DUMP_RUNNING ? STATE_ON_CPU : analysis_reason_state(dump_state);
-}
-
 /* Every thread threading knows, even one that has not run since we started.
  * The model counts by the kernel's (host) tids; threading by the target's. */
 static int add_python_thread(pid_t tid, void *ctx)
@@ -196,32 +189,13 @@ static void add_python_threads(struct top_view *v)
 	procfs_each_task(v->t->pid, add_python_thread, v);
 }
 
-/*
- * A thread the kernel counted no time for in the interval spent all of it
- * off the CPU, blocked since before we started, where the kernel could not
- * be told so (top inside a PID namespace: threads are not seeded). Its
- * state is read from /proc, as dump does, and shown as the whole interval.
- */
-static void fill_quiet_threads(struct top_view *v)
+/* The threads of the view, by tid. A thread blocked since before we started
+ * has its time too: the controller seeded it, as record does. */
+static void list_threads(struct top_view *v)
 {
 	struct top_model *m = &v->model;
-	uint64_t window = m->window_end_ns - m->window_start_ns, sum;
-	struct top_thread *t;
-	size_t i;
-	int j, state;
 
 	add_python_threads(v);
-	for (i = 0; i < m->nthreads; i++) {
-		t = &m->threads[i];
-		sum = 0;
-		for (j = 0; j < STATE_MAX; j++)
-			sum += t->ns[j];
-		if (sum || !window)
-			continue;
-		state = sample_state_of(dump_thread_state(v->t, t->tid));
-		if (state != STATE_ON_CPU)
-			t->ns[state] = window;
-	}
 	qsort(m->threads, m->nthreads, sizeof(*m->threads), by_tid);
 }
 
@@ -262,7 +236,7 @@ static int by_holder_ns(const void *x, const void *y)
  * returns the lines written. */
 static int render_holders(struct top_view *v, int cols, double window_ns)
 {
-	const struct profile *p = recorder_profile(&v->rec);
+	const struct profile *p = recorder_profile(v->rec);
 	struct top_model *m = &v->model;
 	char waiter[64], holder[128], comm[64], what[512];
 	const struct frame_info *fr;
@@ -296,7 +270,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 
 static void render_functions(struct top_view *v, int rows, int cols, double window_ns)
 {
-	const struct profile *p = recorder_profile(&v->rec);
+	const struct profile *p = recorder_profile(v->rec);
 	struct top_fn *fns;
 	size_t n = top_model_sorted(&v->model, p, v->sort, &fns), i;
 	char where[512];
@@ -332,7 +306,7 @@ static void render(struct top_view *v)
 		fputs("\033[H", stdout);
 	}
 	put_line(v, cols, "ebpfprof top: pid %d (%s), CPython %d.%d, %u Hz, %.0f s, %lu samples, %llu lost",
-		 v->t->pid, v->cmd, v->t->major, v->t->minor, v->o->rate_hz, elapsed, recorder_kept(&v->rec),
+		 v->t->pid, v->cmd, v->t->major, v->t->minor, v->o->rate_hz, elapsed, recorder_kept(v->rec),
 		 (unsigned long long)v->lost);
 	put_line(v, cols, "GC: %.1f pauses/s, longest %.1f ms (last interval); %lu pauses, longest %.1f ms since the start",
 		 window_ns > 0 ? m->gc_window / (window_ns / 1e9) : 0.0, m->gc_longest_window / 1e6,
@@ -352,28 +326,22 @@ static void render(struct top_view *v)
 	fflush(stdout);
 }
 
-static void refresh(struct top_view *v)
+/* The controller drained the ring and closed the intervals so far (the
+ * kernel's totals hold the short runs and waits never sent): everything up
+ * to end_ns is in the recorder, for the view to take and release. */
+static void refresh(void *ctx, uint64_t end_ns)
 {
-	uint64_t counters[EP_CNT_MAX], end;
-	int n, polls;
+	struct top_view *v = ctx;
+	int n;
 
-	/* everything up to now: the records in the ring (a bounded number of
-	 * passes: a target that fills it as fast as we read must not hold the
-	 * view), then the time so far of the threads now off the CPU and the
-	 * kernel's totals, which hold the short runs and waits never sent */
-	for (polls = 0; polls < 16 && session_poll(v->session, 0) > 0; polls++)
-		;
-	end = monotonic_ns();
-	session_cut_period(v->session, v->t->pid);
-	session_counters(v->session, counters);
-	v->lost = counters[EP_CNT_LOST];
+	v->lost = controller_lost(&v->ctl);
 	n = py_thread_names(v->t->pid, &v->t->layout, v->t->interp_addr, v->names, MAX_NAMES);
 	v->nnames = n > 0 ? n : 0;
-	if (top_model_update(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec),
-			     end - recorder_t0(&v->rec)))
+	if (top_model_update(&v->model, recorder_profile(v->rec), recorder_analysis(v->rec),
+			     end_ns - recorder_t0(v->rec)))
 		die("out of memory");
-	top_model_release(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec));
-	fill_quiet_threads(v);
+	top_model_release(&v->model, recorder_profile(v->rec), recorder_analysis(v->rec));
+	list_threads(v);
 	render(v);
 }
 
@@ -405,65 +373,42 @@ static int on_key(struct top_view *v, int key)
 	return 0;
 }
 
-static int target_gone(pid_t pid)
+static int should_stop(void *ctx)
 {
-	return kill(pid, 0) && errno == ESRCH;
+	struct top_view *v = ctx;
+
+	return stop_signal || v->quit;
 }
 
-static void run_loop(struct top_view *v)
+static void on_tick(void *ctx, uint64_t now_ns)
 {
-	uint64_t interval = (uint64_t)(v->o->interval_s * 1e9), now = monotonic_ns();
-	uint64_t next = now + interval, deadline = 0;
+	struct top_view *v = ctx;
 	int key;
 
-	if (v->o->duration_s > 0)
-		deadline = now + (uint64_t)(v->o->duration_s * 1e9);
-	refresh(v);
-	while (!stop_signal) {
-		if (session_poll(v->session, EP_DRAIN_MS) < 0 && errno != EINTR)
-			break;
-		while ((key = top_term_key()) >= 0)
-			if (on_key(v, key))
-				return;
-		now = monotonic_ns();
-		if (now >= next) {
-			refresh(v);
-			next = now + interval;
-		}
-		if ((deadline && now >= deadline) || target_gone(v->t->pid))
-			return;
-	}
+	(void)now_ns;
+	while (!v->quit && (key = top_term_key()) >= 0)
+		v->quit = on_key(v, key);
 }
 
+/* Recording starts before the first view: one now, then one per interval. */
 static void start(struct top_view *v, char *err)
 {
-	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
-	/* on_totals: the GIL blame comes with the kernel's totals */
-	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event,
-				      .on_totals = recorder_on_totals,
-				      .next_lost_stack = recorder_next_lost_stack,
-				      .stack_of_blocked = blocked_stack_of };
-	int in_pidns;
+	/* one frame per function; every interval a period the view consumes */
+	struct controller_config cc = {
+		.rate_hz = v->o->rate_hz, .wait_threshold_ms = CONTROLLER_WAIT_THRESHOLD_MS,
+		.by_function = 1, .duration_ns = (uint64_t)(v->o->duration_s * 1e9),
+		.period_ns = (uint64_t)(v->o->interval_s * 1e9), .periods = CONTROLLER_PERIODS_LIVE,
+		.should_stop = should_stop, .on_tick = on_tick, .on_period = refresh, .ctx = v,
+	};
 
 	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||
 	    target_open(v->o->pid, v->t, err, ERRLEN))
 		die(err);
-	if (recorder_init(&v->rec, &ropts))
-		die("out of memory");
-	in_pidns = session_opts_pidns(&sopts);
-	sopts.ctx = &v->rec;
-	v->session = session_open(&sopts, err, ERRLEN);
-	if (!v->session)
+	if (controller_open(&v->ctl, &cc, err, ERRLEN))
 		die(err);
-	if (session_attach_gc(v->session, v->t) != GC_PROBE_NONE)
-		recorder_set_exact_gc(&v->rec, v->t->pid);
-	recorder_start(&v->rec, monotonic_ns());
-	if (recorder_add_process(&v->rec, v->t))
-		die("out of memory");
-	if (session_add_process(v->session, v->t->pid, &v->t->cfg))
-		die("cannot configure the BPF maps for the target");
-	if (!in_pidns)
-		seed_blocked_threads(v->session, &v->rec, v->t, recorder_t0(&v->rec));
+	v->rec = controller_recorder(&v->ctl);
+	if (controller_attach(&v->ctl, v->t, -1, 0, err, ERRLEN))
+		die(err);
 }
 
 int cmd_top(int argc, char **argv)
@@ -486,11 +431,11 @@ int cmd_top(int argc, char **argv)
 	start(&v, err);
 	procfs_cmdline(o.pid, v.cmd, sizeof(v.cmd));
 	v.tty = top_term_open();
-	run_loop(&v);
+	controller_cut_period(&v.ctl);
+	controller_run(&v.ctl);
 	top_term_close();
-	session_remove_process(v.session, o.pid);
-	session_close(v.session);
-	recorder_free(&v.rec);
+	controller_stop(&v.ctl);
+	controller_close(&v.ctl);
 	top_model_free(&v.model);
 	free(v.names);
 	free(v.t);
