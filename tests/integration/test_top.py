@@ -152,7 +152,8 @@ def top_threads(view):
 
 # top's column headings and the recording's state names
 COLUMN_STATE = {"on-cpu": "on-cpu", "GIL": "gil-wait", "GC": "gc", "waitGC": "waiting-for-gc",
-                "lock": "lock-wait", "I/O": "io", "sleep": "sleep", "preempt": "preempted"}
+                "lock": "lock-wait", "I/O": "io", "sleep": "sleep", "preempt": "preempted",
+                "other": "other"}
 
 
 def test_top_columns_match_a_recording_of_the_same_interval(tmp_path):

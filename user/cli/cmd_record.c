@@ -239,9 +239,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->native = 1;
 		break;
 	case OPT_NATIVE_STACK:
-		if (parse_ulong(arg, 4, EP_NATIVE_STACK_MAX / 1024, &v))
+		if (parse_ulong(arg, 4, CONTROLLER_NATIVE_STACK_MAX_KIB, &v))
 			argp_error(state, "invalid --native-stack: %s (KiB, 4 to %u)", arg,
-				   EP_NATIVE_STACK_MAX / 1024);
+				   CONTROLLER_NATIVE_STACK_MAX_KIB);
 		o->native_stack_kib = v;
 		break;
 	case OPT_ROTATE:

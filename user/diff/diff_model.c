@@ -12,8 +12,8 @@
  *   (the machine's load moves preemption and sleep; exact off-CPU timings
  *   have no sampling noise at all), so a run-to-run term is assumed: a
  *   relative standard deviation of run_noise (default 8%) per run, and of
- *   MACHINE_NOISE for preemption, which is the machine's load and not the
- *   program's doing (two copies of one program side by side differ 2x);
+ *   the state table's run_noise for a state the machine's load moves
+ *   (preemption: 50%; two copies of one program side by side differ 2x);
  * - with several runs on a side, the spread between them (the variance of
  *   the runs' per-second rates over the number of runs) replaces that
  *   assumption when it is larger than the sampling variance, as a benchmark
@@ -435,9 +435,6 @@ static double t_critical(double z, double df)
 	return hi;
 }
 
-/* How much preempted time is assumed to vary between runs. */
-#define MACHINE_NOISE 0.5
-
 struct side_stats {
 	double rate, var;	/* per second, and the variance of that mean */
 	double df;		/* degrees of freedom of var */
@@ -446,7 +443,10 @@ struct side_stats {
 /* The assumed relative run-to-run standard deviation of a line. */
 static double assumed_run_noise(const struct diff *d, const struct diff_line *l)
 {
-	return l->kind == LINE_STATE && l->state == STATE_PREEMPTED ? MACHINE_NOISE : d->o.run_noise;
+	/* a state the machine's load moves (preemption) has its own, in the table */
+	if (l->kind == LINE_STATE && state_table[l->state].run_noise > 0)
+		return state_table[l->state].run_noise;
+	return d->o.run_noise;
 }
 
 /*
@@ -632,9 +632,9 @@ static double state_rate(const struct diff *d, int state, int side)
 	return diff_state_amount(d, state, side) * d->nruns[side] / d->wall_s[side];
 }
 
-static void summary_state(char *out, size_t len, const struct diff *d, int state,
-			  const char *title)
+static void summary_state(char *out, size_t len, const struct diff *d, int state)
 {
+	const char *title = state_table[state].title;
 	double a = diff_state_amount(d, state, 0), b = diff_state_amount(d, state, 1);
 	double ra = state_rate(d, state, 0), rb = state_rate(d, state, 1);
 	size_t used = strlen(out);
@@ -671,8 +671,8 @@ void diff_summary(const struct diff *d, char *out, size_t len)
 	size_t used;
 
 	out[0] = 0;
-	summary_state(out, len, d, STATE_GC, "GC");
-	summary_state(out, len, d, STATE_GIL_WAIT_GC, "waiting for GC");
+	summary_state(out, len, d, STATE_GC);
+	summary_state(out, len, d, STATE_GIL_WAIT_GC);
 	used = strlen(out);
 	if (cpu) {
 		diff_fmt_rel(rel, sizeof(rel), cpu);

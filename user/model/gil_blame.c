@@ -319,7 +319,7 @@ static int emit_holder(struct gil_blame *b, struct holder_work *w)
 		for (j = i + 1; j < w->nitems && !item_cmp(&order[i], &order[j], w->items); j++)
 			;
 		if (it->kind == IT_GC) {
-			snprintf(gen_name, sizeof(gen_name), "[GC gen %d]", it->gen);
+			state_gc_marker(it->gen, gen_name, sizeof(gen_name));
 			tail[0] = profile_frame(w->p, gen_name, NULL, 0, FRAME_MARKER);
 		}
 		for (s = 0; s < w->nslots && !rc; s++) {

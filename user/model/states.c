@@ -49,10 +49,11 @@ const struct state_spelling state_table[STATE_MAX] = {
 		.name = "preempted", .title = "preempted", .column = "preempted",
 		.short_label = "preempt", .top_col = 8,
 		.marker = "[preempted]", .dump_name = "preempted", .reason = EP_OFF_PREEMPTED,
+		.run_noise = 0.5,	/* the machine's load, not the program */
 	},
 	[STATE_OTHER] = {
 		.name = "other", .title = "other", .column = "other",
-		.short_label = NULL, .top_col = 0,	/* top leaves it out */
+		.short_label = "other", .top_col = 9,
 		.marker = "[off-CPU]", .dump_name = "other", .reason = EP_OFF_OTHER,
 	},
 	[STATE_IDLE] = {

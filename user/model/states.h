@@ -40,6 +40,9 @@ struct state_spelling {
 	const char *dump_name;	/* dump's state: "gc_wait" */
 	int reason;		/* the off-CPU reason (ep_offcpu_reason) classified
 				 * as this state, or STATE_NO_REASON */
+	double run_noise;	/* diff: the relative run-to-run deviation assumed of
+				 * this state's time when the machine's load, not the
+				 * program, moves it; 0: diff's --noise */
 };
 
 extern const struct state_spelling state_table[STATE_MAX];

@@ -35,6 +35,9 @@ enum controller_periods {
 /* The shortest wait sent whole when none is asked for (record -W). */
 #define CONTROLLER_WAIT_THRESHOLD_MS	10.0
 
+/* The most stack --native copies per sample (KiB): the kernel's buffer. */
+#define CONTROLLER_NATIVE_STACK_MAX_KIB	(EP_NATIVE_STACK_MAX / 1024)
+
 struct controller_config {
 	unsigned rate_hz;		/* 0: SESSION_DEFAULT_RATE_HZ */
 	/* off-CPU intervals at least this long (ms) are sent whole with their
