@@ -33,6 +33,7 @@
 #include "recorder.h"
 #include "report.h"
 #include "rotate.h"
+#include "states.h"
 #include "stop_signal.h"
 #include "target_pick.h"
 #include "writer.h"
@@ -80,7 +81,7 @@ static volatile sig_atomic_t forward_signal;
 /* --rotate: SIGUSR1 asks for the current period to be written now */
 static volatile sig_atomic_t cut_requested;
 
-enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK };
+enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -118,6 +119,7 @@ static const struct argp_option option_list[] = {
 	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
+	{ "list-states", OPT_LIST_STATES, NULL, 0, "Print the states a thread's time is split into (a recording's states_s keys), one a line, and exit", -1 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
@@ -258,6 +260,10 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'V':
 		printf("ebpfprof %s\n", EP_VERSION);
+		exit(0);
+	case OPT_LIST_STATES:
+		for (int s = 0; s < STATE_RECORDED; s++)
+			printf("%s\n", sample_state_name(s));
 		exit(0);
 	case ARGP_KEY_ARG:
 		/* a command to launch only ever comes after "--", so that a

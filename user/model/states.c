@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include "ebpfprof.h"
 #include <stdio.h>
+#include <string.h>
 
 #include "states.h"
 
@@ -93,6 +94,16 @@ int state_top_columns(int out[STATE_MAX])
 const char *sample_state_name(enum sample_state s)
 {
 	return state_spelling(s)->name;
+}
+
+int state_by_name(const char *name)
+{
+	int s;
+
+	for (s = 0; s < STATE_RECORDED; s++)
+		if (!strcmp(state_table[s].name, name))
+			return s;
+	return -1;
 }
 
 const char *state_gc_marker(int gen, char *buf, size_t len)
