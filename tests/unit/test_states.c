@@ -170,22 +170,29 @@ static void test_reasons(void **state)
 	assert_int_equal(state_of_reason(-7), STATE_OTHER);
 }
 
-/* dump names reasons, as it did: running/stopped/gone, then each reason. */
+/* dump speaks the table's states, with the words it always used:
+ * running/stopped/gone, then each state's dump_name. */
 static void test_dump_names(void **state)
 {
+	int reason;
+
 	(void)state;
-	assert_string_equal(dump_state_name(DUMP_RUNNING), "running");
+	assert_string_equal(dump_state_name(STATE_ON_CPU), "running");
 	assert_string_equal(dump_state_name(DUMP_STOPPED), "stopped");
 	assert_string_equal(dump_state_name(DUMP_GONE), "gone");
-	assert_string_equal(dump_state_name(EP_OFF_PREEMPTED), "preempted");
-	assert_string_equal(dump_state_name(EP_OFF_GIL), "gil_wait");
-	assert_string_equal(dump_state_name(EP_OFF_GIL_GC), "gc_wait");
-	assert_string_equal(dump_state_name(EP_OFF_LOCK), "lock_wait");
-	assert_string_equal(dump_state_name(EP_OFF_IO), "io");
-	assert_string_equal(dump_state_name(EP_OFF_SLEEP), "sleep");
-	assert_string_equal(dump_state_name(EP_OFF_OTHER), "other");
-	assert_string_equal(dump_state_name(EP_OFF_REASONS + 5), "other");
+	assert_string_equal(dump_state_name(STATE_PREEMPTED), "preempted");
+	assert_string_equal(dump_state_name(STATE_GIL_WAIT), "gil_wait");
+	assert_string_equal(dump_state_name(STATE_GIL_WAIT_GC), "gc_wait");
+	assert_string_equal(dump_state_name(STATE_LOCK_WAIT), "lock_wait");
+	assert_string_equal(dump_state_name(STATE_IO), "io");
+	assert_string_equal(dump_state_name(STATE_SLEEP), "sleep");
+	assert_string_equal(dump_state_name(STATE_OTHER), "other");
+	assert_string_equal(dump_state_name(STATE_GC), "other");	/* dump never says it */
+	assert_string_equal(dump_state_name(STATE_MAX + 5), "other");
 	assert_string_equal(dump_state_name(-99), "other");
+	/* every reason the classifier gives has a word, the one it had */
+	for (reason = 0; reason < EP_OFF_REASONS; reason++)
+		assert_non_null(state_table[state_of_reason(reason)].dump_name);
 }
 
 /* top's columns, in its order (not the enum's: GIL before GC); "other" too,

@@ -14,16 +14,19 @@
 #include "native_unwind.h"
 #include "py_symbolizer.h"
 #include "py_target.h"
+#include "states.h"
 
-#define DUMP_RUNNING	-1	/* state: running or runnable */
-#define DUMP_STOPPED	-2	/* state: stopped (SIGSTOP, traced) */
-#define DUMP_GONE	-3	/* state: exited while we looked */
+/* A thread's state is one of the table's (enum sample_state, states.h:
+ * STATE_ON_CPU when running or runnable), or one of these, which are no
+ * state of a thread's time: */
+#define DUMP_STOPPED	-2	/* stopped (SIGSTOP, traced) */
+#define DUMP_GONE	-3	/* exited while we looked */
 
 struct dump_thread {
 	int tid;
 	char name[128];		/* Python thread name, else the kernel's comm */
 	uint64_t tstate;	/* 0: no Python thread state */
-	int state;		/* DUMP_* or enum ep_offcpu_reason */
+	int state;		/* enum sample_state, DUMP_STOPPED or DUMP_GONE */
 	double state_s;		/* seconds in that state, <0 if unknown */
 	long syscall;		/* blocked in, or -1 */
 	uint64_t args[6];
@@ -53,11 +56,9 @@ int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, siz
  * stopped a moment: thread_dump_native.h). */
 int dump_take_native(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen);
 void dump_free(struct dump_snapshot *s);
-/* "running", "gil_wait", "gc_wait", "lock_wait", "io", "sleep", "preempted"... */
+/* The table's dump_name ("running", "gil_wait", "gc_wait", "lock_wait",
+ * "io", "sleep", "preempted", "other"), "stopped" or "gone". */
 const char *dump_state_name(int state);
-/* The state of one thread now (DUMP_* or enum ep_offcpu_reason), as
- * dump_take classifies it, without the GC refinement. */
-int dump_thread_state(const struct py_target *t, int tid);
 /* The thread with that tid, or NULL. */
 const struct dump_thread *dump_thread_by_tid(const struct dump_snapshot *s, int tid);
 
