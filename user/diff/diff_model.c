@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "hash.h"
 #include "grow.h"
 #include "states.h"
 
@@ -90,22 +91,19 @@ struct line_index {
 static uint64_t hash_str(uint64_t h, const char *s)
 {
 	if (!s)
-		return (h ^ 0x100) * 1099511628211ull;	/* NULL is not "" */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (h ^ 0x1f) * 1099511628211ull;
+		return fnv1a(h, "\1", 2);	/* NULL is not "" */
+	return fnv1a(h, s, strlen(s) + 1);	/* the NUL ends a field */
 }
 
 static uint64_t hash_key(const struct diff_line *k)
 {
-	uint64_t h = 1469598103934665603ull;
+	int kind = k->kind * 64 + k->state * 4 + k->generation + 1;
+	uint64_t h = fnv1a(FNV1A_BASIS, &kind, sizeof(kind));
 
-	h = (h ^ (uint64_t)(k->kind * 64 + k->state * 4 + k->generation + 1)) * 1099511628211ull;
 	h = hash_str(h, k->process);
 	h = hash_str(h, k->thread);
 	h = hash_str(h, k->function);
-	h = hash_str(h, k->file);
-	return h ^ (h >> 29);	/* the slot is the low bits: mix the high ones in */
+	return hash_str(h, k->file);
 }
 
 static int same_key(const struct diff_line *a, const struct diff_line *b)
@@ -118,10 +116,10 @@ static int same_key(const struct diff_line *a, const struct diff_line *b)
 static size_t *slot_of(const struct line_index *ix, const struct diff *d,
 		       const struct diff_line *key)
 {
-	size_t i = hash_key(key) & (ix->nslots - 1);
+	size_t i = hash_first_slot(hash_key(key), ix->nslots);
 
 	while (ix->slots[i] && !same_key(&d->lines[ix->slots[i] - 1], key))
-		i = (i + 1) & (ix->nslots - 1);
+		i = hash_next_slot(i, ix->nslots);
 	return &ix->slots[i];
 }
 
