@@ -29,10 +29,15 @@
 #include "target_pick.h"
 #include "top_model.h"
 #include "top_term.h"
+#include "utf8.h"
 
 #define ERRLEN 512
 #define MAX_NAMES 1024
 #define PLAIN_ROWS 20		/* functions per refresh when not a terminal */
+/* A thread's name: this many characters (not bytes: a name in any script is
+ * cut between characters and lines up), at most 4 bytes each */
+#define NAME_COLUMN	18
+#define NAME_COLUMN_MAX	(4 * NAME_COLUMN + 1)
 
 struct top_options {
 	pid_t pid;
@@ -151,18 +156,18 @@ static const char *sort_title(enum top_sort s)
 static void put_line(struct top_view *v, int cols, const char *fmt, ...)
 {
 	char line[1024], shown[4 * sizeof(line)];
-	size_t width = sizeof(shown);
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	/* names come from the target: no control characters reach the
-	 * terminal; on one, cut to its width (in bytes, never inside a
-	 * character or an escape) */
-	if (v->tty && cols > 0 && (size_t)cols < width)
-		width = (size_t)cols + 1;
-	fputs(printable(line, shown, width), stdout);
+	 * terminal; on one, cut to its width in characters (never inside a
+	 * character; an escape is plain ASCII) */
+	printable(line, shown, sizeof(shown));
+	if (v->tty && cols > 0)
+		shown[utf8_prefix(shown, (size_t)cols, sizeof(shown) - 1)] = 0;
+	fputs(shown, stdout);
 	fputs(v->tty ? "\033[K\n" : "\n", stdout);
 }
 
@@ -202,7 +207,7 @@ static void list_threads(struct top_view *v)
 static void render_threads(struct top_view *v, int cols, double window_ns)
 {
 	const struct top_model *m = &v->model;
-	char head[256], row[256], name[64], comm[64];
+	char head[256], row[512], name[NAME_COLUMN_MAX], comm[64];
 	int shares[STATE_MAX], nshares = state_top_columns(shares), j;
 	size_t i;
 	int n;
@@ -214,8 +219,8 @@ static void render_threads(struct top_view *v, int cols, double window_ns)
 	for (i = 0; i < m->nthreads; i++) {
 		const struct top_thread *t = &m->threads[i];
 
-		snprintf(name, sizeof(name), "%s", thread_name(v, t->tid, comm, sizeof(comm)));
-		n = snprintf(row, sizeof(row), "%-7d %-18.18s", t->tid, name);
+		utf8_fit(thread_name(v, t->tid, comm, sizeof(comm)), NAME_COLUMN, name, sizeof(name));
+		n = snprintf(row, sizeof(row), "%-7d %s", t->tid, name);
 		for (j = 0; j < nshares; j++)
 			n += snprintf(row + n, sizeof(row) - n, " %6.0f%%",
 				      window_ns > 0 ? 100.0 * t->ns[shares[j]] / window_ns : 0.0);
@@ -238,7 +243,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 {
 	const struct profile *p = recorder_profile(v->rec);
 	struct top_model *m = &v->model;
-	char waiter[64], holder[128], comm[64], what[512];
+	char waiter[NAME_COLUMN_MAX], holder[128], comm[64], what[512];
 	const struct frame_info *fr;
 	size_t i;
 	int shown = 0;
@@ -249,7 +254,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 
 		if (!shown++)
 			put_line(v, cols, "%-7s %-18s %7s  %s", "TID", "WAITING FOR GIL", "%", "BEHIND (holder, running)");
-		snprintf(waiter, sizeof(waiter), "%s", thread_name(v, h->waiter, comm, sizeof(comm)));
+		utf8_fit(thread_name(v, h->waiter, comm, sizeof(comm)), NAME_COLUMN, waiter, sizeof(waiter));
 		if (h->holder > 0)
 			snprintf(holder, sizeof(holder), "%d %s", h->holder,
 				 thread_name(v, h->holder, comm, sizeof(comm)));
@@ -260,7 +265,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 			snprintf(what, sizeof(what), "%s in %s (%s:%d)", holder, fr->name, fr->file, fr->line);
 		else
 			snprintf(what, sizeof(what), "%s", holder);
-		put_line(v, cols, "%-7d %-18.18s %6.1f%%  %s", h->waiter, waiter,
+		put_line(v, cols, "%-7d %s %6.1f%%  %s", h->waiter, waiter,
 			 window_ns > 0 ? 100.0 * h->ns / window_ns : 0.0, what);
 	}
 	if (shown)

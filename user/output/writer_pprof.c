@@ -21,6 +21,7 @@
 #include "grow.h"
 #include "hash.h"
 #include "json.h"
+#include "utf8.h"
 #include "writer.h"
 
 #include "version.h"
@@ -197,7 +198,7 @@ static char *utf8_copy(const char *s)
 	if (!out)
 		return NULL;
 	while (*p) {
-		n = json_utf8_len(p, &bad);
+		n = utf8_len(p, &bad);
 		if (n) {
 			memcpy(o, p, n);
 			o += n;
