@@ -125,7 +125,7 @@ fuzz_elf_SRCS           := user/base/elf_syms.c
 fuzz_elf_LIBS           := -lelf
 fuzz_debug_offsets_SRCS := user/cpython/py_debug_offsets.c user/cpython/py_layout_table.c user/base/remote.c \
 			   user/base/grow.c
-fuzz_pystr_SRCS         := user/cpython/py_str.c
+fuzz_pystr_SRCS         := user/cpython/py_str.c user/base/utf8.c
 fuzz_json_SRCS          := user/base/json.c user/base/printable.c user/base/utf8.c
 fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/diff/diff_report.c user/diff/diff_flame.c \
 			   user/diff/diff_folded.c user/model/profile.c user/model/sample_log.c user/base/grow.c \

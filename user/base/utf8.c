@@ -45,6 +45,37 @@ size_t utf8_len(const unsigned char *s, size_t *bad)
 	return need;
 }
 
+/*
+ * UTF-8 of code point c into buf (see utf8.h). A Python str may hold lone
+ * surrogates, which UTF-8 cannot carry, and a torn read may give values
+ * above U+10FFFF: both become U+FFFD.
+ */
+size_t utf8_encode(uint32_t c, uint8_t buf[4])
+{
+	if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+		c = UTF8_REPLACEMENT;
+	if (c < 0x80) {
+		buf[0] = c;
+		return 1;
+	}
+	if (c < 0x800) {
+		buf[0] = 0xc0 | c >> 6;
+		buf[1] = 0x80 | (c & 0x3f);
+		return 2;
+	}
+	if (c < 0x10000) {
+		buf[0] = 0xe0 | c >> 12;
+		buf[1] = 0x80 | (c >> 6 & 0x3f);
+		buf[2] = 0x80 | (c & 0x3f);
+		return 3;
+	}
+	buf[0] = 0xf0 | c >> 18;
+	buf[1] = 0x80 | (c >> 12 & 0x3f);
+	buf[2] = 0x80 | (c >> 6 & 0x3f);
+	buf[3] = 0x80 | (c & 0x3f);
+	return 4;
+}
+
 size_t utf8_char_bytes(const char *s)
 {
 	size_t bad, n = utf8_len((const unsigned char *)s, &bad);

@@ -9,11 +9,17 @@
 #ifndef EP_UTF8_H
 #define EP_UTF8_H
 #include <stddef.h>
+#include <stdint.h>
+
+#define UTF8_REPLACEMENT	0xfffdu	/* U+FFFD, for what cannot be encoded */
 
 /* Length of the valid UTF-8 character at s (NUL-terminated), or 0; when 0,
  * *bad is the length of the maximal invalid subpart (at least 1), so that a
  * truncated sequence counts as one character, not several. */
 size_t utf8_len(const unsigned char *s, size_t *bad);
+/* UTF-8 of code point c into buf (4 bytes), returning its length; a
+ * surrogate or a value above U+10FFFF is written as U+FFFD. */
+size_t utf8_encode(uint32_t c, uint8_t buf[4]);
 /* Bytes of the character at s: an invalid one by its maximal invalid subpart. */
 size_t utf8_char_bytes(const char *s);
 /* Characters in s. */
