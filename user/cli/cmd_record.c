@@ -100,7 +100,7 @@ static const struct argp_option option_list[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile the running process PID (several: one profile each in the --output directory)", 0 },
 	{ "match", 'm', "REGEX", 0, "Profile every CPython process whose command line matches REGEX, running now or started later (one profile each in the --output directory)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the target exits)", 0 },
-	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default " SESSION_DEFAULT_RATE_TEXT ")", 0 },
+	CONTROLLER_RATE_OPTION,
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
 	{ "format", 'f', "FORMAT", 0, "speedscope (default), collapsed, chrome or pprof", 0 },
 	{ "gil", 'g', NULL, 0, "Keep only samples of the thread holding the GIL", 0 },
@@ -129,6 +129,15 @@ static const struct argp_option option_list[] = {
 #define THRESHOLD_MAX_MS	(24.0 * 3600 * 1000)
 
 static void die(const char *msg);
+
+/* The index of a "--" argument in argv (a command to launch follows it), or 0. */
+static int find_dashdash(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--"))
+			return i;
+	return 0;
+}
 
 /* Chosen per child by multi.c (--pid, -o, --gc-log, -d) or by the parent
  * alone (--match): every other option is forwarded as given. */
@@ -164,7 +173,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	unsigned long v;
 
 	forward_option(o, key, arg);
-	if (frame_naming_option(key, &o->naming))
+	if (frame_naming_option(key, &o->naming) ||
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
 	case 'p':
@@ -190,11 +200,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'd':
 		if (parse_real(arg, 0, 1, DURATION_MAX_S, &o->duration))
 			argp_error(state, "invalid duration: %s (seconds, > 0, at most a year)", arg);
-		break;
-	case 'r':
-		if (parse_ulong(arg, 1, 10000, &v))
-			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
-		o->rate_hz = v;
 		break;
 	case 'o':
 		if (!arg[0])

@@ -74,7 +74,7 @@ static const char doc[] =
 
 static const struct argp_option option_list[] = {
 	TARGET_PICK_OPTIONS("watch"),
-	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default " SESSION_DEFAULT_RATE_TEXT ")", 0 },
+	CONTROLLER_RATE_OPTION,
 	{ "interval", 'i', "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until q, Ctrl-C or the target exits)", 0 },
 	FRAME_NAMING_OPTIONS,
@@ -93,16 +93,11 @@ static double parse_seconds(struct argp_state *state, const char *what, const ch
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct top_options *o = state->input;
-	unsigned long v;
 
-	if (frame_naming_option(key, &o->naming))
+	if (frame_naming_option(key, &o->naming) ||
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
-	case 'r':
-		if (parse_ulong(arg, 1, 10000, &v))
-			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
-		o->rate_hz = v;
-		break;
 	case 'i':
 		o->interval_s = parse_seconds(state, "interval", arg);
 		break;

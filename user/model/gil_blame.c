@@ -8,11 +8,6 @@
 #include "grow.h"
 #include "states.h"
 
-void gil_blame_init(struct gil_blame *b)
-{
-	memset(b, 0, sizeof(*b));
-}
-
 static void free_stacks(struct gil_blame *b)
 {
 	size_t i;

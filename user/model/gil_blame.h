@@ -59,7 +59,6 @@ struct gil_blame {
 	size_t nstacks, stacks_cap;
 };
 
-void gil_blame_init(struct gil_blame *b);
 void gil_blame_free(struct gil_blame *b);
 /* Adds a chunk (merged into an equal one of the same drain). 0 or -1. */
 int gil_blame_add(struct gil_blame *b, const struct blame_chunk *c);

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "controller.h"
 #include "launch.h"
+#include "parse_num.h"
 
 /* Passes over the ring at a period's end before its cut: the records of a
  * target that fills the ring as fast as we read belong to the next one. */
@@ -44,6 +45,18 @@ static void session_opts_of(struct controller *c, struct session_opts *so)
 	so->stack_of_blocked = blocked_stack_of;
 	so->ctx = &c->rec;
 	offcpu_thresholds(cfg, so);
+}
+
+error_t controller_rate_option(int key, char *arg, struct argp_state *state, unsigned *rate_hz)
+{
+	unsigned long v;
+
+	if (key != 'r')
+		return ARGP_ERR_UNKNOWN;
+	if (parse_ulong(arg, 1, CONTROLLER_RATE_MAX, &v))
+		argp_error(state, "invalid rate: %s (1 to %d Hz)", arg, CONTROLLER_RATE_MAX);
+	*rate_hz = v;
+	return 0;
 }
 
 int controller_open(struct controller *c, const struct controller_config *cfg,

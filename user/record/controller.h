@@ -14,6 +14,7 @@
  */
 #ifndef EP_CONTROLLER_H
 #define EP_CONTROLLER_H
+#include <argp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -31,6 +32,15 @@ enum controller_periods {
 	 * (on_period) consumes it and may release what it consumed */
 	CONTROLLER_PERIODS_LIVE,
 };
+
+/* The front ends' --rate, for their argp tables: samples per second per CPU,
+ * 1 to CONTROLLER_RATE_MAX. */
+#define CONTROLLER_RATE_MAX	10000
+#define CONTROLLER_RATE_OPTION \
+	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default " SESSION_DEFAULT_RATE_TEXT ")", 0 }
+/* argp: parses -r into *rate_hz, or fails the command line with one line.
+ * ARGP_ERR_UNKNOWN for any other key. */
+error_t controller_rate_option(int key, char *arg, struct argp_state *state, unsigned *rate_hz);
 
 /* The shortest wait sent whole when none is asked for (record -W). */
 #define CONTROLLER_WAIT_THRESHOLD_MS	10.0
