@@ -126,14 +126,16 @@ static void die(const char *msg)
 static const char *thread_name(struct top_view *v, int tid, char *buf, size_t len)
 {
 	int inner = procfs_task_inner_tid(v->t->pid, tid);
+	const char *py_name = NULL, *name;
 
-	for (int i = 0; i < v->nnames; i++)
+	for (int i = 0; i < v->nnames && !py_name; i++)
 		if (v->names[i].native_id == inner)
-			return v->names[i].name;
-	if (tid == v->t->pid)
-		return "MainThread";	/* as record names it when threading is not imported */
-	procfs_comm(v->t->pid, tid, buf, len);
-	return buf[0] ? buf : "?";
+			py_name = v->names[i].name;
+	buf[0] = 0;
+	if (!py_name && tid != v->t->pid)
+		procfs_comm(v->t->pid, tid, buf, len);
+	name = thread_display_name(py_name, buf, v->t->pid, tid);
+	return name ? name : "?";
 }
 
 static const char *sort_title(enum top_sort s)

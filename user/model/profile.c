@@ -290,6 +290,15 @@ const char *profile_thread_name(const struct profile *p, int pid, int tid)
 	return l ? l->name : NULL;
 }
 
+const char *thread_display_name(const char *py_name, const char *comm, int pid, int tid)
+{
+	if (py_name && py_name[0])
+		return py_name;
+	if (tid != pid && comm && comm[0])
+		return comm;
+	return tid == pid ? "MainThread" : NULL;
+}
+
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 {
 	struct thread_profile *t;

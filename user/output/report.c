@@ -12,10 +12,8 @@
 
 static const char *thread_name(const struct profile *p, int pid, int tid)
 {
-	const char *name = profile_thread_name(p, pid, tid);
+	const char *name = thread_display_name(profile_thread_name(p, pid, tid), NULL, pid, tid);
 
-	if (!name && pid == tid)
-		name = "MainThread";
 	return name ? name : "?";
 }
 

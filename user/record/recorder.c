@@ -763,33 +763,27 @@ void recorder_refresh_names(struct recorder *r)
 		refresh_process_names(r->procs[i]);
 }
 
-/* What the recorder knows thread tid of p as: its Python name, else its
- * comm (a thread's own: the main thread's is the program's), else NULL. */
-static const char *known_name(const struct rec_process *p, int tid)
+/* What the recorder knows thread tid of process pid (p, if known) as
+ * (thread_display_name), else NULL. */
+static const char *known_name(const struct rec_process *p, int pid, int tid)
 {
-	const char *name = NULL;
+	const char *py_name = NULL, *comm = NULL;
 	size_t i;
 
 	for (i = 0; p && i < p->nthreads; i++) {
-		if (p->threads[i].tid != tid)
-			continue;
-		if (p->threads[i].py_name[0])
-			name = p->threads[i].py_name;
-		else if (tid != p->target.pid && p->threads[i].comm[0])
-			name = p->threads[i].comm;
+		if (p->threads[i].tid == tid) {
+			py_name = p->threads[i].py_name;
+			comm = p->threads[i].comm;
+		}
 	}
-	if (!name && p && tid == p->target.pid)
-		name = "MainThread";
-	return name;
+	return thread_display_name(py_name, comm, pid, tid);
 }
 
 static void name_thread(struct recorder *r, struct thread_profile *tp)
 {
 	struct rec_process *p = find_process(r, tp->pid);
-	const char *name = known_name(p, tp->tid);
+	const char *name = known_name(p, tp->pid, tp->tid);
 
-	if (!name && tp->tid == tp->pid)
-		name = "MainThread";
 	free(tp->name);
 	tp->name = strdup(name ? name : "?");
 	free(tp->process);
@@ -809,7 +803,7 @@ static void label_threads(struct recorder *r)
 		for (j = 0; j < p->nthreads; j++) {
 			if (profile_find_thread(&r->profile, p->target.pid, p->threads[j].tid))
 				continue;
-			name = known_name(p, p->threads[j].tid);
+			name = known_name(p, p->target.pid, p->threads[j].tid);
 			if (name && profile_label_thread(&r->profile, p->target.pid, p->threads[j].tid,
 							 name, p->comm[0] ? p->comm : "python"))
 				r->failed++;
