@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "grow.h"
+#include "hash.h"
 #include "native_unwind.h"
 #include "native_weave.h"
 #include "procfs.h"
@@ -365,7 +366,8 @@ static uint64_t remember_stack(struct recorder *r, int pid, const uint32_t *ids,
 /* --native: the frame of pc, through the process's cache. */
 static struct native_ref native_frame(struct recorder *r, struct rec_process *p, uint64_t pc)
 {
-	struct native_pc *slot = &p->pcs[(pc * 0x9e3779b97f4a7c15ull) >> 50 & (NATIVE_PC_CACHE - 1)];
+	struct native_pc *slot = &p->pcs[hash_first_slot(fnv1a(FNV1A_BASIS, &pc, sizeof(pc)),
+							 NATIVE_PC_CACHE)];
 	struct native_sym sym;
 
 	if (slot->pc == pc && pc)
@@ -374,12 +376,7 @@ static struct native_ref native_frame(struct recorder *r, struct rec_process *p,
 	slot->pc = pc;
 	slot->ref.id = profile_frame(&r->profile, sym.name, sym.file[0] ? sym.file : NULL,
 				     sym.line, FRAME_PYTHON);
-	if (!strncmp(sym.name, "_PyEval_EvalFrameDefault", 24))
-		slot->ref.kind = NATIVE_EVAL;
-	else if (sym.mod_inode && sym.mod_inode == p->target.elf_ino)
-		slot->ref.kind = NATIVE_INTERP;	/* the file holding _PyRuntime */
-	else
-		slot->ref.kind = NATIVE_FOREIGN;
+	slot->ref.kind = native_kind_of(&sym, p->target.elf_ino);
 	return slot->ref;
 }
 
