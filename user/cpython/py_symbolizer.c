@@ -288,5 +288,6 @@ void py_symbolizer_frame(struct py_symbolizer *s, uint64_t code, uint32_t ident,
 	if (e && e->table && instr != ~0u)
 		line = entry_line(s, e, instr);
 	out->line = line >= 0 ? line : out->firstlineno;
-	frame_naming_apply(out);	/* --full-filenames, --nolineno */
+	/* --full-filenames, --nolineno */
+	frame_naming_apply(&out->file, &out->line, &out->firstlineno);
 }

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "analysis.h"
 #include "gil_blame.h"
 #include "grow.h"
+#include "interval.h"
 #include "states.h"
 
 static void free_stacks(struct gil_blame *b)
