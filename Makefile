@@ -71,7 +71,7 @@ $(OUTPUT)/ebpfprof.bpf.o: $(BPF_OBJS)
 $(OUTPUT)/ebpfprof.skel.h: $(OUTPUT)/ebpfprof.bpf.o
 	$(BPFTOOL) gen skeleton $< name ebpfprof_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/user/record/session.o: $(OUTPUT)/ebpfprof.skel.h
+$(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/record/session*.c)): $(OUTPUT)/ebpfprof.skel.h
 
 $(OUTPUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
 	@mkdir -p $(@D)
@@ -96,7 +96,7 @@ ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-
 ASAN_OBJS   := $(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(filter-out user/cli/main.c,$(USER_SRCS)))
 ASAN_BINS   := $(patsubst tests/unit/%.c,$(ASAN_OUT)/tests/%,$(UNIT_SRCS))
 
-$(ASAN_OUT)/user/record/session.o: $(OUTPUT)/ebpfprof.skel.h
+$(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(wildcard user/record/session*.c)): $(OUTPUT)/ebpfprof.skel.h
 
 $(ASAN_OUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
 	@mkdir -p $(@D)

@@ -35,11 +35,13 @@ for f in user/*/*.[ch]; do
 		fi
 	done
 done
-# module -> module edges, for tsort to find the circles in
+# module -> module edges, for tsort to find the circles in (x_priv.h, the
+# inside of module x shared by its files, is part of x)
 edges=$(for f in user/*/*.[ch]; do
-	m=$(basename "${f%.*}")
+	m=$(basename "${f%.*}"); m=${m%_priv}
 	for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
-		[ -n "${home[$inc]:-}" ] && [ "${inc%.h}" != "$m" ] && echo "$m ${inc%.h}"
+		t=${inc%.h}; t=${t%_priv}
+		[ -n "${home[$inc]:-}" ] && [ "$t" != "$m" ] && echo "$m $t"
 	done
 done | sort -u)
 circles=$(tsort <<<"$edges" 2>&1 >/dev/null | sed -n 's/^tsort: \([^ :]*\)$/\1/p')
