@@ -219,11 +219,12 @@ static void deliver_open_interval(struct session *s, struct ep_offcpu_task *st, 
 	/* its stack is taken when it returns to user mode: walk it from here */
 	if (!st->stack_id && (st->flags & EP_IV_STACK_LATER) && s->stack_of_blocked)
 		s->stack_of_blocked(s->ctx, st->pid, st->tid, &st->stack_id);
-	if (st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC) &&
+	/* the kernel's switch-in arithmetic (ep_gil_wait_*), on a clock that
+	 * must have moved forward: a read here is not ordered with the probes */
+	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) &&
 	    !gc_clock_now(s, pid, now, &clock_now) && clock_now > st->gc_clock_out)
 		gc_ns = clock_now - st->gc_clock_out;
-	if (gc_ns > now - st->off_ts)
-		gc_ns = now - st->off_ts;
+	EP_GIL_WAIT_GC_CAP(gc_ns, now - st->off_ts);
 	rec = (struct ep_offcpu_record){
 		.kind = EP_EV_OFFCPU, .pid = st->pid, .tid = st->tid, .reason = st->reason,
 		.flags = st->flags | EP_IV_EXACT | EP_IV_OPEN, .gc_gen = st->gc_gen,
@@ -241,15 +242,18 @@ static void deliver_open_interval(struct session *s, struct ep_offcpu_task *st, 
 		val.ns = rec.weight_ns - gc_ns;
 		s->on_totals(s->ctx, &key, &val);
 	}
-	if ((st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC) && !(st->flags & EP_IV_OWN_GC))
-		deliver_blame(s, st, st->reason == EP_OFF_GIL ? rec.weight_ns - gc_ns : 0,
-			      st->reason == EP_OFF_GIL ? gc_ns : rec.weight_ns);
+	if ((st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC) && !(st->flags & EP_IV_OWN_GC)) {
+		uint64_t blame_gc = gc_ns;
+
+		EP_GIL_WAIT_BLAME_GC(st->reason, rec.weight_ns, blame_gc);
+		deliver_blame(s, st, rec.weight_ns - blame_gc, blame_gc);
+	}
 	if (s->on_event)
 		s->on_event(s->ctx, &rec, sizeof(rec));
 	/* closed here: the kernel must not count it again when the thread runs,
 	 * or, at a cut, only what comes after it */
 	st->off_ts = keep ? now : 0;
-	if (keep && st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC) &&
+	if (keep && EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) &&
 	    !gc_clock_now(s, pid, now, &clock_now))
 		st->gc_clock_out = clock_now;
 }
