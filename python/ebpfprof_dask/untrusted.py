@@ -15,9 +15,8 @@ ERROR_MAX = 500
 PID_LIMIT = 4 * 1024 * 1024
 # a figure of seconds beyond this (115 days) is not from a recording
 SECONDS_MAX = 1e7
-# what ebpfprof writes as a wait's "reason" (sample_state_name() in user/model/profile.c)
-WAIT_REASONS = frozenset(("on-cpu", "gc", "gil-wait", "waiting-for-gc", "lock-wait", "io", "sleep",
-                          "preempted", "other"))
+# a recording names at most this many states (the binary's table has 9)
+STATES_MAX = 64
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # what ebpfprof's printable() (user/base/printable.c) escapes: C0, DEL, C1,
 # the backslash, Unicode's bidi controls (an override reorders the rest of
@@ -81,6 +80,19 @@ def short_word(value, limit=64):
     if isinstance(value, str) and 0 < len(value) <= limit and not _CONTROL.search(value):
         return value
     return None
+
+
+def state_names(doc):
+    """The states a recording says its time is split into (its "states",
+    format 2 on: the binary's state table, user/model/states.c), as a
+    frozenset of short words; None if it names none (format 1) or they are
+    not a list of short words."""
+    info = doc.get("ebpfprof") if isinstance(doc, dict) else None
+    names = info.get("states") if isinstance(info, dict) else None
+    if not isinstance(names, list) or not 0 < len(names) <= STATES_MAX:
+        return None
+    words = [short_word(n) for n in names]
+    return frozenset(words) if None not in words else None
 
 
 def python_version(value):

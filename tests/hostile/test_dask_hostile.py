@@ -139,6 +139,23 @@ def test_gc_log_lines_that_are_not_records_are_counted_not_fatal(dask_pkg):
         assert math.isfinite(value)
 
 
+def test_wait_reasons_are_the_states_the_recording_names(dask_pkg):
+    """The package keeps no list of states: a recording of format 2 names
+    them ("states", the binary's table), and a wait's reason outside them is
+    a bad line; a format-1 recording names none, and any short word is taken
+    (a control character or a long string never is)."""
+    log = b"\n".join([b'{"type": "wait", "duration_s": 0.5, "reason": "io"}',
+                      b'{"type": "wait", "duration_s": 0.25, "reason": "spin-wait"}',
+                      b'{"type": "wait", "duration_s": 0.25, "reason": "\\u001b[31m"}'])
+    v2 = {"ebpfprof": {"version": 2, "states": ["on-cpu", "io", "other"]}}
+    s = dask_pkg.summarize_gc_log(log, dask_pkg.untrusted.state_names(v2))
+    assert s["waits_s"] == {"io": 0.5} and s["gc_log_bad_lines"] == 2
+    s = dask_pkg.summarize_gc_log(log, dask_pkg.untrusted.state_names({"ebpfprof": {"version": 1}}))
+    assert s["waits_s"] == {"io": 0.5, "spin-wait": 0.25} and s["gc_log_bad_lines"] == 1
+    for bad in (["io", "\x1b"], "io", [], ["x"] * 100, [1]):
+        assert dask_pkg.untrusted.state_names({"ebpfprof": {"states": bad}}) is None, bad
+
+
 @pytest.mark.parametrize("data", [b"[1]\n", b"42\n\"x\"\nnull\n", b"[" * 50000, b"\xff" * 1000, None, b""],
                          ids=["array", "scalars", "deep", "binary", "none", "empty"])
 def test_gc_log_of_nothing_but_garbage(dask_pkg, data):
@@ -253,12 +270,12 @@ def test_summary_comes_from_the_recording_not_from_stderr(dask_pkg, tmp_path):
     out = tmp_path / "out"
     res = run_session(dask_pkg, out, proc({"host": "s", "pid": 10}, stopped("s", 10, profile=prof, stderr=forged)),
                       {"tcp://w": proc({"host": "w", "pid": 11}, stopped("w", 11, profile=odd))})
-    assert res[0]["summary"] == {"duration_s": 2.5, "rate_hz": 99, "samples": 240, "lost": 3, "python": "3.11",
+    assert res[0]["summary"] == {"version": 1, "duration_s": 2.5, "rate_hz": 99, "samples": 240, "lost": 3, "python": "3.11",
                                  "idle": False, "gc_timing": "samples", "stop_reason": "signal", "threads": 2}
     # the recorded time too: the recording's, and the GC log's only without it
     assert res[0]["recorded_s"] == 2.5
     # what is not of its type is left out, never passed on
-    assert res[1]["summary"] == {"rate_hz": 99, "threads": 0}
+    assert res[1]["summary"] == {"version": 1, "rate_hz": 99, "threads": 0}
     assert res[1]["recorded_s"] == 2.0
     index = strict_json((out / "index.json").read_text())
     assert index["processes"][0]["summary"]["stop_reason"] == "signal"

@@ -149,13 +149,12 @@ static void test_gc_wait_goes_to_the_collector(void **state)
  * into the unknown holder, one entry per drain, and still add up exactly. */
 static void test_rewritten_holders_are_bounded(void **state)
 {
-	struct gil_blame b;
+	struct gil_blame b = { 0 };
 	struct blame_share *v;
 	uint64_t drain, k, value = 0x10000, total = 0;
 	size_t n;
 
 	(void)state;
-	gil_blame_init(&b);
 	for (drain = 1; drain <= 2000; drain++) {
 		for (k = 0; k < 4; k++) {	/* the kernel keeps 4 holders per thread and drain */
 			struct blame_chunk c = { .pid = 1, .waiter = 7, .holder = GB_UNKNOWN,

@@ -3,15 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "analysis.h"
 #include "gil_blame.h"
 #include "grow.h"
+#include "interval.h"
 #include "states.h"
-
-void gil_blame_init(struct gil_blame *b)
-{
-	memset(b, 0, sizeof(*b));
-}
 
 static void free_stacks(struct gil_blame *b)
 {
@@ -361,7 +356,7 @@ static int emit_holder(struct gil_blame *b, struct holder_work *w)
 		for (j = i + 1; j < w->nitems && !item_cmp(&order[i], &order[j], w->items); j++)
 			;
 		if (it->kind == IT_GC) {
-			snprintf(gen_name, sizeof(gen_name), "[GC gen %d]", it->gen);
+			state_gc_marker(it->gen, gen_name, sizeof(gen_name));
 			tail[0] = profile_frame(w->p, gen_name, NULL, 0, FRAME_MARKER);
 		}
 		for (s = 0; s < w->nslots && !rc; s++) {

@@ -70,7 +70,6 @@ struct gil_blame {
 	size_t nstacks, stacks_cap;
 };
 
-void gil_blame_init(struct gil_blame *b);
 void gil_blame_free(struct gil_blame *b);
 /* Adds a chunk (merged into an equal one of the same drain); one behind a
  * PyThreadState past GB_UNNAMED_MAX distinct ones as behind a holder not
