@@ -45,8 +45,23 @@ def sampler_stats(pid):
 
 
 def cpu_s(pid):
+    """CPU seconds of ebpfprof process pid and of its running children (the
+    native cage's helper unwinds and names in a process of its own)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children += (task / "children").read_text().split()
+        except OSError:
+            continue
+    total = own
+    for child in children:
+        try:
+            total += cpu_s(int(child))
+        except OSError:
+            continue        # ended meanwhile
+    return total
 
 
 def start(script, args):
