@@ -312,3 +312,54 @@ print(sent)
     seen = int(line.strip().split("=")[1])
     assert dumps >= 3
     assert seen == sent, f"{sent - seen} of {sent} signals lost over {dumps} dumps"
+
+
+def _helper_of(pid, deadline):
+    """The pid of ebpfprof process pid's native helper, once it runs."""
+    while time.monotonic() < deadline:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in children:
+                try:
+                    cmd = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"--internal-native-cage" in cmd:
+                    return int(child)
+        time.sleep(0.05)
+    return None
+
+
+@pytest.mark.parametrize("how", ["stopped", "killed"])
+def test_native_recording_survives_a_lost_helper(how, tmp_path, out):
+    """A helper that stops answering (SIGSTOP: as a hostile file looping in
+    it would) or dies (SIGKILL) mid-recording: the question waits 1 s at
+    most, the file it was in is named on stderr once, a new helper answers
+    the next questions, and the recording ends on time with its profile,
+    native frames still named."""
+    _need_tools()
+    lib = _plain_lib(tmp_path)
+    target = start_target(lib, 30)
+    path = out()
+    try:
+        t0 = time.monotonic()
+        prof = subprocess.Popen([str(EBPFPROF), "-n", "--pid", str(target.pid), "-d", "4", "-o", str(path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        helper = _helper_of(prof.pid, t0 + 10)
+        assert helper, "no helper process appeared"
+        time.sleep(0.5)
+        os.kill(helper, signal.SIGSTOP if how == "stopped" else signal.SIGKILL)
+        err = prof.communicate(timeout=4 + GRACE_SECONDS + 10)[1]
+        took = time.monotonic() - t0
+    finally:
+        target.kill()
+        target.wait()
+    assert prof.returncode == 0, err
+    assert took <= 4 + GRACE_SECONDS, f"the recording took {took:.1f} s"
+    what = "did not answer within 1 s" if how == "stopped" else "failed"
+    assert err.count(f"unwinder {what}") == 1, err
+    names = {n for stack, _ in Profile(path).stacks() for n in stack}
+    assert "<module>" in names and "cage_spin" in names, sorted(names)[:50]

@@ -201,6 +201,9 @@ static void lose_helper(struct native_unwinder *u, const char *how)
 		m->bad = 1;
 		fprintf(stderr, "ebpfprof: --native: no symbols for %s: its unwinder %s\n",
 			base_name(as_target_sees(u, m->first.path)), how);
+	} else if (!m) {
+		fprintf(stderr, "ebpfprof: --native: process %d's unwinder %s, outside any file; "
+			"a new one takes the next question\n", u->pid, how);
 	}
 	if (++u->losses == NATIVE_CAGE_LOSSES_MAX)
 		fprintf(stderr, "ebpfprof: --native: %d unwinders lost for process %d: its native frames "
