@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from bpfprogs import owned_prog_ids, prog_stats
+from doc_section import put_doc_section
 
 ROOT = Path(__file__).resolve().parents[1]
 EBPFPROF = ROOT / "ebpfprof"
@@ -194,11 +195,7 @@ def write_doc(rows, reach, sizes, syms):
               "and by BCC's `bcc_symcache_resolve`, each in a process of its own):", "", "```"]
         L += syms + ["```"]
     L.append("")
-    # the section replaced where it stands, else added at the end
-    doc = DOC.read_text() if DOC.exists() else ""
-    new, n = re.subn(r"\n## Native frames \(issue 22\)\n.*?(?=\n## |\Z)",
-                     lambda m: "\n" + "\n".join(L), doc, flags=re.S)
-    DOC.write_text(new if n else doc.rstrip("\n") + "\n\n" + "\n".join(L))
+    put_doc_section(DOC, "Native frames (issue 22)", L)
 
 
 if __name__ == "__main__":

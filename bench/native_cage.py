@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_section import put_doc_section  # noqa: E402
 from native import KNAP, PY, build_knap, start  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,12 +85,14 @@ def per_module(m):
 
 def write_doc(rows):
     kernel = os.uname().release
+    load = os.getloadavg()[0]
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     L = ["## The native cage (issue 28)", "",
          f"`bench/native_cage.py` on {kernel}, {when}, {PY}: one thread of the target stopped once, "
          f"its 32 KiB of stack unwound and named by `bench/native_cage.c` built against this tree "
          f"(the helper process of `user/native/native_cage.h`) and against {REF} (libdwfl in the "
-         f"profiler's own process). Medians of {RUNS} runs each, alternating; microseconds.", "",
+         f"profiler's own process). Medians of {RUNS} runs each, alternating; microseconds "
+         f"(load average {load:.1f} on {os.cpu_count()} CPUs when written).", "",
          "| target | | helper start | first unwind (loads) | first name a module | unwind | name (cached module) |",
          "|---|---|---|---|---|---|---|"]
     for label, med in rows:
@@ -99,14 +102,16 @@ def write_doc(rows):
             L.append(f"| {label} ({m['frames']:.0f} frames, {m['modules']:.0f} modules) | {name} | "
                      f"{start_us} | {m['first_unwind']:.0f} | {per_module(m):.0f} | "
                      f"{m['unwind']:.1f} | {m['name']:.1f} |")
-    L += ["", "The helper start (fork, exec of ebpfprof, the sandbox, an empty report answered) is "
+    extra = ", ".join(f"{med['cage']['unwind'] - med['ref']['unwind']:.1f} us an unwind of the "
+                      f"{label.split(' (')[0]} stack" for label, med in rows)
+    L += ["", f"What the cage adds: {extra}, {rows[0][1]['cage']['name'] - rows[0][1]['ref']['name']:.1f} us "
+          "a name (the recorder names each pc once: its pc cache holds 16,384), the helper's start "
+          "once a process, and each module's first load a second time after a helper is lost.",
+          "", "The helper start (fork, exec of ebpfprof, the sandbox, an empty report answered) is "
           "paid once a process, at its first native sample (and again after a helper is lost); the "
           "first unwind includes it. Every unwind and every name not in the recorder's pc cache is "
           "one round trip over the socket: the stack copy goes with the unwind request.", ""]
-    doc = DOC.read_text() if DOC.exists() else ""
-    new, n = re.subn(r"\n## The native cage \(issue 28\)\n.*?(?=\n## |\Z)",
-                     lambda m: "\n" + "\n".join(L), doc, flags=re.S)
-    DOC.write_text(new if n else doc.rstrip("\n") + "\n\n" + "\n".join(L))
+    put_doc_section(DOC, "The native cage (issue 28)", L)
 
 
 if __name__ == "__main__":
