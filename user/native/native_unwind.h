@@ -4,9 +4,11 @@
  * registers and the copy of the user stack the kernel took (perf's way), with
  * elfutils' libdwfl: .eh_frame (and .debug_frame) CFI where the code has it,
  * frame pointers where it has none. The target's files are opened the safe way
- * (mapped_file.h) and read by libelf with pread; nothing is read from the
+ * (mapped_file.h) here, and parsed only in the cage's helper process
+ * (native_cage.h), which gets their descriptors; nothing is read from the
  * target's memory but the stack copy. Symbols from .symtab, else .dynsym;
- * a function with neither is named by its CFI entry ("libz.so.1+0x3a40").
+ * a function with neither is named by its CFI entry ("libz.so.1+0x3a40"),
+ * and one in a file the helper was lost in by its offset.
  */
 #ifndef EP_NATIVE_UNWIND_H
 #define EP_NATIVE_UNWIND_H
