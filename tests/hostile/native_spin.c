@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 static unsigned long signals_seen;
 
@@ -48,4 +50,22 @@ unsigned long cage_spin(double seconds)
 		for (int i = 0; i < 10000; i++)
 			x = x * 6364136223846793005ul + 1442695040888963407ul;
 	return x;
+}
+
+/* Blocks the calling thread in vfork until its child has slept the given
+ * seconds; returns how long the thread was away (a thread left seized by a
+ * tracer stays stopped on its way back, so this grows). */
+double cage_vfork_hold(double seconds)
+{
+	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
+	double t0 = now();
+	pid_t child = vfork();
+
+	if (child == 0) {
+		nanosleep(&ts, NULL);
+		_exit(0);
+	}
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	return now() - t0;
 }
