@@ -9,8 +9,11 @@
  * file system (Landlock without any rule) and refuses, by seccomp, every
  * system call that opens a path, starts a process or talks to another one.
  * It gets module files only as descriptors ebpfprof opened (mapped_file.h)
- * and answers over a socket (native_proto.h); ebpfprof waits for each answer
- * at most NATIVE_CAGE_DEADLINE_MS, and kills it past that.
+ * and answers over a socket (native_proto.h); ebpfprof kills it when one
+ * question costs it more than NATIVE_CAGE_CPU_MS of CPU, or is not answered
+ * within NATIVE_CAGE_WALL_MS (CPU time, not wall time, is what a hostile
+ * file makes it burn; wall time alone would also kill a helper that only
+ * waits for a CPU on a loaded machine).
  */
 #ifndef EP_NATIVE_CAGE_H
 #define EP_NATIVE_CAGE_H
@@ -18,8 +21,10 @@
 #include <sys/types.h>
 
 #define NATIVE_CAGE_ARG		"--internal-native-cage"
-/* Wall time one request may take in the helper, files loaded included. */
-#define NATIVE_CAGE_DEADLINE_MS	1000
+/* CPU time and wall time one question may take in the helper, files loaded
+ * included. */
+#define NATIVE_CAGE_CPU_MS	1000
+#define NATIVE_CAGE_WALL_MS	5000
 /* The helper's address space and CPU time (seconds; a new one then). */
 #define NATIVE_CAGE_AS_MAX	(256ull << 20)
 #define NATIVE_CAGE_CPU_S	600

@@ -35,17 +35,23 @@ static int set_limits(void)
 	       limit(RLIMIT_FSIZE, 0) || limit(RLIMIT_CORE, 0) || limit(RLIMIT_NPROC, 0);
 }
 
-/* Root becomes an id of its own (losing every capability); anyone else stays
- * who they are, without capabilities already (no_new_privs at exec). */
-static int drop_identity(void)
+static int become(uid_t id)
 {
-	uid_t id = NATIVE_SANDBOX_ID_BASE + (getpid() & 0xffff);
-
-	if (geteuid() != 0)
-		return 0;
-	if (setgroups(0, NULL) || setresgid(id, id, id) || setresuid(id, id, id))
+	if (setresgid(id, id, id) || setresuid(id, id, id))
 		return -1;
 	return geteuid() == id && getegid() == id ? 0 : -1;
+}
+
+/* Root becomes an id of its own (losing every capability), or nobody in a
+ * user namespace that does not map that id; anyone else stays who they are,
+ * without capabilities already (no_new_privs at exec). */
+static int drop_identity(void)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (setgroups(0, NULL))
+		return -1;
+	return become(NATIVE_SANDBOX_ID_BASE + (getpid() & 0xffff)) && become(NATIVE_SANDBOX_NOBODY) ? -1 : 0;
 }
 
 /* Landlock's ruleset, as of ABI 6 (older kernels read a prefix of it). */

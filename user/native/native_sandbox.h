@@ -12,6 +12,8 @@
 /* The uids (and gids) of helpers: this plus the helper's pid modulo 65536,
  * a range no distribution hands out. */
 #define NATIVE_SANDBOX_ID_BASE	0x7ffe0000u
+/* Where a user namespace does not map those: its overflow id. */
+#define NATIVE_SANDBOX_NOBODY	65534u
 
 /* 0, or -1 with a reason in *why (a static string): the helper then exits. */
 int native_sandbox_enter(const char **why);

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,7 +187,7 @@ static const char *as_target_sees(const struct native_unwinder *u, const char *p
 	return path;
 }
 
-/* The helper was lost (how: "did not answer within 1 s"): stopped, and the
+/* The helper was lost (how: "did not answer within 5 s"): stopped, and the
  * module it worked in marked, said once. */
 static void lose_helper(struct native_unwinder *u, const char *how)
 {
@@ -227,22 +228,60 @@ static int send_file(struct native_unwinder *u, uint32_t id)
 	return rc;
 }
 
-/* Waits for the next message until deadline_ns: 1, or 0 on time-out. */
-static int wait_message(struct native_unwinder *u, uint64_t deadline_ns)
+/* CPU time process pid has used (ns), from /proc/PID/stat; 0 if unknown. */
+static uint64_t cpu_ns_of(pid_t pid)
+{
+	char path[64], buf[1024], *after;
+	unsigned long long utime, stime;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	after = strrchr(buf, ')');	/* comm may hold anything but this */
+	if (!after || sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			     &utime, &stime) != 2)
+		return 0;
+	return (utime + stime) * (1000000000ull / sysconf(_SC_CLK_TCK));
+}
+
+/* How long a question has taken: its wall-time end, and the helper's CPU
+ * time when it was first found slow (read only then: most questions are
+ * answered in microseconds, and reading /proc costs as much). */
+struct question {
+	uint64_t wall_end_ns, cpu0_ns;
+	int slow;
+};
+
+#define SLICE_MS	100
+
+/* Waits for the next message: 0 when one is there (or the socket failed:
+ * the read that follows says so), else the reason the helper is given up. */
+static const char *wait_message(struct native_unwinder *u, struct question *q)
 {
 	struct pollfd pfd = { u->cage.sock, POLLIN, 0 };
-	uint64_t now;
+	uint64_t now, cpu;
 	int rc;
 
 	for (;;) {
+		rc = poll(&pfd, 1, SLICE_MS);
+		if (rc > 0 || (rc < 0 && errno != EINTR))
+			return NULL;
 		now = monotonic_ns();
-		if (now >= deadline_ns)
-			return 0;
-		rc = poll(&pfd, 1, (deadline_ns - now + 999999) / 1000000);
-		if (rc > 0)
-			return 1;
-		if (rc < 0 && errno != EINTR)
-			return 1;	/* the read that follows fails */
+		if (now >= q->wall_end_ns)
+			return "did not answer within 5 s";
+		cpu = cpu_ns_of(u->cage.pid);
+		if (!q->slow) {
+			q->slow = 1;
+			q->cpu0_ns = cpu;
+		} else if (cpu - q->cpu0_ns > NATIVE_CAGE_CPU_MS * 1000000ull) {
+			return "spent 1 s of CPU on one question";
+		}
 	}
 }
 
@@ -251,7 +290,8 @@ static int wait_message(struct native_unwinder *u, uint64_t deadline_ns)
  * 0, or -1 with the helper lost. */
 static int ask(struct native_unwinder *u, size_t len, uint32_t want)
 {
-	uint64_t deadline = monotonic_ns() + NATIVE_CAGE_DEADLINE_MS * 1000000ull;
+	struct question q = { monotonic_ns() + NATIVE_CAGE_WALL_MS * 1000000ull, 0, 0 };
+	const char *late;
 	ssize_t n;
 
 	u->asked = 0;
@@ -259,8 +299,9 @@ static int ask(struct native_unwinder *u, size_t len, uint32_t want)
 	if (!len || np_send(u->cage.sock, u->msg, len, -1))
 		goto lost;
 	for (;;) {
-		if (!wait_message(u, deadline)) {
-			lose_helper(u, "did not answer within 1 s");
+		late = wait_message(u, &q);
+		if (late) {
+			lose_helper(u, late);
 			return -1;
 		}
 		n = np_recv(u->cage.sock, u->msg, NULL);
