@@ -32,7 +32,7 @@ CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DE
 # those of the folders before it (scripts/check-layers.sh holds it to that)
 USER_DIRS  := base cpython native model output diff record live cli
 INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
-LDLIBS     := -lbpf -ldw -lelf -lz -ljansson -lm
+LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
@@ -132,8 +132,8 @@ fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/dif
 			   user/model/states.c user/base/json.c user/base/printable.c
 fuzz_recording_LIBS     := -ljansson -lm
 fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c user/native/eh_frame_hdr.c \
-			   user/base/mapped_file.c user/base/grow.c
-fuzz_native_LIBS        := -ldw -lelf
+			   user/native/xz_bound.c user/base/mapped_file.c user/base/grow.c
+fuzz_native_LIBS        := -ldw -lelf -llzma
 fuzz_native_proto_SRCS  := user/native/native_proto.c
 
 .SECONDEXPANSION:

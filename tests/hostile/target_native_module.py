@@ -27,7 +27,7 @@ away = [0.0]
 
 def in_and_out():
     while True:
-        away[0] = max(away[0], lib.cage_vfork_hold(1.0))
+        away[0] = max(away[0], lib.cage_vfork_hold(0.6))
 if counting:
     # the C handler counts every one (Python's would merge those queued)
     lib.cage_count_signals(signal.SIGRTMIN + 1)

@@ -10,6 +10,7 @@
 #include "elf_syms.h"
 #include "grow.h"
 #include "native_dwfl.h"
+#include "xz_bound.h"
 
 /* x86-64 DWARF registers 0-16: the last one is rip */
 #define EP_NATIVE_REGS_X86	17
@@ -70,6 +71,19 @@ static struct native_module *module_at(struct native_dwfl *d, uint64_t low)
 	return NULL;
 }
 
+/* A .gnu_debugdata section's inflated size, at most (real ones are a few
+ * hundred KiB: the symbols a stripped file keeps). */
+#define DEBUGDATA_MAX		(32u << 20)
+
+/* .gnu_debugdata: libdwfl inflates it whole when the file has no .symtab;
+ * one that inflates past DEBUGDATA_MAX refuses the file. 0 or -1. */
+static int check_debugdata(Elf_Scn *scn)
+{
+	Elf_Data *raw = elf_rawdata(scn, NULL);
+
+	return raw && raw->d_buf && xz_inflates_within(raw->d_buf, raw->d_size, DEBUGDATA_MAX) ? -1 : 0;
+}
+
 /*
  * libdwfl reads whole sections: one past ELF_SECTION_MAX that it would need
  * to unwind or name (CFI, symbols) refuses the file; DWARF past it only
@@ -87,10 +101,13 @@ static int check_sections(Elf *elf, struct native_module *m)
 	if (elf_getshdrstrndx(elf, &shstrndx))
 		return -1;
 	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS ||
-		    shdr.sh_size <= ELF_SECTION_MAX)
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
 			continue;
 		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && !strcmp(name, ".gnu_debugdata") && check_debugdata(scn))
+			return -1;
+		if (shdr.sh_size <= ELF_SECTION_MAX)
+			continue;
 		if (!name)
 			return -1;
 		for (i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)

@@ -130,9 +130,9 @@ static void add_mapping(struct native_unwinder *u, const struct mapped_file *m)
 static int read_modules(struct native_unwinder *u)
 {
 	char path[64], line[PATH_MAX + 128];
-	struct native_module *swap;
+	struct native_module *older = u->prev;
+	size_t older_cap = u->prev_cap, i, lines = 0;
 	struct mapped_file m;
-	size_t i, lines = 0, cap;
 	FILE *f;
 
 	u->reported_ns = monotonic_ns();
@@ -140,9 +140,13 @@ static int read_modules(struct native_unwinder *u)
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
-	swap = u->prev, u->prev = u->mods, u->mods = swap;
-	cap = u->prev_cap, u->prev_cap = u->mods_cap, u->mods_cap = cap;
+	/* the current list becomes the one before; the new one reuses the
+	 * array of the one before that */
+	u->prev = u->mods;
+	u->prev_cap = u->mods_cap;
 	u->nprev = u->nmods;
+	u->mods = older;
+	u->mods_cap = older_cap;
 	u->nmods = 0;
 	while (fgets(line, sizeof(line), f) && lines++ < 1000000)
 		if (!mapped_file_parse(line, &m))
