@@ -103,6 +103,19 @@ def _walk_forever_gnu_hash(data, table_at):
     struct.pack_into("<IIIIQI", data, table_at, 1, 0, 1, 0, 0, 0)
 
 
+def _loaded_then_endless(so, data):
+    """so becomes data padded to 16 MiB (what the target loads), and
+    so.hostile the same with the endless chain (what it rewrites so with):
+    the library, no hostile path, the target's arguments."""
+    table_at = (len(data) + 4095) & ~4095
+    data += bytes(16 * 1024 * 1024 - len(data))
+    so.write_bytes(bytes(data))
+    _walk_forever_gnu_hash(data, table_at)
+    hostile = so.with_suffix(".hostile")
+    hostile.write_bytes(bytes(data))
+    return so, [], ["--rewrite-from", str(hostile)]
+
+
 def no_section_headers_lib(tmp_path):
     """A 16 MiB shared library without section headers (the loader needs
     none), loaded; then the target rewrites it in place (same inode, what
@@ -111,15 +124,9 @@ def no_section_headers_lib(tmp_path):
     headers walks it word by word."""
     so = _plain_lib(tmp_path, "libnoshdr.so")
     data = bytearray(so.read_bytes())
-    table_at = (len(data) + 4095) & ~4095
     data[0x28:0x30] = bytes(8)          # e_shoff
     data[0x3c:0x40] = bytes(4)          # e_shnum, e_shstrndx
-    data += bytes(16 * 1024 * 1024 - len(data))
-    so.write_bytes(bytes(data))
-    _walk_forever_gnu_hash(data, table_at)
-    hostile = tmp_path / "libnoshdr.hostile"
-    hostile.write_bytes(bytes(data))
-    return so, [], ["--rewrite-from", str(hostile)]
+    return _loaded_then_endless(so, data)
 
 
 SHT_PROGBITS, SHT_DYNSYM = 1, 11
@@ -140,13 +147,7 @@ def hidden_dynsym_lib(tmp_path):
         at = shoff + i * shentsize + 4
         if struct.unpack_from("<I", data, at)[0] == SHT_DYNSYM:
             struct.pack_into("<I", data, at, SHT_PROGBITS)
-    table_at = (len(data) + 4095) & ~4095
-    data += bytes(16 * 1024 * 1024 - len(data))
-    so.write_bytes(bytes(data))
-    _walk_forever_gnu_hash(data, table_at)
-    hostile = tmp_path / "libhiddendynsym.hostile"
-    hostile.write_bytes(bytes(data))
-    return so, [], ["--rewrite-from", str(hostile)]
+    return _loaded_then_endless(so, data)
 
 
 def debugdata_bomb_lib(tmp_path):
