@@ -25,16 +25,19 @@
 
 extern char **environ;
 
-/* In the fork: the two descriptors at 3 and 4, nothing else open but the
- * standard ones, out of the terminal's session (a Ctrl-C is ebpfprof's to
- * handle), no new privileges from the exec (file capabilities), then
+/* In the fork: the two descriptors at 3 and 4, stdin and stdout on
+ * /dev/null (stdout may be dump's output), stderr kept for a failed setup,
+ * nothing else open, out of the terminal's session (a Ctrl-C is ebpfprof's
+ * to handle), no new privileges from the exec (file capabilities), then
  * ebpfprof again, as the helper. */
 static void exec_helper(int sock, int progress)
 {
 	char *argv[] = { "ebpfprof", NATIVE_CAGE_ARG, NULL };
 	int s = fcntl(sock, F_DUPFD, 10), p = fcntl(progress, F_DUPFD, 10);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	if (s < 0 || p < 0 || dup2(s, CAGE_SOCK_FD) < 0 || dup2(p, CAGE_PROGRESS_FD) < 0)
+	if (s < 0 || p < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+	    dup2(s, CAGE_SOCK_FD) < 0 || dup2(p, CAGE_PROGRESS_FD) < 0)
 		_exit(127);
 	syscall(SYS_close_range, CAGE_PROGRESS_FD + 1, ~0u, 0);
 	setsid();
