@@ -132,7 +132,7 @@ fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/dif
 			   user/model/states.c user/base/json.c user/base/printable.c
 fuzz_recording_LIBS     := -ljansson -lm
 fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c user/native/eh_frame_hdr.c \
-			   user/native/xz_bound.c user/base/mapped_file.c user/base/grow.c
+			   user/native/xz_bound.c user/base/mapped_file.c user/base/grow.c user/base/clock.c
 fuzz_native_LIBS        := -ldw -lelf -llzma
 fuzz_native_proto_SRCS  := user/native/native_proto.c
 

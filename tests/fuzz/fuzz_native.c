@@ -75,9 +75,10 @@ static struct native_dwfl *unwinder(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct native_dwfl *d = unwinder();
-	uint64_t regs[17] = { 0 }, pcs[NATIVE_MAX_FRAMES], pick, bp, start;
-	static struct np_reply rep;
-	int n, i, complete;
+	static struct np_reply rep, sym;
+	struct np_request req = { .type = NP_UNWIND };
+	uint64_t *regs = req.unwind.regs, pick, bp, start;
+	uint32_t i;
 
 	if (size < 16)
 		return 0;
@@ -89,12 +90,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * is only compared, never dereferenced) */
 	regs[7] = 0x7ffd00000000ull + (pick >> 20 & 0xfff8);
 	regs[6] = bp;
-	n = native_dwfl_unwind(d, getpid(), regs, data + 16, size - 16, pcs, NATIVE_MAX_FRAMES, &complete);
-	if (n < 0 || n > NATIVE_MAX_FRAMES)
+	req.unwind.tid = getpid();
+	req.unwind.max = NATIVE_MAX_FRAMES;
+	req.unwind.stack = data + 16;
+	req.unwind.stack_len = size - 16 > NP_STACK_MAX ? NP_STACK_MAX : size - 16;
+	native_dwfl_unwind(d, &req, &rep);
+	if (rep.unwound.n > NATIVE_MAX_FRAMES || rep.unwound.complete > 1)
 		abort();
-	for (i = 0; i < n; i++) {
-		native_dwfl_symbolize(d, pcs[i], &rep);
-		if (!memchr(rep.symbol.name, 0, sizeof(rep.symbol.name)) || rep.symbol.kind > NP_SYM_NONE)
+	for (i = 0; i < rep.unwound.n; i++) {
+		native_dwfl_symbolize(d, rep.unwound.pcs[i], &sym);
+		if (!memchr(sym.symbol.name, 0, sizeof(sym.symbol.name)) || sym.symbol.kind > NP_SYM_NONE)
 			abort();
 	}
 	return 0;

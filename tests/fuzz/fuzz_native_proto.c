@@ -63,14 +63,13 @@ static void check_reply(const uint8_t *data, size_t size)
 	case NP_UNWOUND:
 		if (rep.unwound.n > NATIVE_MAX_FRAMES)
 			abort();
-		len = np_encode_unwound(again, rep.unwound.pcs, rep.unwound.n, rep.unwound.complete);
+		len = np_encode_unwound(again, &rep);
 		break;
 	case NP_SYMBOL:
 		if (rep.symbol.kind > NP_SYM_NONE || rep.symbol.line < 0 ||
 		    strlen(rep.symbol.name) > NP_NAME_MAX)
 			abort();
-		len = np_encode_symbol(again, rep.symbol.kind, rep.symbol.line, rep.symbol.start,
-				       rep.symbol.name);
+		len = np_encode_symbol(again, &rep);
 		break;
 	default:
 		abort();

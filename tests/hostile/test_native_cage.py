@@ -150,6 +150,62 @@ def hidden_dynsym_lib(tmp_path):
     return _loaded_then_endless(so, data)
 
 
+REMEMBER_STATES = 4_000_000
+
+
+def _sections(data):
+    """{name: (file offset, address, size)} of an ELF64's sections."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+    heads = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = heads[shstrndx][4]
+    name = lambda at: data[strtab + at:data.index(0, strtab + at)].decode()  # noqa: E731
+    return {name(h[0]): (h[4], h[3], h[5], shoff + i * shentsize) for i, h in enumerate(heads)}
+
+
+def remember_state_lib(tmp_path):
+    """cage_spin's unwind entry (FDE) replaced by one whose CFA program is
+    4 million DW_CFA_remember_state: libdw keeps a copy of the register rules
+    for each one, at every unwind that passes cage_spin (about 400 bytes a
+    copy: 1.6 GB a sample; the issue's 60 million made 23 GiB). The new FDE
+    sits past the file's end, .eh_frame grown over it and .eh_frame_hdr's
+    search table pointed at it; the target loads the plain file and rewrites
+    it in place."""
+    so = _plain_lib(tmp_path, "librememberstate.so")
+    data = bytearray(so.read_bytes())
+    secs = _sections(data)
+    eh_off, eh_addr, _, eh_shdr = secs[".eh_frame"]
+    hdr_off, hdr_addr, _, _ = secs[".eh_frame_hdr"]
+    spin = int(subprocess.run(["nm", str(so)], capture_output=True, text=True, check=True).stdout
+               .split(" T cage_spin")[0].split()[-1], 16)
+    assert data[hdr_off:hdr_off + 4] == bytes([1, 0x1b, 0x03, 0x3b]), "unexpected .eh_frame_hdr encodings"
+    count, = struct.unpack_from("<I", data, hdr_off + 8)
+    for i in range(count):
+        entry = hdr_off + 12 + 8 * i
+        loc, fde = struct.unpack_from("<ii", data, entry)
+        if hdr_addr + loc == spin:
+            break
+    else:
+        raise AssertionError("no search-table entry for cage_spin")
+    old_fde = eh_off + (hdr_addr + fde - eh_addr)
+    cie_at = old_fde + 4 - struct.unpack_from("<I", data, old_fde + 4)[0]
+    pc_range, = struct.unpack_from("<I", data, old_fde + 12)
+    new_fde = (len(data) + 4095) & ~4095
+    data += bytes(new_fde - len(data))
+    program = bytes([0x0a]) * REMEMBER_STATES
+    body = struct.pack("<I", new_fde + 4 - cie_at)
+    body += struct.pack("<iIB", spin - (eh_addr + new_fde + 8 - eh_off), pc_range, 0) + program
+    body += bytes(-(len(body) + 4) % 4)         # DW_CFA_nop to a word's end
+    data += struct.pack("<I", len(body)) + body + bytes(4)
+    # .eh_frame now reaches the new FDE; the search table points at it
+    struct.pack_into("<Q", data, eh_shdr + 32, len(data) - eh_off)
+    struct.pack_into("<i", data, entry + 4, eh_addr + (new_fde - eh_off) - hdr_addr)
+    hostile = so.with_suffix(".hostile")
+    hostile.write_bytes(bytes(data))
+    so.write_bytes(so.read_bytes() + bytes(len(data) - len(so.read_bytes())))
+    return so, [], ["--rewrite-from", str(hostile)]
+
+
 def debugdata_bomb_lib(tmp_path):
     """.symtab stripped, and a .gnu_debugdata (the "MiniDebugInfo" xz-packed
     symbol table libdwfl unpacks when only .dynsym is left) of 1 GiB of zeros
@@ -166,7 +222,8 @@ def debugdata_bomb_lib(tmp_path):
 
 
 HOSTILE_LIBS = {"altlink-fifo": altlink_fifo_lib, "no-section-headers": no_section_headers_lib,
-                "hidden-dynsym": hidden_dynsym_lib, "debugdata-bomb": debugdata_bomb_lib}
+                "hidden-dynsym": hidden_dynsym_lib, "debugdata-bomb": debugdata_bomb_lib,
+                "remember-state": remember_state_lib}
 
 
 def start_target(lib, seconds, *extra):

@@ -152,8 +152,6 @@ static int serve(struct native_dwfl *d, const uint8_t *msg, size_t len)
 {
 	static struct np_reply rep;
 	struct np_request req;
-	uint64_t pcs[NATIVE_MAX_FRAMES];
-	int complete, n;
 	size_t out;
 
 	if (np_decode_request(msg, len, &req))
@@ -165,14 +163,12 @@ static int serve(struct native_dwfl *d, const uint8_t *msg, size_t len)
 		out = np_encode_u32(reply_buf, NP_REPORTED, 0) - sizeof(uint32_t);
 		break;
 	case NP_UNWIND:
-		n = native_dwfl_unwind(d, req.unwind.tid, req.unwind.regs, req.unwind.stack,
-				       req.unwind.stack_len, pcs, req.unwind.max, &complete);
-		out = np_encode_unwound(reply_buf, pcs, n, complete);
+		native_dwfl_unwind(d, &req, &rep);
+		out = np_encode_unwound(reply_buf, &rep);
 		break;
 	case NP_SYMBOLIZE:
 		native_dwfl_symbolize(d, req.pc, &rep);
-		out = np_encode_symbol(reply_buf, rep.symbol.kind, rep.symbol.line, rep.symbol.start,
-				       rep.symbol.name);
+		out = np_encode_symbol(reply_buf, &rep);
 		break;
 	default:
 		return -1;

@@ -26,7 +26,7 @@
 #define NATIVE_CAGE_CPU_MS	1000
 #define NATIVE_CAGE_WALL_MS	5000
 /* The helper's address space and CPU time (seconds; a new one then). */
-#define NATIVE_CAGE_AS_MAX	(256ull << 20)
+#define NATIVE_CAGE_AS_MAX	(192ull << 20)
 #define NATIVE_CAGE_CPU_S	600
 
 struct native_cage {

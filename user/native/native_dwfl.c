@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <gelf.h>
 #include <elfutils/libdwfl.h>
+#include "clock.h"
 #include "eh_frame_hdr.h"
 #include "elf_syms.h"
 #include "grow.h"
@@ -59,6 +61,8 @@ struct native_dwfl {
 	uint64_t *pcs;
 	int npcs, max;
 	int past_copy;			/* the walk asked for a word beyond the copy */
+	/* the walk's steps: when the last began, from which pc, the longest */
+	uint64_t step_ns, step_pc, slow_ns, slow_pc;
 };
 
 static struct native_module *module_at(struct native_dwfl *d, uint64_t low)
@@ -325,6 +329,20 @@ static void working_on(struct native_dwfl *d, uint64_t pc)
 		*d->progress = pc;
 }
 
+/* A step of the walk ended: the time since the last one is the CFI of
+ * step_pc's frame (finding its caller); the next step starts from pc. */
+static void step_done(struct native_dwfl *d, uint64_t pc)
+{
+	uint64_t now = monotonic_ns();
+
+	if (now - d->step_ns > d->slow_ns) {
+		d->slow_ns = now - d->step_ns;
+		d->slow_pc = d->step_pc;
+	}
+	d->step_ns = now;
+	d->step_pc = pc;
+}
+
 static int on_frame(Dwfl_Frame *state, void *arg)
 {
 	struct native_dwfl *d = arg;
@@ -336,37 +354,52 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	/* a return address is past its call: look up the call itself */
 	d->pcs[d->npcs++] = activation ? pc : pc - 1;
 	working_on(d, pc);
+	step_done(d, d->pcs[d->npcs - 1]);
 	return d->npcs < d->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-int native_dwfl_unwind(struct native_dwfl *d, pid_t tid, const uint64_t *regs, const uint8_t *stack,
-		       size_t len, uint64_t *pcs, int max, int *complete)
+static void start_walk(struct native_dwfl *d, const struct np_request *req, struct np_reply *rep)
 {
-	int rc;
-
-	*complete = 0;
-	if (max <= 0 || !regs[16])
-		return 0;
-	working_on(d, regs[16]);
-	if (!d->attached)
-		d->attached = dwfl_attach_state(d->dwfl, NULL, 1, &thread_callbacks, d);
-	d->tid = tid;
-	d->regs = regs;
-	d->stack = stack;
-	d->stack_len = len;
-	d->pcs = pcs;
+	d->tid = req->unwind.tid;
+	d->regs = req->unwind.regs;
+	d->stack = req->unwind.stack;
+	d->stack_len = req->unwind.stack_len;
+	d->pcs = rep->unwound.pcs;
 	d->npcs = 0;
 	d->past_copy = 0;
-	d->max = max > NATIVE_MAX_FRAMES ? NATIVE_MAX_FRAMES : max;
+	d->max = req->unwind.max > NATIVE_MAX_FRAMES ? NATIVE_MAX_FRAMES : req->unwind.max;
+	d->step_ns = monotonic_ns();
+	d->step_pc = req->unwind.regs[16];
+	d->slow_ns = 0;
+	d->slow_pc = 0;
+}
+
+void native_dwfl_unwind(struct native_dwfl *d, const struct np_request *req, struct np_reply *rep)
+{
+	const uint64_t *regs = req->unwind.regs;
+	int rc;
+
+	memset(&rep->unwound, 0, offsetof(typeof(rep->unwound), pcs));
+	rep->type = NP_UNWOUND;
+	if (!req->unwind.max || !regs[16])
+		return;
+	working_on(d, regs[16]);
+	start_walk(d, req, rep);
+	if (!d->attached)
+		d->attached = dwfl_attach_state(d->dwfl, NULL, 1, &thread_callbacks, d);
 	if (!d->attached) {
-		pcs[0] = regs[16];
-		return 1;
+		rep->unwound.pcs[0] = regs[16];
+		rep->unwound.n = 1;
+		return;
 	}
 	/* an error ends the walk where the copy or the CFI ends: what came
 	 * before it stands; 0 is a walk to the outermost frame */
-	rc = dwfl_getthread_frames(d->dwfl, tid, on_frame, d);
-	*complete = rc == 0 && !d->past_copy && d->npcs < d->max;
-	return d->npcs;
+	rc = dwfl_getthread_frames(d->dwfl, d->tid, on_frame, d);
+	step_done(d, 0);
+	rep->unwound.n = d->npcs;
+	rep->unwound.complete = rc == 0 && !d->past_copy && d->npcs < d->max;
+	rep->unwound.slow_us = d->slow_ns / 1000 > UINT32_MAX ? UINT32_MAX : d->slow_ns / 1000;
+	rep->unwound.slow_pc = d->slow_pc;
 }
 
 /* The module's .eh_frame_hdr: its bytes and link-time address, once. */
@@ -477,20 +510,15 @@ static const char *function_at(struct native_dwfl *d, Dwfl_Module *mod, struct n
 	return pc - m->fns[lo].addr < m->fns[lo].size ? m->fns[lo].name : NULL;
 }
 
-void native_dwfl_symbolize(struct native_dwfl *d, uint64_t pc, struct np_reply *rep)
+/* The name of pc in module mod (NULL: none) into rep. */
+static void name_pc(struct native_dwfl *d, Dwfl_Module *mod, uint64_t pc, struct np_reply *rep)
 {
 	struct native_module *m;
-	Dwfl_Module *mod;
 	Dwarf_Addr low = 0;
 	const char *name;
 	Dwfl_Line *line;
 	int lineno = 0;
 
-	memset(rep, 0, sizeof(*rep));
-	rep->type = NP_SYMBOL;
-	rep->symbol.kind = NP_SYM_NONE;
-	working_on(d, pc);
-	mod = dwfl_addrmodule(d->dwfl, pc);
 	if (!mod)
 		return;
 	dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, NULL, NULL);
@@ -507,4 +535,17 @@ void native_dwfl_symbolize(struct native_dwfl *d, uint64_t pc, struct np_reply *
 	line = m->no_lines ? NULL : dwfl_module_getsrc(mod, pc);
 	if (line && dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) && lineno > 0)
 		rep->symbol.line = lineno;
+}
+
+void native_dwfl_symbolize(struct native_dwfl *d, uint64_t pc, struct np_reply *rep)
+{
+	uint64_t spent_us, t0 = monotonic_ns();
+
+	memset(rep, 0, sizeof(*rep));
+	rep->type = NP_SYMBOL;
+	rep->symbol.kind = NP_SYM_NONE;
+	working_on(d, pc);
+	name_pc(d, dwfl_addrmodule(d->dwfl, pc), pc, rep);
+	spent_us = (monotonic_ns() - t0) / 1000;
+	rep->symbol.spent_us = spent_us > UINT32_MAX ? UINT32_MAX : spent_us;
 }

@@ -22,10 +22,11 @@ struct native_dwfl *native_dwfl_new(native_file_fn file_of, void *arg, volatile 
 void native_dwfl_free(struct native_dwfl *d);
 /* The process's modules now (tables of modules reported again are kept). 0 or -1. */
 int native_dwfl_report(struct native_dwfl *d, const struct np_request *report);
-/* As native_unwind (native_unwind.h), against the modules last reported. */
-int native_dwfl_unwind(struct native_dwfl *d, pid_t tid, const uint64_t *regs, const uint8_t *stack,
-		       size_t len, uint64_t *pcs, int max, int *complete);
-/* The name of pc: rep->symbol filled (kind, name or start, line). */
+/* As native_unwind (native_unwind.h), against the modules last reported:
+ * req's sample unwound into rep->unwound, with the walk's longest step
+ * (slow_us) and the pc whose caller it looked for (slow_pc). */
+void native_dwfl_unwind(struct native_dwfl *d, const struct np_request *req, struct np_reply *rep);
+/* The name of pc: rep->symbol filled (kind, name or start, line, time). */
 void native_dwfl_symbolize(struct native_dwfl *d, uint64_t pc, struct np_reply *rep);
 
 #endif

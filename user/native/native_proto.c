@@ -93,6 +93,7 @@ void np_module_at(const struct np_request *req, uint32_t i, struct np_module *ou
 static int decode_unwound(struct reader *r, struct np_reply *rep)
 {
 	if (take_u32(r, &rep->unwound.n) || take_u32(r, &rep->unwound.complete) ||
+	    take_u32(r, &rep->unwound.slow_us) || take_u64(r, &rep->unwound.slow_pc) ||
 	    rep->unwound.n > NATIVE_MAX_FRAMES || rep->unwound.complete > 1 ||
 	    r->left != rep->unwound.n * sizeof(uint64_t))
 		return -1;
@@ -105,7 +106,7 @@ static int decode_symbol(struct reader *r, struct np_reply *rep)
 	uint32_t len;
 
 	if (take_u32(r, &rep->symbol.kind) || take(r, &rep->symbol.line, sizeof(rep->symbol.line)) ||
-	    take_u64(r, &rep->symbol.start) || take_u32(r, &len) ||
+	    take_u32(r, &rep->symbol.spent_us) || take_u64(r, &rep->symbol.start) || take_u32(r, &len) ||
 	    rep->symbol.kind > NP_SYM_NONE || rep->symbol.line < 0 || len > NP_NAME_MAX ||
 	    r->left != len || take(r, rep->symbol.name, len) || memchr(rep->symbol.name, 0, len))
 		return -1;
@@ -176,30 +177,33 @@ size_t np_encode_u32(uint8_t *buf, uint32_t type, uint32_t value)
 	return put(buf, put(buf, 0, &type, 4), &value, 4);
 }
 
-size_t np_encode_unwound(uint8_t *buf, const uint64_t *pcs, uint32_t n, uint32_t complete)
+size_t np_encode_unwound(uint8_t *buf, const struct np_reply *rep)
 {
-	uint32_t type = NP_UNWOUND;
+	uint32_t type = NP_UNWOUND, n = rep->unwound.n;
 	size_t at;
 
 	if (n > NATIVE_MAX_FRAMES)
 		return 0;
 	at = put(buf, 0, &type, 4);
 	at = put(buf, at, &n, 4);
-	at = put(buf, at, &complete, 4);
-	return put(buf, at, pcs, n * sizeof(*pcs));
+	at = put(buf, at, &rep->unwound.complete, 4);
+	at = put(buf, at, &rep->unwound.slow_us, 4);
+	at = put(buf, at, &rep->unwound.slow_pc, 8);
+	return put(buf, at, rep->unwound.pcs, n * sizeof(uint64_t));
 }
 
-size_t np_encode_symbol(uint8_t *buf, uint32_t kind, int32_t line, uint64_t start, const char *name)
+size_t np_encode_symbol(uint8_t *buf, const struct np_reply *rep)
 {
-	uint32_t type = NP_SYMBOL, len = strnlen(name, NP_NAME_MAX);
+	uint32_t type = NP_SYMBOL, len = strnlen(rep->symbol.name, NP_NAME_MAX);
 	size_t at;
 
 	at = put(buf, 0, &type, 4);
-	at = put(buf, at, &kind, 4);
-	at = put(buf, at, &line, 4);
-	at = put(buf, at, &start, 8);
+	at = put(buf, at, &rep->symbol.kind, 4);
+	at = put(buf, at, &rep->symbol.line, 4);
+	at = put(buf, at, &rep->symbol.spent_us, 4);
+	at = put(buf, at, &rep->symbol.start, 8);
 	at = put(buf, at, &len, 4);
-	return put(buf, at, name, len);
+	return put(buf, at, rep->symbol.name, len);
 }
 
 int np_send(int sock, const uint8_t *msg, size_t len, int fd)

@@ -72,11 +72,14 @@ struct np_reply {
 		uint32_t ask_id;		/* NP_ASK_FD */
 		struct {
 			uint32_t n, complete;
+			uint32_t slow_us;	/* the longest step of the walk */
+			uint64_t slow_pc;	/* the pc whose unwind step it was */
 			uint64_t pcs[NATIVE_MAX_FRAMES];
 		} unwound;
 		struct {
 			uint32_t kind;
 			int32_t line;
+			uint32_t spent_us;	/* the helper's time on it */
 			uint64_t start;		/* NP_SYM_CFI */
 			char name[NP_NAME_MAX + 1];
 		} symbol;
@@ -95,8 +98,9 @@ size_t np_encode_unwind(uint8_t *buf, uint32_t tid, const uint64_t *regs, const 
 			uint32_t stack_len, uint32_t max);
 size_t np_encode_u64(uint8_t *buf, uint32_t type, uint64_t value);
 size_t np_encode_u32(uint8_t *buf, uint32_t type, uint32_t value);
-size_t np_encode_unwound(uint8_t *buf, const uint64_t *pcs, uint32_t n, uint32_t complete);
-size_t np_encode_symbol(uint8_t *buf, uint32_t kind, int32_t line, uint64_t start, const char *name);
+/* The two replies from what the helper found (rep->type set or not). */
+size_t np_encode_unwound(uint8_t *buf, const struct np_reply *rep);
+size_t np_encode_symbol(uint8_t *buf, const struct np_reply *rep);
 
 /* One message over a SOCK_SEQPACKET socket, with descriptor fd unless -1.
  * 0 or -1. */

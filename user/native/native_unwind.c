@@ -29,6 +29,12 @@
 #define REPORT_EVERY_NS		1000000000ull
 /* Helpers lost (dead, late, or answering nonsense) before giving up. */
 #define NATIVE_CAGE_LOSSES_MAX	3
+/* A step of an unwind, or a name, slower than this is charged to its
+ * module; a module charged more than its budget is dropped: a file can make
+ * every question cost just under the helper's CPU limit, and be asked
+ * again at every sample. */
+#define SLOW_US			10000
+#define MODULE_BUDGET_US	1000000
 
 /* One file of the process: its first mapping (for map_files) and the
  * addresses of all its mappings. */
@@ -37,6 +43,7 @@ struct native_module {
 	uint64_t low, high;
 	uint32_t id;			/* the helper's name for it */
 	int bad;			/* a helper was lost in it: no symbols */
+	uint64_t slow_us;		/* the helper's slow time in it */
 };
 
 struct native_unwinder {
@@ -98,6 +105,7 @@ static void carry_over(struct native_unwinder *u, struct native_module *m)
 		    p->first.dev == m->first.dev && !strcmp(p->first.path, m->first.path)) {
 			m->id = p->id;
 			m->bad = p->bad;
+			m->slow_us = p->slow_us;
 			return;
 		}
 	}
@@ -213,6 +221,23 @@ static void lose_helper(struct native_unwinder *u, const char *how)
 	if (++u->losses == NATIVE_CAGE_LOSSES_MAX)
 		fprintf(stderr, "ebpfprof: --native: %d unwinders lost for process %d: its native frames "
 			"are only the sampled pc from now on\n", u->losses, u->pid);
+}
+
+/* The helper spent us on pc's module: past its budget, the module is
+ * dropped (said once) and the helper told at the next question. */
+static void charge(struct native_unwinder *u, uint64_t pc, uint32_t us)
+{
+	struct native_module *m = us >= SLOW_US ? module_of(u, pc) : NULL;
+
+	if (!m || m->bad)
+		return;
+	m->slow_us += us;
+	if (m->slow_us <= MODULE_BUDGET_US)
+		return;
+	m->bad = 1;
+	u->cage_current = 0;
+	fprintf(stderr, "ebpfprof: --native: no symbols for %s: it cost its unwinder more than 1 s\n",
+		base_name(as_target_sees(u, m->first.path)));
 }
 
 /* The helper asks for a module's file: a descriptor we opened, or none. */
@@ -397,6 +422,7 @@ int native_unwind(struct native_unwinder *u, pid_t tid, const uint64_t *regs,
 	memcpy(pcs, u->rep.unwound.pcs, u->rep.unwound.n * sizeof(*pcs));
 	if (complete)
 		*complete = u->rep.unwound.complete;
+	charge(u, u->rep.unwound.slow_pc, u->rep.unwound.slow_us);
 	return u->rep.unwound.n;
 pc_only:
 	pcs[0] = regs[16];
@@ -409,6 +435,7 @@ static int ask_name(struct native_unwinder *u, const struct native_module *m, ui
 {
 	if (m->bad || !helper_ready(u) || ask(u, np_encode_u64(u->msg, NP_SYMBOLIZE, pc), NP_SYMBOL))
 		return -1;
+	charge(u, pc, u->rep.symbol.spent_us);
 	switch (u->rep.symbol.kind) {
 	case NP_SYM_NAME:
 		snprintf(out->name, sizeof(out->name), "%s", u->rep.symbol.name);
