@@ -29,7 +29,7 @@ RUNS = 7
 TARGETS = (("zlib (libz under zlib.compress)", "zlib_app.py", []),
            ("deep (40 levels through C)", "deep_app.py", ["40"]))
 INC = ["-Ibuild", "-Iinclude", "-Iuser/base", "-Iuser/cpython", "-Iuser/native"]
-LIBS = ["-ldw", "-lelf", "-lz"]
+LIBS = ["-ldw", "-lelf", "-llzma", "-lz"]
 
 
 def build():
