@@ -23,6 +23,7 @@
 #include "native_cage.h"
 #include "native_proto.h"
 #include "native_unwind.h"
+#include "printable.h"
 
 /* /proc/PID/maps is read again at most this often, when a pc falls in no file
  * reported (a library loaded since). */
@@ -199,12 +200,20 @@ static const char *as_target_sees(const struct native_unwinder *u, const char *p
 	return path;
 }
 
+/* m's file name as stderr may show it (the target chose it). */
+static const char *shown_name(const struct native_unwinder *u, const struct native_module *m,
+			      char *out, size_t size)
+{
+	return printable(base_name(as_target_sees(u, m->first.path)), out, size);
+}
+
 /* The helper was lost (how: "did not answer within 5 s"): stopped, and the
  * module it worked in marked, said once. */
 static void lose_helper(struct native_unwinder *u, const char *how)
 {
 	uint64_t pc = u->cage.progress ? *u->cage.progress : 0;
 	struct native_module *m = module_of(u, pc);
+	char name[NAME_MAX * 4 + 1];
 
 	if (!m && u->asked)
 		m = module_by_id(u, u->asked_id);
@@ -213,7 +222,7 @@ static void lose_helper(struct native_unwinder *u, const char *how)
 	if (m && !m->bad) {
 		m->bad = 1;
 		fprintf(stderr, "ebpfprof: --native: no symbols for %s: its unwinder %s\n",
-			base_name(as_target_sees(u, m->first.path)), how);
+			shown_name(u, m, name, sizeof(name)), how);
 	} else if (!m) {
 		fprintf(stderr, "ebpfprof: --native: process %d's unwinder %s, outside any file; "
 			"a new one takes the next question\n", u->pid, how);
@@ -228,6 +237,7 @@ static void lose_helper(struct native_unwinder *u, const char *how)
 static void charge(struct native_unwinder *u, uint64_t pc, uint32_t us)
 {
 	struct native_module *m = us >= SLOW_US ? module_of(u, pc) : NULL;
+	char name[NAME_MAX * 4 + 1];
 
 	if (!m || m->bad)
 		return;
@@ -237,7 +247,7 @@ static void charge(struct native_unwinder *u, uint64_t pc, uint32_t us)
 	m->bad = 1;
 	u->cage_current = 0;
 	fprintf(stderr, "ebpfprof: --native: no symbols for %s: it cost its unwinder more than 1 s\n",
-		base_name(as_target_sees(u, m->first.path)));
+		shown_name(u, m, name, sizeof(name)));
 }
 
 /* The helper asks for a module's file: a descriptor we opened, or none. */
