@@ -47,7 +47,7 @@ def build():
                    stdout=subprocess.DEVNULL)
     ref = OUT / "native_cage_ref"
     subprocess.run(["gcc", "-O2", *INC, str(ROOT / "bench" / "native_cage.c"), "build/libebpfprof.a",
-                    "-ldw", "-lelf", "-lz", "-o", str(ref)], cwd=ref_tree, check=True)
+                    *LIBS, "-o", str(ref)], cwd=ref_tree, check=True)
     shutil.rmtree(ref_tree)
     return cage, ref
 
