@@ -32,7 +32,7 @@ CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DE
 # those of the folders before it (scripts/check-layers.sh holds it to that)
 USER_DIRS  := base cpython native model output diff record live cli
 INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
-LDLIBS     := -lbpf -ldw -lelf -lz -ljansson -lm
+LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
@@ -115,7 +115,7 @@ $(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_CC      ?= clang-14
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_NAMES   := linetable elf debug_offsets pystr json recording native
+FUZZ_NAMES   := linetable elf debug_offsets pystr json recording native native_proto
 FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 600
 FUZZ_SHORT   ?= 10
@@ -132,9 +132,10 @@ fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/dif
 			   user/diff/diff_folded.c user/model/profile.c user/model/sample_log.c user/base/grow.c \
 			   user/model/states.c user/base/json.c user/base/printable.c user/base/utf8.c
 fuzz_recording_LIBS     := -ljansson -lm
-fuzz_native_SRCS        := user/native/native_unwind.c user/native/eh_frame_hdr.c user/base/mapped_file.c \
-			   user/base/clock.c user/base/grow.c
-fuzz_native_LIBS        := -ldw -lelf
+fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c user/native/eh_frame_hdr.c \
+			   user/native/xz_bound.c user/base/mapped_file.c user/base/grow.c user/base/clock.c
+fuzz_native_LIBS        := -ldw -lelf -llzma
+fuzz_native_proto_SRCS  := user/native/native_proto.c
 
 .SECONDEXPANSION:
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(USER_HDRS) include/ebpfprof.h

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from bpfprogs import owned_prog_ids, prog_stats
+from doc_section import put_doc_section
 
 ROOT = Path(__file__).resolve().parents[1]
 EBPFPROF = ROOT / "ebpfprof"
@@ -45,8 +46,23 @@ def sampler_stats(pid):
 
 
 def cpu_s(pid):
+    """CPU seconds of ebpfprof process pid and of its running children (the
+    native cage's helper unwinds and names in a process of its own)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children += (task / "children").read_text().split()
+        except OSError:
+            continue
+    total = own
+    for child in children:
+        try:
+            total += cpu_s(int(child))
+        except OSError:
+            continue        # ended meanwhile
+    return total
 
 
 def start(script, args):
@@ -179,11 +195,7 @@ def write_doc(rows, reach, sizes, syms):
               "and by BCC's `bcc_symcache_resolve`, each in a process of its own):", "", "```"]
         L += syms + ["```"]
     L.append("")
-    # the section replaced where it stands, else added at the end
-    doc = DOC.read_text() if DOC.exists() else ""
-    new, n = re.subn(r"\n## Native frames \(issue 22\)\n.*?(?=\n## |\Z)",
-                     lambda m: "\n" + "\n".join(L), doc, flags=re.S)
-    DOC.write_text(new if n else doc.rstrip("\n") + "\n\n" + "\n".join(L))
+    put_doc_section(DOC, "Native frames (issue 22)", L)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ build="clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev libdw-dev zli
 tests="libcmocka-dev python3 python3-pytest python3-jsonschema debootstrap python3.11-dbg
 python3.11-dev libpython3.11-dev util-linux bsdutils procps chromium golang-go tmux
 mandoc man-db groff-base libcap2-bin podman runc catatonit python3-distributed
-python3-setuptools python3-pip python3-venv python3-yaml"
+python3-setuptools python3-pip python3-venv python3-yaml strace xz-utils binutils"
 missing=""
 for p in $build $tests; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "commands.h"
+#include "native_cage.h"
 #include "version.h"
 
 const char *argp_program_version = "ebpfprof " EP_VERSION;
@@ -42,6 +43,9 @@ int main(int argc, char **argv)
 	static char argv0[64];
 
 	argp_err_exit_status = 2;
+	/* --native's helper: ebpfprof run again by itself, caged (native_cage.h) */
+	if (argc == 2 && !strcmp(argv[1], NATIVE_CAGE_ARG))
+		return native_cage_main();
 	/* no bare word first: options of the default subcommand, or "-- COMMAND" */
 	if (argc < 2 || argv[1][0] == '-')
 		return cmd_record(argc, argv);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,29 +23,40 @@ struct stopped {
 	uint8_t entry[EP_MAX_FRAMES];
 };
 
-/* Stops thread tid (seized: no signal is sent); 0 once it is stopped. */
-static int stop_thread(pid_t tid)
+/*
+ * Stops thread tid (seized: no signal is sent): 0 once it is stopped, with
+ * *resend the signal to give back at detach. A stop may be ours (the
+ * interrupt: PTRACE_EVENT_STOP in status >> 16) or a signal on its way to
+ * the thread (seized, it stops for every one): that signal must be handed
+ * back when we let go, or it is lost. -1 if it did not stop in time (it is
+ * then still seized: see capture).
+ */
+static int stop_thread(pid_t tid, int *resend)
 {
 	struct timespec pause = { 0, 1000000 };
 	int status, i;
 
+	*resend = 0;
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0))
 		return -1;
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0))
-		goto detach;
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0)) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return -1;
+	}
 	for (i = 0; i < STOP_WAIT_MS; i++) {
 		pid_t got = waitpid(tid, &status, __WALL | WNOHANG);
 
-		if (got == tid)
-			return WIFSTOPPED(status) ? 0 : -1;
+		if (got == tid) {
+			if (!WIFSTOPPED(status))
+				return -1;	/* gone */
+			if (status >> 16 != PTRACE_EVENT_STOP)
+				*resend = WSTOPSIG(status);
+			return 0;
+		}
 		if (got < 0 && errno != EINTR)
 			return -1;
 		nanosleep(&pause, NULL);
 	}
-	/* not stopped yet (uninterruptible): the kernel lets it go with us */
-	return -1;
-detach:
-	ptrace(PTRACE_DETACH, tid, 0, 0);
 	return -1;
 }
 
@@ -132,6 +144,47 @@ static int weave(const struct py_target *t, struct py_symbolizer *sym, struct du
 	return 0;
 }
 
+/* What the tracer thread is given and gives back. */
+struct capture {
+	const struct py_target *t;
+	struct dump_thread *th;
+	struct ep_stack_event *ev;
+	struct stopped *st;
+	int rc;
+};
+
+/*
+ * The tracer: seizes, reads, lets go. It is a thread of its own because a
+ * tracee that did not stop in time (uninterruptible sleep) cannot be
+ * detached while it runs: when the thread that seized it ends, the kernel
+ * detaches it and drops the interrupt still pending, so it never freezes
+ * on its way back.
+ */
+static void *capture(void *arg)
+{
+	struct capture *c = arg;
+	int resend;
+
+	c->rc = -1;
+	if (stop_thread(c->th->tid, &resend))
+		return NULL;
+	c->rc = read_stopped(c->t, c->th, c->ev, c->st);
+	ptrace(PTRACE_DETACH, c->th->tid, 0, (void *)(long)resend);
+	return NULL;
+}
+
+static int stop_and_read(const struct py_target *t, struct dump_thread *th,
+			 struct ep_stack_event *ev, struct stopped *st)
+{
+	struct capture c = { t, th, ev, st, -1 };
+	pthread_t tracer;
+
+	if (pthread_create(&tracer, NULL, capture, &c))
+		return -1;
+	pthread_join(tracer, NULL);
+	return c.rc;
+}
+
 int dump_native_stack(const struct py_target *t, struct native_unwinder *u,
 		      struct py_symbolizer *sym, struct dump_thread *th, struct ep_stack_event *ev)
 {
@@ -139,13 +192,7 @@ int dump_native_stack(const struct py_target *t, struct native_unwinder *u,
 	uint64_t pcs[NATIVE_MAX_FRAMES];
 	int npcs, rc;
 
-	if (!st || stop_thread(th->tid)) {
-		free(st);
-		return -1;
-	}
-	rc = read_stopped(t, th, ev, st);
-	ptrace(PTRACE_DETACH, th->tid, 0, 0);
-	if (rc) {
+	if (!st || stop_and_read(t, th, ev, st)) {
 		free(st);
 		return -1;
 	}

@@ -4,9 +4,11 @@
  * registers and the copy of the user stack the kernel took (perf's way), with
  * elfutils' libdwfl: .eh_frame (and .debug_frame) CFI where the code has it,
  * frame pointers where it has none. The target's files are opened the safe way
- * (mapped_file.h) and read by libelf with pread; nothing is read from the
+ * (mapped_file.h) here, and parsed only in the cage's helper process
+ * (native_cage.h), which gets their descriptors; nothing is read from the
  * target's memory but the stack copy. Symbols from .symtab, else .dynsym;
- * a function with neither is named by its CFI entry ("libz.so.1+0x3a40").
+ * a function with neither is named by its CFI entry ("libz.so.1+0x3a40"),
+ * and one in a file the helper was lost in by its offset.
  */
 #ifndef EP_NATIVE_UNWIND_H
 #define EP_NATIVE_UNWIND_H
@@ -14,21 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/* Frames of one native stack at most; deeper ones are cut at the root. */
-#define NATIVE_MAX_FRAMES	256
-/* Files of one process reported to the unwinder at most. */
-#define NATIVE_MAX_MODULES	1024
+#include "native_sym.h"
 
 struct native_unwinder;
-
-struct native_sym {
-	char name[256];		/* function, or "FILE+0xOFF", or "[unknown]" */
-	char file[PATH_MAX];	/* the ELF's path as the target sees it, "" if none */
-	int line;		/* from DWARF line tables, 0 if none */
-	uint64_t mod_low, mod_high;	/* the module's addresses, 0 if none */
-	unsigned long mod_inode;	/* its file's inode (/proc/PID/maps), 0 if none */
-};
 
 /* An unwinder for process pid (held by remote.h's pidfd elsewhere). NULL if
  * out of memory. Files are opened when first needed. */
