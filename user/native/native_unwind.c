@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "grow.h"
+#include "line_read.h"
 #include "mapped_file.h"
 #include "native_cage.h"
 #include "native_proto.h"
@@ -157,7 +158,7 @@ static int read_modules(struct native_unwinder *u)
 	u->mods = older;
 	u->mods_cap = older_cap;
 	u->nmods = 0;
-	while (fgets(line, sizeof(line), f) && lines++ < 1000000)
+	while (lines++ < 1000000 && line_read(f, line, sizeof(line), NULL) >= 0)
 		if (!mapped_file_parse(line, &m))
 			add_mapping(u, &m);
 	fclose(f);
