@@ -312,7 +312,7 @@ static int add_functions(struct diff *d, struct line_index *ix, int side, size_t
 
 /* The innermost Python frame of a stack, else its innermost frame (a
  * marker: [GIL changed hands], [no samples]). */
-static const struct frame_info *holder_frame(const struct profile *p, const struct sample *s)
+const struct frame_info *diff_holder_frame(const struct profile *p, const struct sample *s)
 {
 	uint32_t i;
 
@@ -338,7 +338,7 @@ static int add_holders(struct diff *d, struct line_index *ix, int side, size_t r
 
 		key.process = h->threads[i].process;
 		for (sample_iter_init(&it, h, &h->threads[i]); sample_iter_next(&it, &s);) {
-			const struct frame_info *fr = s.nframes ? holder_frame(&r->prof, &s) : NULL;
+			const struct frame_info *fr = s.nframes ? diff_holder_frame(&r->prof, &s) : NULL;
 			double v = s.weight_ns / 1e9;
 
 			if (!fr)
