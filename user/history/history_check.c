@@ -141,9 +141,50 @@ int hist_series_build(struct hist_series *s, struct hist_run *runs, size_t nruns
 	return 0;
 }
 
+/* The process part of a metric's key: "fn\x1fPROCESS\x1f...". */
+static int same_process(const char *a, const char *b)
+{
+	const char *ea = strchr(strchr(a, '\x1f') + 1, '\x1f');
+	const char *eb = strchr(strchr(b, '\x1f') + 1, '\x1f');
+	size_t pa = (size_t)(ea - strchr(a, '\x1f')), pb = (size_t)(eb - strchr(b, '\x1f'));
+
+	return pa == pb && !memcmp(strchr(a, '\x1f'), strchr(b, '\x1f'), pa);
+}
+
+static int is_fn_share(const struct hist_series_metric *sm, const char *field)
+{
+	return sm->is_share && !strcmp(strrchr(sm->key, '\x1f') + 1, field);
+}
+
+/*
+ * Shares add up to the whole: when one function's share grows, every
+ * other's falls, though none of them changed. A function that "improved"
+ * is judged again by its share of what the regressed functions (their self
+ * shares, in the same process) left: if it did not change, that holds.
+ */
+static void rejudge_improved(struct hist_series *s, const struct hist_rule *rule,
+			     struct hist_series_metric *sm, double *left)
+{
+	size_t need = rule->window + rule->last, r, j;
+	double *v = left + (s->nruns - need);
+
+	for (r = s->nruns - need; r < s->nruns; r++) {
+		double taken = 0;
+
+		for (j = 0; j < s->nmetrics; j++)
+			if (s->metrics[j].verdict == HIST_REGRESSED &&
+			    is_fn_share(&s->metrics[j], "self_share") &&
+			    same_process(s->metrics[j].key, sm->key))
+				taken += s->metrics[j].values[r];
+		left[r] = taken < 99.9 ? sm->values[r] * 100 / (100 - taken) : sm->values[r];
+	}
+	sm->verdict = hist_judge(v, rule, &sm->st);
+}
+
 void hist_series_judge(struct hist_series *s, const struct hist_rule *rule)
 {
 	size_t i, need = rule->window + rule->last;
+	double *left = calloc(s->nruns + 1, sizeof(double));
 
 	for (i = 0; i < s->nmetrics; i++) {
 		struct hist_series_metric *sm = &s->metrics[i];
@@ -151,6 +192,10 @@ void hist_series_judge(struct hist_series *s, const struct hist_rule *rule)
 		sm->verdict = s->nruns >= need ?
 			hist_judge(sm->values + s->nruns - need, rule, &sm->st) : HIST_SAME;
 	}
+	for (i = 0; left && i < s->nmetrics; i++)
+		if (s->metrics[i].verdict == HIST_IMPROVED && s->metrics[i].is_share)
+			rejudge_improved(s, rule, &s->metrics[i], left);
+	free(left);
 }
 
 void hist_series_free(struct hist_series *s)
