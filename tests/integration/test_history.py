@@ -239,3 +239,17 @@ def test_corrupt_file_one_line(tmp_path, damage):
         assert res.returncode == 1, (action, res.stdout, res.stderr)
         assert res.stderr.count("\n") == 1, (action, res.stderr)
         assert res.stderr.startswith("ebpfprof history: "), res.stderr
+
+
+def test_diff_share(series):
+    """diff --share: changed() grew as a share of the sampled time, steady() shrank,
+    as seconds per second would too; the header says what is compared."""
+    db, base, slow = series
+    res = subprocess.run([str(EBPFPROF), "diff", "--share", *base[:3], "--vs", *slow],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    self_part = text[text.index("functions, self time, share of the sampled time (--share):"):]
+    grew = self_part[:self_part.index("shrank:")]
+    assert "changed" in grew and "steady" not in grew, text
+    assert "pts" in grew

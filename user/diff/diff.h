@@ -124,6 +124,10 @@ struct diff_opts {
 	double min_abs;		/* smallest change counted, seconds per second */
 	double min_rel;		/* smallest change counted, relative to the larger side */
 	int top;		/* functions listed per direction */
+	/* --share: a function's time as its share of its run's sampled time
+	 * (times the run's length, so that a line's rate is its share): a
+	 * machine that runs the same work 25% slower moves seconds, not shares */
+	int share;
 };
 
 struct diff {
