@@ -219,8 +219,9 @@ static void print_metric(FILE *f, const struct hist_series *s, const struct hist
 	size_t i;
 	int gone = 1;
 
+	/* gone: what is left is under 5% of what was (a collection at exit) */
 	for (i = s->nruns - rule->last; i < s->nruns; i++)
-		gone = gone && sm->values[i] == 0;
+		gone = gone && sm->values[i] < 0.05 * sm->st.mean;
 	fprintf(f, "  %s%s\n    was %.3g%s (sd %.2g), now", sm->label,
 		gone && sm->verdict == HIST_IMPROVED ? ": gone" : "", sm->st.mean * scale, unit,
 		sm->st.sd * scale);

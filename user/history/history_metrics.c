@@ -171,15 +171,28 @@ static size_t functions_of(const struct profile *p, uint32_t *fn_of, struct fn_t
 	return n;
 }
 
+/* A sampled thread's process as the states name it (the profiles of a
+ * recording carry no process name of their own): found by its pid. */
+static const char *process_of(const struct recording *r, const struct thread_profile *t)
+{
+	size_t i;
+
+	for (i = 0; i < r->nthreads; i++)
+		if (r->threads[i].pid == t->pid && r->threads[i].pid >= 0)
+			return r->threads[i].process;
+	return t->process ? t->process : "";
+}
+
 static int on_cpu(const struct sample *s)
 {
 	return s->state == STATE_ON_CPU || s->state == STATE_GC;
 }
 
 /* The on-CPU time of process's threads, per function; returns their sum. */
-static double time_functions(const struct profile *p, const char *process,
+static double time_functions(const struct recording *r, const char *process,
 			     const uint32_t *fn_of, struct fn_time *fns, size_t *serial)
 {
+	const struct profile *p = &r->prof;
 	double sum = 0;
 	size_t i;
 	uint32_t k;
@@ -188,7 +201,7 @@ static double time_functions(const struct profile *p, const char *process,
 		struct sample_iter it;
 		struct sample s;
 
-		if (strcmp(p->threads[i].process ? p->threads[i].process : "", process))
+		if (strcmp(process_of(r, &p->threads[i]), process))
 			continue;
 		for (sample_iter_init(&it, p, &p->threads[i]); sample_iter_next(&it, &s);) {
 			double v = s.weight_ns / 1e9;
@@ -249,9 +262,10 @@ static int keep_functions(struct hist_run *run, const char *process, struct fn_t
 	return 0;
 }
 
-static int add_process_functions(struct hist_run *run, const struct profile *p,
+static int add_process_functions(struct hist_run *run, const struct recording *r,
 				 const char *process, const uint32_t *fn_of, size_t nfns)
 {
+	const struct profile *p = &r->prof;
 	struct fn_time *fns = calloc(nfns + 1, sizeof(*fns));
 	size_t serial = 0, i;
 	double sum;
@@ -262,7 +276,7 @@ static int add_process_functions(struct hist_run *run, const struct profile *p,
 	/* the function table again: keep_functions sorts it */
 	for (i = 0; i < p->nframes; i++)
 		fns[fn_of[i]].fr = &p->frames[i];
-	sum = time_functions(p, process, fn_of, fns, &serial);
+	sum = time_functions(r, process, fn_of, fns, &serial);
 	err = sum > 0 ? keep_functions(run, process, fns, nfns, sum) : 0;
 	free(fns);
 	return err;
@@ -279,13 +293,13 @@ static int add_functions(struct hist_run *run, const struct recording *r)
 
 	free(fns);
 	for (i = 0; !err && i < p->nthreads; i++) {
-		const char *process = p->threads[i].process ? p->threads[i].process : "";
+		const char *process = process_of(r, &p->threads[i]);
 
 		for (j = 0; j < i; j++)		/* each process once */
-			if (!strcmp(p->threads[j].process ? p->threads[j].process : "", process))
+			if (!strcmp(process_of(r, &p->threads[j]), process))
 				break;
 		if (j == i)
-			err = add_process_functions(run, p, process, fn_of, nfns);
+			err = add_process_functions(run, r, process, fn_of, nfns);
 	}
 	free(fn_of);
 	return err ? -1 : 0;
