@@ -171,16 +171,23 @@ static size_t functions_of(const struct profile *p, uint32_t *fn_of, struct fn_t
 	return n;
 }
 
-/* A sampled thread's process as the states name it (the profiles of a
- * recording carry no process name of their own): found by its pid. */
+/* A sampled thread's process as the states name it: its profile's name
+ * says it only with several processes; else found by the thread's name,
+ * else the recording's one process. */
 static const char *process_of(const struct recording *r, const struct thread_profile *t)
 {
+	const char *only = r->nthreads ? r->threads[0].process : "";
 	size_t i;
 
-	for (i = 0; i < r->nthreads; i++)
-		if (r->threads[i].pid == t->pid && r->threads[i].pid >= 0)
+	if (t->process && t->process[0])
+		return t->process;
+	for (i = 0; i < r->nthreads; i++) {
+		if (t->name && !strcmp(r->threads[i].name, t->name))
 			return r->threads[i].process;
-	return t->process ? t->process : "";
+		if (strcmp(r->threads[i].process, only))
+			only = "";
+	}
+	return only;
 }
 
 static int on_cpu(const struct sample *s)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <sqlite3.h>
 #include "history.h"
@@ -185,6 +186,24 @@ static void give_files_to_user(const char *path)
 	give_to_user(side);
 }
 
+/* WAL: readers never wait for a writer, a killed writer's transaction is
+ * not in the database. Switching a new file to it needs it alone, and
+ * SQLite says "locked" at once instead of waiting when several writers
+ * open it together: retried here for as long as the busy timeout. */
+static int wal_mode(struct hist_db *h, char *err, size_t errlen)
+{
+	const struct timespec pause = { 0, 10 * 1000000 };
+	int tries, rc = SQLITE_BUSY;
+
+	for (tries = 0; tries < BUSY_TIMEOUT_MS / 10; tries++) {
+		rc = sqlite3_exec(h->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+		if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	return rc == SQLITE_OK ? 0 : say(h, err, errlen, "cannot use it");
+}
+
 int hist_db_open(struct hist_db **out, const char *path, int create, char *err, size_t errlen)
 {
 	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
@@ -210,8 +229,8 @@ int hist_db_open(struct hist_db **out, const char *path, int create, char *err, 
 		goto fail;
 	}
 	sqlite3_busy_timeout(h->db, BUSY_TIMEOUT_MS);
-	if (check_identity(h, &v, err, errlen) ||
-	    exec(h, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON", err, errlen) ||
+	if (check_identity(h, &v, err, errlen) || wal_mode(h, err, errlen) ||
+	    exec(h, "PRAGMA foreign_keys = ON", err, errlen) ||
 	    (v < HIST_SCHEMA_VERSION && migrate(h, err, errlen)))
 		goto fail;
 	if (create)
