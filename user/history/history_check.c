@@ -167,6 +167,7 @@ static void rejudge_improved(struct hist_series *s, const struct hist_rule *rule
 {
 	size_t need = rule->window + rule->last, r, j;
 	double *v = left + (s->nruns - need);
+	struct hist_stats st;
 
 	for (r = s->nruns - need; r < s->nruns; r++) {
 		double taken = 0;
@@ -178,7 +179,8 @@ static void rejudge_improved(struct hist_series *s, const struct hist_rule *rule
 				taken += s->metrics[j].values[r];
 		left[r] = taken < 99.9 ? sm->values[r] * 100 / (100 - taken) : sm->values[r];
 	}
-	sm->verdict = hist_judge(v, rule, &sm->st);
+	/* the report shows the share as measured: only the verdict changes */
+	sm->verdict = hist_judge(v, rule, &st);
 }
 
 void hist_series_judge(struct hist_series *s, const struct hist_rule *rule)
