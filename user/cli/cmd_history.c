@@ -98,14 +98,13 @@ static void check_arity(struct argp_state *state, struct history_args *a)
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct history_args *a = state->input;
+	const char *why;
 
 	switch (key) {
 	case OPT_TAG:
-		if (hist_tag_valid(arg))
-			argp_error(state, "invalid --tag: %s (KEY=VALUE, KEY of letters, digits, _.-)", arg);
-		if (a->ntags == HIST_MAX_TAGS)
-			argp_error(state, "at most %d tags", HIST_MAX_TAGS);
-		a->tags[a->ntags++] = arg;
+		why = hist_tag_take(a->tags, &a->ntags, arg);
+		if (why)
+			argp_error(state, "%s: %s", why, arg);
 		break;
 	case OPT_DB:
 		a->db_path = arg;

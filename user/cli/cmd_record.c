@@ -179,6 +179,7 @@ static void forward_option(struct options *o, int key, char *arg)
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct options *o = state->input;
+	const char *why;
 	unsigned long v;
 
 	forward_option(o, key, arg);
@@ -241,11 +242,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->history_db = arg;
 		break;
 	case OPT_TAG:
-		if (hist_tag_valid(arg))
-			argp_error(state, "invalid --tag: %s (KEY=VALUE, KEY of letters, digits, _.-)", arg);
-		if (o->ntags == HIST_MAX_TAGS)
-			argp_error(state, "at most %d tags", HIST_MAX_TAGS);
-		o->tags[o->ntags++] = arg;
+		why = hist_tag_take(o->tags, &o->ntags, arg);
+		if (why)
+			argp_error(state, "%s: %s", why, arg);
 		break;
 	case 'G':
 		if (!arg[0])

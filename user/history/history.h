@@ -47,6 +47,8 @@ int hist_run_add(struct hist_run *run, const char *kind, const char *process,
 int hist_metrics_from_recording(struct hist_run *run, const struct recording *r);
 /* "function (file)", or the name of a marker. */
 void hist_function_label(char *out, size_t len, const struct frame_info *fr);
+/* Adds tag to tags (HIST_MAX_TAGS of them): NULL, or why not. */
+const char *hist_tag_take(const char **tags, size_t *ntags, const char *tag);
 /* "k=v" with a non-empty key of [A-Za-z0-9_.-]; 0 if so. */
 int hist_tag_valid(const char *tag);
 

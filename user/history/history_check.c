@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "history.h"
 
 int hist_judge(const double *values, const struct hist_rule *rule, struct hist_stats *st)
@@ -85,15 +86,8 @@ static long add_metric(struct hist_series *s, const char *key, const struct hist
 	struct hist_series_metric *sm;
 	char label[1200];
 
-	if (s->nmetrics == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct hist_series_metric *grown = realloc(s->metrics, cap * sizeof(*grown));
-
-		if (!grown)
-			return -1;
-		s->metrics = grown;
-		s->cap = cap;
-	}
+	if (GROW_ARRAY(s->metrics, s->cap, s->nmetrics + 1))
+		return -1;
 	sm = &s->metrics[s->nmetrics];
 	memset(sm, 0, sizeof(*sm));
 	metric_label(label, sizeof(label), m);

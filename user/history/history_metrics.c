@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "history.h"
 
 static char *dup_str(const char *s)
@@ -20,15 +21,8 @@ int hist_run_add(struct hist_run *run, const char *kind, const char *process,
 {
 	struct hist_metric *m;
 
-	if (run->nm == run->cap) {
-		size_t cap = run->cap ? 2 * run->cap : 64;
-		struct hist_metric *grown = realloc(run->m, cap * sizeof(*grown));
-
-		if (!grown)
-			return -1;
-		run->m = grown;
-		run->cap = cap;
-	}
+	if (GROW_ARRAY(run->m, run->cap, run->nm + 1))
+		return -1;
 	m = &run->m[run->nm];
 	m->kind = dup_str(kind);
 	m->process = dup_str(process);
@@ -65,6 +59,16 @@ void hist_run_free(struct hist_run *run)
 	free(run->command);
 	free(run->source);
 	memset(run, 0, sizeof(*run));
+}
+
+const char *hist_tag_take(const char **tags, size_t *ntags, const char *tag)
+{
+	if (hist_tag_valid(tag))
+		return "invalid --tag (KEY=VALUE, KEY of letters, digits, _.-)";
+	if (*ntags == HIST_MAX_TAGS)
+		return "more than 32 tags";
+	tags[(*ntags)++] = tag;
+	return NULL;
 }
 
 int hist_tag_valid(const char *tag)
