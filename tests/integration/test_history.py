@@ -260,3 +260,20 @@ def test_diff_share(series):
     grew = self_part[:self_part.index("shrank:")]
     assert "changed" in grew and "steady" not in grew, text
     assert "pts" in grew
+
+
+def test_default_database_is_the_sudo_users(one_recording, tmp_path):
+    """Under sudo the database and its folder are the user's who ran sudo:
+    $XDG_DATA_HOME/ebpfprof/history.db, made theirs."""
+    xdg = tmp_path / "xdg"
+    env = dict(os.environ, XDG_DATA_HOME=str(xdg), SUDO_UID="4321", SUDO_GID="4322")
+    res = subprocess.run([str(EBPFPROF), "history", "add", "mine", str(one_recording)],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    db = xdg / "ebpfprof" / "history.db"
+    for path in (xdg / "ebpfprof", db):
+        st = path.stat()
+        assert (st.st_uid, st.st_gid) == (4321, 4322), path
+    res = subprocess.run([str(EBPFPROF), "history", "list", "mine"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == 2, res.stdout + res.stderr

@@ -81,28 +81,25 @@ static int make_folders(const char *path, size_t home_len, char *err, size_t err
 int hist_default_path(char *out, size_t len, int create, char *err, size_t errlen)
 {
 	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	struct passwd *pw = NULL;
+	struct passwd *pw;
 	uid_t uid;
 	gid_t gid;
-	size_t home_len;
 
+	if (xdg && xdg[0] == '/' && strlen(xdg) < 2048) {
+		snprintf(out, len, "%s/ebpfprof/history.db", xdg);
+		return create ? make_folders(out, strlen(xdg), err, errlen) : 0;
+	}
 	/* sudo's HOME may be root's: the user's home is theirs in passwd */
 	if (sudo_user(&uid, &gid)) {
 		pw = getpwuid(uid);
 		home = pw ? pw->pw_dir : NULL;
 	}
-	if (!home || home[0] != '/') {
+	if (!home || home[0] != '/' || strlen(home) >= 2048) {
 		snprintf(err, errlen, "no home folder for the history: give --history-db PATH");
 		return -1;
 	}
-	if (xdg && xdg[0] == '/' && strlen(xdg) < 2048) {
-		snprintf(out, len, "%s/ebpfprof/history.db", xdg);
-		home_len = strlen(xdg);
-	} else {
-		snprintf(out, len, "%s/.local/share/ebpfprof/history.db", home);
-		home_len = strlen(home);
-	}
-	return create ? make_folders(out, home_len, err, errlen) : 0;
+	snprintf(out, len, "%s/.local/share/ebpfprof/history.db", home);
+	return create ? make_folders(out, strlen(home), err, errlen) : 0;
 }
 
 static int say(struct hist_db *h, char *err, size_t errlen, const char *doing)
