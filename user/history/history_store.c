@@ -87,7 +87,8 @@ int hist_default_path(char *out, size_t len, int create, char *err, size_t errle
 
 	if (xdg && xdg[0] == '/' && strlen(xdg) < 2048) {
 		snprintf(out, len, "%s/ebpfprof/history.db", xdg);
-		return create ? make_folders(out, strlen(xdg), err, errlen) : 0;
+		/* the folder itself too, if it is not there yet */
+		return create ? make_folders(out, 0, err, errlen) : 0;
 	}
 	/* sudo's HOME may be root's: the user's home is theirs in passwd */
 	if (sudo_user(&uid, &gid)) {
