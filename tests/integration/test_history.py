@@ -190,25 +190,59 @@ def test_four_writers_lose_nothing(one_recording, tmp_path):
     assert whole_runs(db)
 
 
+def in_transaction(db):
+    """Whether a writer holds the database's write lock (is inside a run's
+    transaction): taking it ourselves without waiting fails then."""
+    c = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        c.execute("BEGIN IMMEDIATE")
+        c.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError as e:
+        assert "locked" in str(e) or "busy" in str(e), e
+        return True
+    finally:
+        c.close()
+
+
+def kill_mid_insert(db, recording):
+    """Starts a writer of many runs, stops it now and then until it is
+    stopped inside a transaction, and SIGKILLs it there."""
+    w = subprocess.Popen([str(EBPFPROF), "history", "add", "--history-db", str(db), "k",
+                          *[recording] * 400], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        for attempt in range(2000):
+            time.sleep(0.001 * (attempt % 7))
+            w.send_signal(signal.SIGSTOP)
+            if in_transaction(db):
+                w.send_signal(signal.SIGKILL)
+                w.wait()
+                return True
+            w.send_signal(signal.SIGCONT)
+            if w.poll() is not None:
+                return False
+        return False
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+
+
 def test_killed_writer_leaves_a_consistent_database(one_recording, tmp_path):
     db = tmp_path / "history.db"
     assert history(db, "add", "k", one_recording).returncode == 0
-    killed = 0
-    for delay in (0.05, 0.1, 0.15, 0.2, 0.3):
-        w = subprocess.Popen([str(EBPFPROF), "history", "add", "--history-db", str(db), "k",
-                              *[one_recording] * 200], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        w.send_signal(signal.SIGKILL)
-        w.communicate()
-        killed += w.returncode == -signal.SIGKILL
-    assert killed >= 3
+    killed = sum(kill_mid_insert(db, one_recording) for _ in range(3))
+    assert killed == 3, "the writer was never caught inside a transaction"
     assert whole_runs(db)
     res = history(db, "check", "k", "--window", "2", "--last", "1")
     assert res.returncode in (0, 1), res.stderr
     assert res.stdout.startswith("series k:")
+    # and it takes runs again
+    assert history(db, "add", "k", one_recording).returncode == 0
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert whole_runs(db)
 
 
 @pytest.mark.nobpf
