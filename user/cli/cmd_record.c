@@ -308,6 +308,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid, --match or a command, not both");
 		if (o->keep && !o->rotate)
 			argp_error(state, "--keep needs --rotate");
+		if ((o->ntags || o->history_db) && !o->history)
+			argp_error(state, "--tag and --history-db need --history SERIES");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
