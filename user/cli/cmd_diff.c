@@ -46,13 +46,14 @@ static const char doc[] =
 	"  ebpfprof diff base.json new.json -f collapsed       stack count_base count_new\n"
 	"  ebpfprof diff base.json new.json -f pprof -o new.pb.gz   (BASE: new.base.pb.gz)";
 
-enum { OPT_VS = 1000, OPT_JSON, OPT_TOP, OPT_MIN_MS, OPT_MIN_REL, OPT_Z, OPT_RUN_NOISE };
+enum { OPT_VS = 1000, OPT_JSON, OPT_TOP, OPT_MIN_MS, OPT_MIN_REL, OPT_Z, OPT_RUN_NOISE, OPT_SHARE };
 
 static const struct argp_option option_list[] = {
 	{ "vs", OPT_VS, NULL, 0, "The runs before are BASE, the runs after are NEW", 0 },
 	{ "json", OPT_JSON, NULL, 0, "Report as JSON (same as -f json)", 0 },
 	{ "format", 'f', "FORMAT", 0, "text (default), json, html, collapsed or pprof", 0 },
 	{ "output", 'o', "FILE", 0, "Write to FILE (default: standard output; html and pprof need it; a name ending in .html means -f html)", 0 },
+	{ "share", OPT_SHARE, NULL, 0, "Compare functions by their share of the sampled time, not seconds per second (a machine 25% slower moves seconds, not shares); --min-ms-per-s is then in tenths of a percentage point", 0 },
 	{ "top", OPT_TOP, "N", 0, "Functions listed per direction (default 10)", 0 },
 	{ "min-ms-per-s", OPT_MIN_MS, "MS", 0, "Smallest change counted, in ms per second of recording (default 10)", 0 },
 	{ "min-change", OPT_MIN_REL, "PERCENT", 0, "Smallest change counted, in % of the larger side (default 10)", 0 },
@@ -112,6 +113,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_JSON:
 		a->format = FMT_JSON;
+		break;
+	case OPT_SHARE:
+		a->o.share = 1;
 		break;
 	case 'f':
 		a->format = format_by_name(arg);

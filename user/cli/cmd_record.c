@@ -22,6 +22,7 @@
 #include "controller.h"
 #include "frame_names.h"
 #include "grow.h"
+#include "history.h"
 #include "launch.h"
 #include "match.h"
 #include "multi.h"
@@ -56,6 +57,10 @@ struct options {
 	int gil_only;
 	int idle;
 	const char *gc_log;
+	const char *history;	/* --history SERIES: the run stored at the end */
+	const char *history_db;
+	const char *tags[HIST_MAX_TAGS];
+	size_t ntags;
 	double wait_threshold_ms;
 	double gc_min_ms;	/* chrome: shortest GC pause drawn as a slice */
 	int by_function;
@@ -81,7 +86,8 @@ static volatile sig_atomic_t forward_signal;
 /* --rotate: SIGUSR1 asks for the current period to be written now */
 static volatile sig_atomic_t cut_requested;
 
-enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES };
+enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
+       OPT_HISTORY_DB, OPT_TAG };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -106,6 +112,9 @@ static const struct argp_option option_list[] = {
 	{ "gil", 'g', NULL, 0, "Keep only samples of the thread holding the GIL", 0 },
 	{ "idle", 'i', NULL, 0, "Add off-CPU time (GIL, lock, I/O waits, sleep, preemption) as samples weighted by its duration", 0 },
 	{ "gc-log", 'G', "FILE", 0, "Write every GC pause and every long wait to FILE as JSON lines", 0 },
+	{ "history", OPT_HISTORY, "SERIES", 0, "Store the recording's figures as a run of SERIES in the run history (see ebpfprof history)", 0 },
+	{ "history-db", OPT_HISTORY_DB, "PATH", 0, "The run history's database (default: ~/.local/share/ebpfprof/history.db of the user who ran ebpfprof)", 0 },
+	{ "tag", OPT_TAG, "KEY=VALUE", 0, "--history: a tag of the run (a commit, gc-off); repeatable", 0 },
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "gc-min-ms", 'M', "MS", 0, "Chrome trace: draw GC pauses of at least MS as slices (default 0: every pause)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
@@ -170,6 +179,7 @@ static void forward_option(struct options *o, int key, char *arg)
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct options *o = state->input;
+	const char *why;
 	unsigned long v;
 
 	forward_option(o, key, arg);
@@ -222,6 +232,19 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'i':
 		o->idle = 1;
+		break;
+	case OPT_HISTORY:
+		if (!arg[0])
+			argp_error(state, "invalid --history: an empty series name");
+		o->history = arg;
+		break;
+	case OPT_HISTORY_DB:
+		o->history_db = arg;
+		break;
+	case OPT_TAG:
+		why = hist_tag_take(o->tags, &o->ntags, arg);
+		if (why)
+			argp_error(state, "%s: %s", why, arg);
 		break;
 	case 'G':
 		if (!arg[0])
@@ -285,6 +308,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid, --match or a command, not both");
 		if (o->keep && !o->rotate)
 			argp_error(state, "--keep needs --rotate");
+		if ((o->ntags || o->history_db) && !o->history)
+			argp_error(state, "--tag and --history-db need --history SERIES");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -390,6 +415,50 @@ static void fill_writer_options(struct run *run, struct writer_options *w,
 				struct recording_info *info);
 static void end_command(struct run *run);
 
+/* The run history's database: --history-db, else the user's default. */
+static int open_history(const struct options *o, struct hist_db **db, char *err, size_t len)
+{
+	char path[4096];
+
+	if (!o->history_db && hist_default_path(path, sizeof(path), 1, err, len))
+		return -1;
+	return hist_db_open(db, o->history_db ? o->history_db : path, 1, err, len);
+}
+
+/* --history: the profile as its speedscope recording, read back as diff
+ * reads it, stored as a run. A failure is said, the recording stands. */
+static void store_history(const struct options *o, const struct profile *p,
+			  const struct writer_options *wopts)
+{
+	struct hist_add add = { o->history, o->output, (long long)time(NULL), o->tags, o->ntags };
+	struct recording r;
+	struct hist_db *db = NULL;
+	char *buf = NULL, err[ERRLEN], shown[4 * ERRLEN];
+	size_t len = 0;
+	long long id = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(err, sizeof(err), "out of memory");
+	if (f && !speedscope_writer.write(p, wopts, f) && !fclose(f)) {
+		f = NULL;
+		rc = recording_read_buffer(&r, "the recording", buf, len, err, sizeof(err)) ||
+		     open_history(o, &db, err, sizeof(err)) ||
+		     hist_add_recording(db, &add, &r, &id, err, sizeof(err)) ? -1 : 0;
+	}
+	if (f)
+		fclose(f);
+	if (rc)
+		fprintf(stderr, "ebpfprof: history not stored: %s\n", printable(err, shown, sizeof(shown)));
+	else
+		fprintf(stderr, "ebpfprof: stored as run #%lld of series %s\n", id,
+			printable(o->history, shown, sizeof(shown)));
+	hist_db_close(db);
+	recording_free(&r);
+	free(buf);
+}
+
 /* A failed write (disk full) ends the launched command too: it never
  * outlives ebpfprof. */
 static void write_outputs(struct run *run, const char *profile_path, const char *gc_log_path)
@@ -404,6 +473,8 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 		end_command(run);
 		die(err);
 	}
+	if (run->o->history)
+		store_history(run->o, recorder_profile(run->rec), &wopts);
 	if (gc_log_path && report_gc_log(gc_log_path, recorder_analysis(run->rec),
 					 recorder_profile(run->rec),
 					 (uint64_t)(run->o->wait_threshold_ms * 1e6))) {
@@ -573,6 +644,14 @@ static void check_environment(struct options *o, char *output, size_t outlen)
 		die(err);
 	if (o->gc_log && preflight_output(o->gc_log, err, sizeof(err)))
 		die(err);
+	if (o->history) {
+		struct hist_db *db;
+
+		/* a database refused is said before the recording, not after */
+		if (open_history(o, &db, err, sizeof(err)))
+			die(err);
+		hist_db_close(db);
+	}
 }
 
 static void on_forward_signal(int sig)

@@ -13,6 +13,7 @@ int cmd_record(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 
 /* 1 if s ends with suffix (a file name with a format's ending). */
 static inline int ends_with(const char *s, const char *suffix)

@@ -7,6 +7,7 @@
  *   ebpfprof diff BASE NEW
  *   ebpfprof dump --pid PID
  *   ebpfprof top --pid PID
+ *   ebpfprof history add|list|show|check|plot ...
  */
 #include <argp.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ static const struct subcommand subcommands[] = {
 	{ "diff", cmd_diff },
 	{ "dump", cmd_dump },
 	{ "top", cmd_top },
+	{ "history", cmd_history },
 };
 
 #define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

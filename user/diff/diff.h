@@ -51,6 +51,8 @@ struct recording {
 	 * recording older or newer than this binary still compares */
 	char unknown_states[160];
 	unsigned missing_states;	/* a bit per enum sample_state */
+	char python[16];	/* the CPython version ("3.11"), "" if not said */
+	char *command;		/* the file's name: what was profiled, or NULL */
 	int idle, gil_only;	/* recorded with --idle, --gil; -1 not said */
 	int gc_exact;		/* GC time from the collector's probes, not samples */
 	int on_cpu_exact;	/* on-CPU state time from the scheduler, not samples */
@@ -122,6 +124,10 @@ struct diff_opts {
 	double min_abs;		/* smallest change counted, seconds per second */
 	double min_rel;		/* smallest change counted, relative to the larger side */
 	int top;		/* functions listed per direction */
+	/* --share: a function's time as its share of its run's sampled time
+	 * (times the run's length, so that a line's rate is its share): a
+	 * machine that runs the same work 25% slower moves seconds, not shares */
+	int share;
 };
 
 struct diff {
@@ -152,6 +158,10 @@ void diff_fmt_rel(char *out, size_t len, const struct diff_line *l);
 double diff_state_amount(const struct diff *d, int state, int side);
 /* The one-line summary for the GC question. */
 void diff_summary(const struct diff *d, char *out, size_t len);
+
+/* The frame a [GIL holders] sample is blamed on: its innermost Python
+ * frame, else its innermost (a marker); NULL if none is of p. */
+const struct frame_info *diff_holder_frame(const struct profile *p, const struct sample *s);
 
 /* ---- outputs ---- */
 int diff_report_text(FILE *f, const struct diff *d);

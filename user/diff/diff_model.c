@@ -268,6 +268,22 @@ struct run_fns {
 	size_t *seen;
 };
 
+/* The time of a recording's samples, in seconds (at least a nanosecond). */
+static double sampled_seconds(const struct profile *p)
+{
+	double sum = 0;
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++) {
+		struct sample_iter it;
+		struct sample s;
+
+		for (sample_iter_init(&it, p, &p->threads[i]); sample_iter_next(&it, &s);)
+			sum += s.weight_ns / 1e9;
+	}
+	return sum > 1e-9 ? sum : 1e-9;
+}
+
 static int add_functions(struct diff *d, struct line_index *ix, int side, size_t run,
 			 const struct recording *r)
 {
@@ -276,6 +292,7 @@ static int add_functions(struct diff *d, struct line_index *ix, int side, size_t
 	size_t i, serial = 0;
 	uint32_t k;
 	int err = !rf.of_frame;
+	double to_share = 1;	/* seconds to what a line holds */
 
 	for (i = 0; !err && i < p->nframes; i++) {
 		rf.of_frame[i] = fn_line(d, ix, &p->frames[i]);
@@ -283,12 +300,14 @@ static int add_functions(struct diff *d, struct line_index *ix, int side, size_t
 	}
 	rf.seen = err ? NULL : calloc(d->nlines + 1, sizeof(size_t));
 	err = err || !rf.seen;
+	if (!err && d->o.share)
+		to_share = r->wall_s / sampled_seconds(p);
 	for (i = 0; !err && i < p->nthreads; i++) {
 		struct sample_iter it;
 		struct sample sample, *s = &sample;
 
 		for (sample_iter_init(&it, p, &p->threads[i]); sample_iter_next(&it, s);) {
-			double v = s->weight_ns / 1e9, n = v * r->rate_hz;
+			double n = s->weight_ns / 1e9 * r->rate_hz, v = s->weight_ns / 1e9 * to_share;
 			long self = rf.of_frame[s->frames[s->nframes - 1]];
 
 			serial++;
@@ -312,7 +331,7 @@ static int add_functions(struct diff *d, struct line_index *ix, int side, size_t
 
 /* The innermost Python frame of a stack, else its innermost frame (a
  * marker: [GIL changed hands], [no samples]). */
-static const struct frame_info *holder_frame(const struct profile *p, const struct sample *s)
+const struct frame_info *diff_holder_frame(const struct profile *p, const struct sample *s)
 {
 	uint32_t i;
 
@@ -338,7 +357,7 @@ static int add_holders(struct diff *d, struct line_index *ix, int side, size_t r
 
 		key.process = h->threads[i].process;
 		for (sample_iter_init(&it, h, &h->threads[i]); sample_iter_next(&it, &s);) {
-			const struct frame_info *fr = s.nframes ? holder_frame(&r->prof, &s) : NULL;
+			const struct frame_info *fr = s.nframes ? diff_holder_frame(&r->prof, &s) : NULL;
 			double v = s.weight_ns / 1e9;
 
 			if (!fr)

@@ -385,6 +385,11 @@ static int flag(json_t *obj, const char *key)
 static void read_options(struct recording *r, json_t *e)
 {
 	const char *gc_timing = str_or(e, "gc_timing", "");
+	const char *python = str_or(e, "python", "");
+
+	/* "3.11": digits and dots only, else left out */
+	if (strlen(python) < sizeof(r->python) && strspn(python, "0123456789.") == strlen(python))
+		strcpy(r->python, python);
 
 	r->idle = flag(e, "idle");
 	r->gil_only = flag(e, "gil");
@@ -448,6 +453,8 @@ static int read_root(struct recording *r, const char *path, json_t *root, json_e
 		snprintf(err, errlen, "%s: %s (line %d)", path, jerr->text, jerr->line);
 		return -1;
 	}
+	if (json_string_value(json_object_get(root, "name")))
+		r->command = strdup(json_string_value(json_object_get(root, "name")));
 	rc = read_ebpfprof(r, root, why, sizeof(why)) ||
 	     read_frames(r, root, why, sizeof(why)) ||
 	     read_profiles(r, root, why, sizeof(why));
@@ -531,6 +538,7 @@ void recording_free(struct recording *r)
 	free(r->threads);
 	free(r->gcs);
 	free(r->frame_map);
+	free(r->command);
 	profile_free(&r->prof);
 	profile_free(&r->holders);
 }

@@ -203,6 +203,9 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 		noise += v[i]->verdict == VERDICT_NOISE;
 	if (kind == LINE_HOLDER)
 		fprintf(f, "\nGIL waits by what the GIL holder ran, per second of recording:\n");
+	else if (d->o.share)
+		fprintf(f, "\nfunctions, %s time, share of the sampled time (--share):\n",
+			kind == LINE_SELF ? "self" : "total");
 	else
 		fprintf(f, "\nfunctions, %s time, per second of recording:\n",
 			kind == LINE_SELF ? "self" : "total");
@@ -213,8 +216,12 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 				continue;
 			line_label(label, sizeof(label), v[i]);
 			diff_fmt_rel(rel, sizeof(rel), v[i]);
-			fprintf(f, "    %+8.3f s/s  %6s  %.3f -> %.3f s/s  %s\n", v[i]->delta, rel,
-				v[i]->rate[0], v[i]->rate[1], label);
+			if (d->o.share && kind != LINE_HOLDER)
+				fprintf(f, "    %+7.1f pts  %6s  %.1f%% -> %.1f%%  %s\n", 100 * v[i]->delta,
+					rel, 100 * v[i]->rate[0], 100 * v[i]->rate[1], label);
+			else
+				fprintf(f, "    %+8.3f s/s  %6s  %.3f -> %.3f s/s  %s\n", v[i]->delta, rel,
+					v[i]->rate[0], v[i]->rate[1], label);
 			shown++;
 		}
 		if (!shown)
@@ -402,6 +409,8 @@ int diff_report_json(FILE *f, const struct diff *d)
 		"\"prior_df\":%d,\"min_abs_s_per_s\":%g,\"min_rel\":%g}",
 		d->nruns[0] > 1 || d->nruns[1] > 1 ? "spread" : "poisson", d->o.z, d->o.run_noise,
 		DIFF_PRIOR_DF, d->o.min_abs, d->o.min_rel);
+	/* --share: the functions' *_per_s are shares of the sampled time */
+	fprintf(f, ",\n\"functions_by\":\"%s\"", d->o.share ? "share" : "per_second");
 	json_changes(f, d);
 	json_lines(f, "states", d, LINE_STATE, 0, 0, 0);
 	json_gc(f, d);
