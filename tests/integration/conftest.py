@@ -82,6 +82,11 @@ def interpreters():
 
 def require_interpreter(name):
     it = interpreters()[name]
+    if it.argv is None and name.startswith("pyenv-"):
+        minor = name.split("-")[1]
+        cannot_run(f"{name}: no {PYENV}/{minor}.*/bin/python{minor}, and this project cannot install "
+                   f"it: no reachable Debian suite carries python{minor} (python.org and PyPI are "
+                   f"out of reach here); build it with `pyenv install {minor}`")
     if it.argv is None:
         cannot_run(f"{name}: interpreter not installed")
     if it.chroot:
