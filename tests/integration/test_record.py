@@ -1,5 +1,6 @@
 """Issue 2: sampling, symbolizing, the speedscope output, launch/attach, endings."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -90,8 +91,11 @@ def test_1000_deep_recursion_is_truncated_with_a_marker(workloads, out):
     stacks = [names for names, _ in prof.stacks()]
     assert stacks and all(names[0] == "[truncated]" for names in stacks)
     assert all(names[-1] == "floor" for names in stacks)
-    assert max(len(names) for names in stacks) >= 129
-    assert "0 lost" in res.stderr
+    # the contract (README, Using it): the innermost 512 frames under [truncated]
+    assert {len(names) for names in stacks} == {1 + 512}, {len(names) for names in stacks}
+    assert all(names[1:] == ["dive"] * 511 + ["floor"] for names in stacks)
+    # exactly none lost: "10 lost" must not pass
+    assert re.search(r"\d samples, 0 lost, ", res.stderr), res.stderr
 
 
 def test_launch_mode_profiles_the_command_until_it_exits(out):
