@@ -40,8 +40,11 @@ def test_gc_pauses_match_the_workloads_own_record(interp_name, probe, workloads,
     prof = Profile(path)
     gc_stacks = [names for names, _ in prof.stacks() if names[-1].startswith("[GC gen ")]
     assert gc_stacks, "no sample carries a [GC gen N] frame"
-    # (a collection with no Python frame under it is the one at interpreter shutdown)
-    assert all("churn" in names for names in gc_stacks if len(names) > 1)
+    # (a collection with no Python frame under it is the one at interpreter shutdown:
+    # one at most, the rest must carry the stack that triggered them)
+    with_python = [names for names in gc_stacks if len(names) > 1]
+    assert len(gc_stacks) - len(with_python) <= max(1, 0.02 * len(gc_stacks)), f"{len(gc_stacks) - len(with_python)} GC samples without a Python stack"
+    assert with_python and all("churn" in names for names in with_python)
     # the longest pauses are listed with the stack that triggered them
     assert "garbage collections" in err and "the longest" in err and "churn (" in err
 
