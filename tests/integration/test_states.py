@@ -58,30 +58,100 @@ def thread_totals(prof, name, reasons=("[GIL wait]", "[waiting for GC]", "[lock 
     return out
 
 
+class SchedStat:
+    """Each task's own kernel account, /proc/PID/task/TID/schedstat (ns on
+    the CPU, ns runnable but waiting for one), read every 20 ms with
+    time.monotonic(), so that it can be cut to a recording's window."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.reads, self.stop = pid, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            now, row = time.monotonic(), {}
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                try:
+                    on, runq, _ = open(f"/proc/{self.pid}/task/{tid}/schedstat").read().split()
+                    row[int(tid)] = (int(on) / 1e9, int(runq) / 1e9)
+                except (OSError, ValueError):
+                    pass
+            self.reads.append((now, row))
+            time.sleep(0.02)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+
+    def at(self, tid, t):
+        """(on-CPU s, runnable-waiting s) of tid at time t, interpolated."""
+        before = [(at, row[tid]) for at, row in self.reads if at <= t and tid in row]
+        after = [(at, row[tid]) for at, row in self.reads if at >= t and tid in row]
+        assert before and after, f"no schedstat read of {tid} around {t}"
+        (t0, a), (t1, b) = before[-1], after[0]
+        f = (t - t0) / (t1 - t0) if t1 > t0 else 0
+        return tuple(x + f * (y - x) for x, y in zip(a, b))
+
+
+def thread_truth(stat, head, tid):
+    """tid's on-CPU and runnable-waiting seconds over the recording."""
+    start, end = head["monotonic_start_s"], head["monotonic_start_s"] + head["duration_s"]
+    a, b = stat.at(tid, start), stat.at(tid, end)
+    return b[0] - a[0], b[1] - a[1]
+
+
 @pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
 def test_thread_states_are_classified(interp_name, workloads, out, tmp_path):
     interp = require_interpreter(interp_name)
     w = workloads(interp, "thread_mix.py", seconds=8)
     time.sleep(1)
-    path = out()
-    res = run_ebpfprof("--pid", w.pid, "-d", 4, "--idle", "-o", path, check=True)
+    path, log = out(), tmp_path / "gc.jsonl"
+    stat = SchedStat(w.pid)
+    try:
+        res = run_ebpfprof("--pid", w.pid, "-d", 4, "--idle", "--gc-log", log, "-o", path, check=True)
+    finally:
+        stat.finish()
+    head, _, _ = read_gc_log(log)
     prof = Profile(path)
-    for spinner in ("spinner-1", "spinner-2"):
-        s = thread_totals(prof, spinner)
-        # two spinners and a main thread share one GIL: a large share of GIL
-        # wait, less on a loaded machine where other jobs preempt them too
-        # (measured 0.25-0.38 with the old and the new off-CPU path alike)
-        assert 0.20 <= s["[GIL wait]"] <= 0.70, (spinner, s)
-    locker = thread_totals(prof, "locker")
-    assert locker["[lock wait]"] >= 0.9 and locker["[GIL wait]"] == 0, locker
-    assert thread_totals(prof, "reader")["[I/O wait]"] >= 0.9
-    sleeper = thread_totals(prof, "sleeper")
-    assert sleeper["[sleep]"] >= 0.5 and sleeper["[sleep]"] == max(sleeper.values()), sleeper
+    rate = prof.doc["ebpfprof"]["rate_hz"]
+    threads = {t["name"]: t for t in prof.doc["ebpfprof"]["threads"]}
+    # Each thread is in one state but for its CPU time and its time runnable,
+    # which the kernel counts for it (schedstat): the exact total of that
+    # state must be the rest of the window (one read apart at each end: 0.05
+    # s), and its CPU time the kernel's. A spinner's wake-up latency after
+    # the GIL is handed to it counts as GIL wait here and as runnable there.
+    # The sleeper takes the GIL back after each sleep: its rest is sleep and GIL wait.
+    for name, blocked in (("spinner-1", ["gil-wait"]), ("spinner-2", ["gil-wait"]),
+                          ("locker", ["lock-wait"]), ("reader", ["io"]), ("sleeper", ["sleep", "gil-wait"])):
+        t = threads[name]
+        on_cpu, runnable = thread_truth(stat, head, t["tid"])
+        # the recording's window, not observed_s: that is the sum of the states
+        states, window = t["states_s"], head["duration_s"]
+        assert abs(states["on-cpu"] + states["gc"] - on_cpu) <= 0.05, (name, states, on_cpu)
+        assert states["preempted"] <= runnable + 0.05, (name, states, runnable)
+        rest, got = window - on_cpu, sum(states[b] for b in blocked)
+        assert rest - runnable - 0.05 <= got <= rest + 0.05, (name, blocked, states, on_cpu, runnable)
+        # and the samples: each state's share within 4 binomial sigmas of
+        # the exact one (window * rate points, drawn a period apart)
+        n = window * rate
+        sampled = thread_totals(prof, name)
+        for exact_key, leaf in [(b, LEAF[b]) for b in blocked] + [("on-cpu", "on-cpu")]:
+            p = states[exact_key] / window
+            bound = 4 * (max(p * (1 - p), 1 / n) / n) ** 0.5
+            assert abs(sampled[leaf] - p) <= bound, (name, leaf, sampled[leaf], p, bound)
+    # a spinner and the main thread share one GIL with the other: much of its time is GIL wait
+    assert min(threads[s]["states_s"]["gil-wait"] for s in ("spinner-1", "spinner-2")) > 0.2 * 4
+    assert threads["locker"]["states_s"]["gil-wait"] == 0
     # the reasons come with the Python stack the thread left the CPU with
     reader = prof.profile('"reader"')
     assert any(names[-2:] == ["reader", "[I/O wait]"] for names, _ in prof.stacks(reader))
     # and the summary table names the same states
     assert "GIL wait" in res.stderr and "lock wait" in res.stderr
+
+
+LEAF = {"gil-wait": "[GIL wait]", "lock-wait": "[lock wait]", "io": "[I/O wait]", "sleep": "[sleep]"}
 
 
 def test_waiting_for_gc_matches_the_collectors_gc_time(workloads, out, tmp_path):
