@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from conftest import Profile, go_file, read_gc_log, require_interpreter, run_ebpfprof, wait_for_go
+from conftest import (Profile, SchedStat, check_exact_states, go_file, read_gc_log, require_interpreter,
+                      run_ebpfprof, wait_for_go)
 
 
 @pytest.mark.parametrize("interp_name,probe", [("debian-3.11", "USDT probes"),
@@ -58,50 +59,6 @@ def thread_totals(prof, name, reasons=("[GIL wait]", "[waiting for GC]", "[lock 
     return out
 
 
-class SchedStat:
-    """Each task's own kernel account, /proc/PID/task/TID/schedstat (ns on
-    the CPU, ns runnable but waiting for one), read every 20 ms with
-    time.monotonic(), so that it can be cut to a recording's window."""
-
-    def __init__(self, pid):
-        import threading
-        self.pid, self.reads, self.stop = pid, [], threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self.stop.is_set():
-            now, row = time.monotonic(), {}
-            for tid in os.listdir(f"/proc/{self.pid}/task"):
-                try:
-                    on, runq, _ = open(f"/proc/{self.pid}/task/{tid}/schedstat").read().split()
-                    row[int(tid)] = (int(on) / 1e9, int(runq) / 1e9)
-                except (OSError, ValueError):
-                    pass
-            self.reads.append((now, row))
-            time.sleep(0.02)
-
-    def finish(self):
-        self.stop.set()
-        self.thread.join()
-
-    def at(self, tid, t):
-        """(on-CPU s, runnable-waiting s) of tid at time t, interpolated."""
-        before = [(at, row[tid]) for at, row in self.reads if at <= t and tid in row]
-        after = [(at, row[tid]) for at, row in self.reads if at >= t and tid in row]
-        assert before and after, f"no schedstat read of {tid} around {t}"
-        (t0, a), (t1, b) = before[-1], after[0]
-        f = (t - t0) / (t1 - t0) if t1 > t0 else 0
-        return tuple(x + f * (y - x) for x, y in zip(a, b))
-
-
-def thread_truth(stat, head, tid):
-    """tid's on-CPU and runnable-waiting seconds over the recording."""
-    start, end = head["monotonic_start_s"], head["monotonic_start_s"] + head["duration_s"]
-    a, b = stat.at(tid, start), stat.at(tid, end)
-    return b[0] - a[0], b[1] - a[1]
-
-
 @pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
 def test_thread_states_are_classified(interp_name, workloads, out, tmp_path):
     interp = require_interpreter(interp_name)
@@ -126,13 +83,8 @@ def test_thread_states_are_classified(interp_name, workloads, out, tmp_path):
     for name, blocked in (("spinner-1", ["gil-wait"]), ("spinner-2", ["gil-wait"]),
                           ("locker", ["lock-wait"]), ("reader", ["io"]), ("sleeper", ["sleep", "gil-wait"])):
         t = threads[name]
-        on_cpu, runnable = thread_truth(stat, head, t["tid"])
-        # the recording's window, not observed_s: that is the sum of the states
+        check_exact_states(t, stat, head, blocked)
         states, window = t["states_s"], head["duration_s"]
-        assert abs(states["on-cpu"] + states["gc"] - on_cpu) <= 0.05, (name, states, on_cpu)
-        assert states["preempted"] <= runnable + 0.05, (name, states, runnable)
-        rest, got = window - on_cpu, sum(states[b] for b in blocked)
-        assert rest - runnable - 0.05 <= got <= rest + 0.05, (name, blocked, states, on_cpu, runnable)
         # and the samples: each state's share within 4 binomial sigmas of
         # the exact one (window * rate points, drawn a period apart)
         n = window * rate
