@@ -84,9 +84,12 @@ def require_interpreter(name):
     it = interpreters()[name]
     if it.argv is None and name.startswith("pyenv-"):
         minor = name.split("-")[1]
+        why = (f"no reachable Debian suite carries python{minor}" if minor in ("3.8", "3.10", "3.12") else
+               "Debian's builds of it are stripped and have USDT probes; this case is for a shared, "
+               "unstripped libpython timed by uprobes")
         cannot_run(f"{name}: no {PYENV}/{minor}.*/bin/python{minor}, and this project cannot install "
-                   f"it: no reachable Debian suite carries python{minor} (python.org and PyPI are "
-                   f"out of reach here); build it with `pyenv install {minor}`")
+                   f"it ({why}; python.org and PyPI are out of reach here): build it with "
+                   f"`pyenv install {minor}`")
     if it.argv is None:
         cannot_run(f"{name}: interpreter not installed")
     if it.chroot:
