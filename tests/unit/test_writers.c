@@ -25,6 +25,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <jansson.h>
 #include <cmocka.h>
 #include "cannot_run.h"
 #include "analysis.h"
@@ -1484,6 +1485,53 @@ static uint64_t golden_hash(const struct profile *p, const struct writer_options
 }
 
 /*
+ * The golden speedscope file read by another JSON reader (jansson), not only
+ * hashed: every thread of the profile has exactly one profile there, a
+ * timeline whose weights add up to its end, with a stack in some samples.
+ * (Its samples past the 30 s axis are cut, so their weights are not the
+ * model's: the hash below holds those.)
+ */
+static void check_speedscope_against_model(const struct profile *p, const struct writer_options *o)
+{
+	char *buf = NULL, name[64];
+	size_t len = 0, i, j, k;
+	json_error_t error;
+	json_t *doc, *prof, *w;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(speedscope_writer.write(p, o, f), 0);
+	assert_int_equal(fclose(f), 0);
+	doc = json_loads(buf, 0, &error);
+	assert_non_null(doc);
+	for (k = 0; k < p->nthreads; k++) {
+		const struct thread_profile *t = &p->threads[k];
+		double timeline = 0, stacked = 0;
+		int hits = 0;
+
+		snprintf(name, sizeof(name), "(pid %d) Thread %d", t->pid, t->tid);
+		json_array_foreach(json_object_get(doc, "profiles"), i, prof) {
+			const char *pn = json_string_value(json_object_get(prof, "name"));
+
+			if (!pn || !strstr(pn, name))
+				continue;
+			hits++;
+			json_array_foreach(json_object_get(prof, "weights"), j, w) {
+				timeline += json_number_value(w);
+				if (json_array_size(json_array_get(json_object_get(prof, "samples"), j)))
+					stacked += json_number_value(w);
+			}
+			assert_true(timeline == json_number_value(json_object_get(prof, "endValue")) -
+					       json_number_value(json_object_get(prof, "startValue")));
+		}
+		assert_int_equal(hits, 1);
+		assert_true(stacked > 0);
+	}
+	json_decref(doc);
+	free(buf);
+}
+
+/*
  * Every format's bytes from a large made-up profile, against what the writers
  * wrote before the profile's storage changed: a change of the storage or of
  * a writer's structure must not change the output.
@@ -1505,6 +1553,7 @@ static void test_golden_outputs(void **state)
 	(void)state;
 	golden_profile(&p, &a);
 	o.analysis = &a;
+	check_speedscope_against_model(&p, &o);
 	for (round = 0; round < 2; round++) {
 		if (round) {	/* --idle's way: waits as samples, fitted */
 			assert_int_equal(analysis_add_idle_samples(&a, &p), 0);
