@@ -71,7 +71,7 @@ $(OUTPUT)/ebpfprof.bpf.o: $(BPF_OBJS)
 $(OUTPUT)/ebpfprof.skel.h: $(OUTPUT)/ebpfprof.bpf.o
 	$(BPFTOOL) gen skeleton $< name ebpfprof_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/user/record/session.o: $(OUTPUT)/ebpfprof.skel.h
+$(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/record/session*.c)): $(OUTPUT)/ebpfprof.skel.h
 
 $(OUTPUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
 	@mkdir -p $(@D)
@@ -96,7 +96,7 @@ ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-
 ASAN_OBJS   := $(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(filter-out user/cli/main.c,$(USER_SRCS)))
 ASAN_BINS   := $(patsubst tests/unit/%.c,$(ASAN_OUT)/tests/%,$(UNIT_SRCS))
 
-$(ASAN_OUT)/user/record/session.o: $(OUTPUT)/ebpfprof.skel.h
+$(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(wildcard user/record/session*.c)): $(OUTPUT)/ebpfprof.skel.h
 
 $(ASAN_OUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
 	@mkdir -p $(@D)
@@ -124,12 +124,13 @@ fuzz_linetable_SRCS     := user/cpython/py_linetable.c
 fuzz_elf_SRCS           := user/base/elf_syms.c
 fuzz_elf_LIBS           := -lelf
 fuzz_debug_offsets_SRCS := user/cpython/py_debug_offsets.c user/cpython/py_layout_table.c user/base/remote.c \
+			   user/base/remote_reader.c \
 			   user/base/grow.c
-fuzz_pystr_SRCS         := user/cpython/py_str.c
-fuzz_json_SRCS          := user/base/json.c user/base/printable.c
+fuzz_pystr_SRCS         := user/cpython/py_str.c user/base/utf8.c
+fuzz_json_SRCS          := user/base/json.c user/base/printable.c user/base/utf8.c
 fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/diff/diff_report.c user/diff/diff_flame.c \
 			   user/diff/diff_folded.c user/model/profile.c user/model/sample_log.c user/base/grow.c \
-			   user/model/states.c user/base/json.c user/base/printable.c
+			   user/model/states.c user/base/json.c user/base/printable.c user/base/utf8.c
 fuzz_recording_LIBS     := -ljansson -lm
 fuzz_native_SRCS        := user/native/native_unwind.c user/native/eh_frame_hdr.c user/base/mapped_file.c \
 			   user/base/clock.c user/base/grow.c

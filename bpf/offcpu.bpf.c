@@ -241,54 +241,7 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	st->stack_id = ev->stack_id;
 }
 
-/* One clock read per program run, taken when first needed: most switches
- * on the machine are of other processes and need none. */
-static __always_inline __u64 clock_now(__u64 *now)
-{
-	if (!*now)
-		*now = bpf_ktime_get_ns();
-	return *now;
-}
-
-/*
- * The sampler's per-thread clock (maps.bpf.h): a profiled thread leaving
- * the CPU keeps its time not yet in a sample in its storage; switch-in puts
- * it on the CPU's clock with the run's start. Both run with interrupts off,
- * so no tick on this CPU comes in between. Only switches of threads with
- * storage look the clock up, not every switch on the machine; a profiled
- * thread's switch-out clears it even when storage is refused, so a switch-in
- * not seen leaves the thread to the fallback weight, not to a stale clock.
- */
-static __always_inline struct ep_cpu_clock *cpu_clock_here(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpu_clock, &zero);
-}
-
-static __always_inline void run_clock_out(struct task_struct *prev, struct ep_offcpu_task *st,
-					  __u64 now)
-{
-	struct ep_cpu_clock *c = cpu_clock_here();
-
-	if (!c)
-		return;
-	if (st && c->run_tid == prev->pid)
-		st->unsampled_ns = c->run_carry_ns + (now > c->run_from ? now - c->run_from : 0);
-	c->run_tid = 0;
-}
-
-static __always_inline void run_clock_in(struct task_struct *next, struct ep_offcpu_task *st,
-					 __u64 now)
-{
-	struct ep_cpu_clock *c = cpu_clock_here();
-
-	if (!c)
-		return;
-	c->run_tid = next->pid;
-	c->run_carry_ns = st->unsampled_ns;
-	c->run_from = now;
-}
+#include "cpu_clock.bpf.h"
 
 /* The kernel notifies the task's rseq area on every return to user mode
  * after a switch (and runs the rseq_update tracepoint then). */
@@ -438,170 +391,7 @@ static __always_inline void add_total(struct task_struct *task, struct ep_offcpu
 	__sync_fetch_and_add(&t->ns, ns);
 }
 
-static __always_inline int blame_slot_empty(const struct ep_blame_slot *b)
-{
-	return !b->t[0].count && !b->t[0].ns && !b->t[1].count && !b->t[1].ns;
-}
-
-/* The holder's slot in the thread's storage: its own, else one without
- * time (the drain reads a slot's time before its holder, and takes a slot's
- * time out only after reading both, so a slot it reads as holding time
- * keeps its holder until then). NULL when all are taken: the map then. */
-static __always_inline struct ep_blame_slot *blame_slot(struct ep_offcpu_task *st, __u64 holder)
-{
-	int i;
-
-	for (i = 0; i < EP_BLAME_SLOTS; i++)
-		if (st->blame[i].holder == holder)
-			return &st->blame[i];
-	for (i = 0; i < EP_BLAME_SLOTS; i++) {
-		if (blame_slot_empty(&st->blame[i])) {
-			EP_ONCE(st->blame[i].holder) = holder;
-			return &st->blame[i];
-		}
-	}
-	return NULL;
-}
-
-/* Adds a GIL wait's time, plain (ns[0]) and behind a collection (ns[1]),
- * under its holder: in the thread's storage as its totals are, else (an
- * exiting thread, a process without a drain iterator, slots full) the map. */
-static __always_inline void add_blame(struct task_struct *task, struct ep_offcpu_task *st,
-				      __u64 holder, const __u64 ns[2])
-{
-	struct ep_blame_slot *slot = NULL;
-	int kind;
-
-	if (st->totals_in_task && !(task->flags & PF_EXITING))
-		slot = blame_slot(st, holder);
-	for (kind = 0; kind < 2; kind++) {
-		if (!ns[kind])
-			continue;
-		if (!slot) {
-			add_blame_map(st, holder, kind, 1, ns[kind]);
-			continue;
-		}
-		__sync_fetch_and_add(&slot->t[kind].count, 1);
-		__sync_fetch_and_add(&slot->t[kind].ns, ns[kind]);
-	}
-}
-
-/* Per process (slot pid % EP_HANDOFF_SLOTS, the pid in it): when waiters
- * of its GIL went to take it, by the switch number their taking makes (4
- * latest): the moment of a hand-over, approximately (a waiter woken with
- * another may lose the GIL to it). An array: its lookup is inlined, where a
- * hash lookup on every GIL wait cost ~50 ns. Two processes sharing a slot
- * take it from each other (a split then not made). */
-#define EP_HANDOFF_SLOTS	1024
-
-struct ep_gil_handoffs {
-	__u32 pid;
-	__u32 pad;
-	__u64 switch_number[4];
-	__u64 ts[4];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, EP_HANDOFF_SLOTS);
-	__type(key, __u32);
-	__type(value, struct ep_gil_handoffs);
-} gil_handoffs SEC(".maps");
-
-static __always_inline struct ep_gil_handoffs *handoffs_of(__u32 pid)
-{
-	__u32 slot = pid % EP_HANDOFF_SLOTS;
-
-	return bpf_map_lookup_elem(&gil_handoffs, &slot);
-}
-
-/* A waiter returns to take the GIL (in: as it is now): its switch number
- * becomes in's + 1 about now. */
-static __always_inline void note_taking(__u32 pid, const struct ep_gil_seen *in, __u64 now)
-{
-	struct ep_gil_handoffs *h = handoffs_of(pid);
-	__u64 sn = in->switch_number + 1;
-
-	if (!in->holder || !h)
-		return;
-	if (h->pid != pid) {
-		h->pid = pid;
-		h->switch_number[0] = h->switch_number[1] = 0;
-		h->switch_number[2] = h->switch_number[3] = 0;
-	}
-	h->switch_number[sn & 3] = sn;
-	h->ts[sn & 3] = now;
-}
-
-/* When the GIL went to the holder that made switch number sn; 0: not seen. */
-static __always_inline __u64 handoff_at(__u32 pid, __u64 sn)
-{
-	struct ep_gil_handoffs *h = handoffs_of(pid);
-
-	return h && h->pid == pid && h->switch_number[sn & 3] == sn ? h->ts[sn & 3] : 0;
-}
-
-static __always_inline __u64 min_u64(__u64 a, __u64 b)
-{
-	return a < b ? a : b;
-}
-
-/*
- * A wait across exactly one hand-over whose moment a waiter's taking showed:
- * the part before it to the holder at the start, the rest to the one at the
- * end, the part behind a collection where it was (first, or last). 0 when
- * it cannot be split.
- */
-static __always_inline int split_at_handoff(struct task_struct *task, struct ep_offcpu_task *st,
-					    const struct ep_gil_seen *in, const __u64 ns[2])
-{
-	__u64 at, before, a[2], b[2];
-
-	if (in->switch_number != st->gil_out.switch_number + 1 || !st->gil_out.locked)
-		return 0;
-	at = handoff_at(st->pid, in->switch_number);
-	if (at <= st->blame_start || at >= st->blame_end)
-		return 0;
-	before = at - st->blame_start;
-	/* constant indexes: the verifier refuses a variable one on the stack */
-	if (st->blame_gc_first) {
-		a[1] = min_u64(ns[1], before);
-		a[0] = min_u64(ns[0], before - a[1]);
-	} else {
-		a[0] = min_u64(ns[0], before);
-		a[1] = min_u64(ns[1], before - a[0]);
-	}
-	b[0] = ns[0] - a[0];
-	b[1] = ns[1] - a[1];
-	add_blame(task, st, st->gil_out.holder, a);
-	add_blame(task, st, in->holder, b);
-	count(EP_CNT_GIL_SPLIT);
-	return 1;
-}
-
-/* The GIL wait whose end is seen now (in: the GIL then) goes to its
- * holder(s); a record still waiting for its stack names the one at its
- * end. taking: the waiter returns to take the GIL now. Returns the holder. */
-static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_offcpu_task *st,
-					  const struct ep_gil_seen *in, int taking)
-{
-	__u64 ns[2] = { st->blame_ns[0], st->blame_ns[1] }, holder;
-
-	if (!ns[0] && !ns[1])
-		return EP_BLAME_UNKNOWN;
-	st->blame_ns[0] = st->blame_ns[1] = 0;
-	count(EP_CNT_GIL_BLAMED);
-	holder = ep_gil_blame(&st->gil_out, in);
-	if (holder == EP_BLAME_CHANGED && split_at_handoff(task, st, in, ns))
-		holder = in->holder;
-	else
-		add_blame(task, st, holder, ns);
-	if (taking)
-		note_taking(st->pid, in, st->blame_end);
-	if (st->pending.kind)
-		st->pending.holder = holder;
-	return holder;
-}
+#include "blame.bpf.h"
 
 /* The start of a run whose switch-in was not seen (the thread had no
  * storage then): a thread started since its process is profiled has run
@@ -726,35 +516,6 @@ static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u
 	send_record(&rec);
 }
 
-/*
- * A GIL wait ends: its time goes to the holder once the GIL is read again,
- * in the waiter's own address space: on its return to user mode when its
- * stack is taken then (EP_IV_STACK_LATER), else now if the thread leaving
- * the CPU (whose memory a read here reaches) is of the same process, else
- * not at all (holder unknown). Returns the holder if decided now.
- */
-static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct task_struct *next,
-						struct ep_offcpu_task *st, __u64 len, __u64 gc_ns)
-{
-	struct ep_gil_seen in = {};
-
-	if ((st->reason != EP_OFF_GIL && st->reason != EP_OFF_GIL_GC) ||
-	    (st->flags & EP_IV_OWN_GC))
-		return EP_BLAME_UNKNOWN;
-	if (st->reason == EP_OFF_GIL_GC)
-		gc_ns = len;
-	st->blame_ns[0] += len - gc_ns;
-	st->blame_ns[1] += gc_ns;
-	st->blame_start = st->off_ts;
-	st->blame_end = st->off_ts + len;
-	st->blame_gc_first = !!(st->flags & EP_IV_GC_FIRST);
-	if (st->flags & EP_IV_STACK_LATER)
-		return EP_BLAME_UNKNOWN;
-	if (prev->mm == next->mm)
-		read_gil(st->gil_addr, &in);
-	return settle_blame(next, st, &in, 1);
-}
-
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
 					 __u64 *now_once)
 {
@@ -769,12 +530,11 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	if (!st->off_ts)
 		return;
 	len = now > st->off_ts ? now - st->off_ts : 0;
-	if (st->reason == EP_OFF_GIL && !(st->flags & EP_IV_OWN_GC)) {
+	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags)) {
 		clock = bpf_map_lookup_elem(&gc_clocks, &st->pid);
 		if (clock)
 			gc_ns = ep_gc_clock_read(*clock, now) - st->gc_clock_out;
-		if (gc_ns > len)
-			gc_ns = len;
+		EP_GIL_WAIT_GC_CAP(gc_ns, len);
 	}
 	if (gc_ns)
 		add_total(next, st, EP_OFF_GIL_GC, gc_ns);
@@ -784,33 +544,6 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	holder = blame_at_switch_in(prev, next, st, len, gc_ns);
 	maybe_send(st, now, len, gc_ns, holder);
 	st->off_ts = 0;
-}
-
-/*
- * The CPU goes idle or comes back (the idle task, pid 0, is one side): for
- * the sampler, which leaves idle time out of a sample's weight. An idle
- * CPU's timer falls silent (seen on 6.18, in a VM: no tick at all while
- * idle), so the tick after the idle stretch would otherwise stand for it.
- * Switches run with interrupts off: no tick comes in between on this CPU.
- */
-static __always_inline void note_idle(struct task_struct *prev, struct task_struct *next,
-				      __u64 *now_once)
-{
-	struct ep_cpu_clock *c;
-	__u64 now;
-
-	if (prev->pid && next->pid)
-		return;
-	c = cpu_clock_here();
-	if (!c)
-		return;
-	now = clock_now(now_once);
-	if (!next->pid) {
-		c->idle_since = now;
-	} else if (c->idle_since) {
-		c->idle_ns += now > c->idle_since ? now - c->idle_since : 0;
-		c->idle_since = 0;
-	}
 }
 
 #define SWITCH_PROG(name, loop, atomics)						\
@@ -958,38 +691,6 @@ static __always_inline void count_running(struct task_struct *task, struct ep_of
 		__sync_fetch_and_add(&st->totals[0][EP_TOTAL_ON_CPU].ns, now - from);
 }
 
-/* Takes out the thread's GIL blame as EP_TK_BLAME records: a slot's time
- * read before its holder (see blame_slot). */
-static __always_inline void drain_blame(struct seq_file *seq, struct ep_offcpu_task *st,
-					struct ep_totals_entry *e)
-{
-	struct ep_totals *t;
-	int i, kind;
-
-	e->key.flags = EP_TK_BLAME;
-	for (i = 0; i < EP_BLAME_SLOTS; i++) {
-		for (kind = 0; kind < 2; kind++) {
-			t = &st->blame[i].t[kind];
-			e->val.count = EP_ONCE(t->count);
-			e->val.ns = EP_ONCE(t->ns);
-			if (!e->val.count && !e->val.ns)
-				continue;
-			e->key.holder = EP_ONCE(st->blame[i].holder);
-			e->key.reason = kind ? EP_OFF_GIL_GC : EP_OFF_GIL;
-			if (bpf_seq_write(seq, e, sizeof(*e)))
-				return;
-			__sync_fetch_and_add(&t->count, -e->val.count);
-			__sync_fetch_and_add(&t->ns, -e->val.ns);
-		}
-	}
-}
-
-/* Takes out the totals of one thread as ep_totals_entry records: each
- * subtracted once written, so what a switch-in adds meanwhile stays for the
- * next drain. Userspace reads at most EP_DRAIN_READ_BYTES at a time, so one
- * task's records always fit the iterator's buffer: a record written is a
- * record delivered (the kernel would show a task again after an overflow,
- * and what was subtracted would be lost). */
 SEC("iter/task")
 int offcpu_drain_totals(struct bpf_iter__task *ctx)
 {
@@ -1028,30 +729,6 @@ int offcpu_drain_totals(struct bpf_iter__task *ctx)
 	}
 	drain_blame(ctx->meta->seq, st, &e);
 	return 0;
-}
-
-/* An exiting thread's GIL blame to the map; a wait whose end was not seen
- * goes to no holder. */
-static __always_inline void exit_blame(struct task_struct *task, struct ep_offcpu_task *st)
-{
-	struct ep_gil_seen none = {};
-	struct ep_totals *t;
-	__u64 n, ns;
-	int i, kind;
-
-	settle_blame(task, st, &none, 0);
-	for (i = 0; i < EP_BLAME_SLOTS; i++) {
-		for (kind = 0; kind < 2; kind++) {
-			t = &st->blame[i].t[kind];
-			n = EP_ONCE(t->count);
-			ns = EP_ONCE(t->ns);
-			if (!n && !ns)
-				continue;
-			__sync_fetch_and_add(&t->count, -n);
-			__sync_fetch_and_add(&t->ns, -ns);
-			add_blame_map(st, st->blame[i].holder, kind, n, ns);
-		}
-	}
 }
 
 /* A thread exits: its storage goes with it, so its totals go to the map,

@@ -311,6 +311,36 @@ static inline __u64 ep_gc_clock_stop(__u64 clock, __u64 now)
 #define EP_IV_OPEN	(1u << 4)	/* still off the CPU when userspace looked */
 #define EP_IV_STACK_LATER (1u << 5)	/* stack taken on the thread's return to user mode */
 
+/*
+ * The GIL/GC split of a wait, the one arithmetic of the kernel's switch-in
+ * (bpf/offcpu.bpf.c, bpf/blame.bpf.h) and of userspace closing a wait still
+ * open (user/record/session_offcpu.c). Macros, not functions: the switch
+ * program then compiles to the instructions it had when they were written
+ * out there (an inline function's call changed its code: -13 and +5
+ * instructions). A plain GIL wait (not of a thread itself collecting) may
+ * have been spent behind a collection of its process:
+ */
+#define EP_GIL_WAIT_MAY_BE_GC(reason, flags) \
+	((reason) == EP_OFF_GIL && !((flags) & EP_IV_OWN_GC))
+
+/* ... that part is the growth of the process's GC clock over the wait
+ * (gccum at its end less gccum at its start, 0 if unknown), at most the
+ * wait's len: gc_ns is cut to it in place. */
+#define EP_GIL_WAIT_GC_CAP(gc_ns, len)		\
+	do {					\
+		if ((gc_ns) > (len))		\
+			(gc_ns) = (len);	\
+	} while (0)
+
+/* The part of a GIL wait of len ns put on its holder as waiting for GC (the
+ * rest is plain GIL wait): all of a wait classified as waiting for GC, else
+ * the part behind a collection, gc_ns, which is set to it in place. */
+#define EP_GIL_WAIT_BLAME_GC(reason, len, gc_ns)	\
+	do {						\
+		if ((reason) == EP_OFF_GIL_GC)		\
+			(gc_ns) = (len);		\
+	} while (0)
+
 /* A stack a sample or collection has sent whole (bpf/maps.bpf.h, sent_stacks);
  * userspace deletes one to have it sent again. */
 struct ep_sent_key {

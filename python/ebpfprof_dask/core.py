@@ -22,9 +22,11 @@ def command_from_env():
     return tuple(shlex.split(value)) if value else DEFAULT_COMMAND
 
 
-def _gc_record(rec):
+def _gc_record(rec, states=None):
     """(kind, fields) of one GC-log record ebpfprof writes, or None if rec is
-    not one: every figure a finite, bounded number, every name one it uses."""
+    not one: every figure a finite, bounded number, a wait's reason one of
+    states (the recording's: untrusted.state_names), or a short word when
+    the recording names none."""
     if not isinstance(rec, dict):
         return None
     kind = rec.get("type")
@@ -38,20 +40,21 @@ def _gc_record(rec):
         gen = rec.get("generation")
         return (kind, duration, str(gen)) if type(gen) is int and -1 <= gen <= 9 else None
     if kind == "wait":
-        reason = rec.get("reason")
-        return (kind, duration, reason) if isinstance(reason, str) and reason in untrusted.WAIT_REASONS else None
+        reason = untrusted.short_word(rec.get("reason"))
+        return (kind, duration, reason) if reason and (states is None or reason in states) else None
     return None
 
 
-def summarize_gc_log(data):
-    """GC and wait figures of one --gc-log file (bytes). A line that is not a
-    record ebpfprof writes is counted in gc_log_bad_lines, never fatal."""
+def summarize_gc_log(data, states=None):
+    """GC and wait figures of one --gc-log file (bytes), its waits' reasons
+    among states (the recording's, None: any short word). A line that is not
+    a record ebpfprof writes is counted in gc_log_bad_lines, never fatal."""
     out = {"recorded_s": 0.0, "monotonic_start_s": None, "gc_count": 0, "gc_total_s": 0.0,
            "gc_max_s": 0.0, "gc_by_generation": {}, "waits_s": {}, "gc_log_bad_lines": 0}
     for line in (data or b"").decode("utf-8", "replace").splitlines():
         if not line.strip():
             continue
-        rec = _gc_record(untrusted.json_object(line.encode()))
+        rec = _gc_record(untrusted.json_object(line.encode()), states)
         if rec is None:
             out["gc_log_bad_lines"] += 1
         elif rec[0] == "session":
@@ -71,7 +74,7 @@ def summarize_gc_log(data):
 
 # the figures of a recording's "ebpfprof" object (user/output/writer_speedscope.c)
 # kept in the index, each with the check its value must pass
-_SUMMARY_FIELDS = (("duration_s", untrusted.seconds), ("rate_hz", untrusted.count),
+_SUMMARY_FIELDS = (("version", untrusted.count), ("duration_s", untrusted.seconds), ("rate_hz", untrusted.count),
                    ("samples", untrusted.count), ("lost", untrusted.count),
                    ("python", untrusted.python_version),
                    ("idle", lambda v: v if isinstance(v, bool) else None),
@@ -191,7 +194,7 @@ class ClusterProfile:
         except WriteError as e:
             entry["error"] = str(e)
             return entry
-        entry.update(summarize_gc_log(result.get("gc_log")))
+        entry.update(summarize_gc_log(result.get("gc_log"), untrusted.state_names(doc)))
         entry["summary"] = summarize_recording(doc)
         if "duration_s" in entry["summary"]:
             entry["recorded_s"] = entry["summary"]["duration_s"]

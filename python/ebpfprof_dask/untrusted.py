@@ -15,16 +15,32 @@ ERROR_MAX = 500
 PID_LIMIT = 4 * 1024 * 1024
 # a figure of seconds beyond this (115 days) is not from a recording
 SECONDS_MAX = 1e7
-# what ebpfprof writes as a wait's "reason" (sample_state_name() in user/model/profile.c)
-WAIT_REASONS = frozenset(("on-cpu", "gc", "gil-wait", "waiting-for-gc", "lock-wait", "io", "sleep",
-                          "preempted", "other"))
+# a recording names at most this many states (the binary's table has 9)
+STATES_MAX = 64
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# what ebpfprof's printable() (user/base/printable.c) escapes: C0, DEL, C1,
+# the backslash, Unicode's bidi controls (an override reorders the rest of
+# its line: a host name could show as another) and what is not a character
+# (surrogates: bytes that were not UTF-8)
+_ESCAPED = re.compile(r"[\x00-\x1f\x7f-\x9f\\\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                      r"\ud800-\udfff]")
+
+
+def _escape(char):
+    """char as \\xHH per byte of its UTF-8, as ebpfprof writes it (a
+    surrogate from undecodable input: the byte it stands for)."""
+    if "\udc80" <= char <= "\udcff":
+        raw = char.encode("utf-8", "surrogateescape")
+    else:
+        raw = char.encode("utf-8", "surrogatepass")
+    return "".join(f"\\x{b:02x}" for b in raw)
 
 
 def printable(value, limit):
-    """value as text a terminal and a table show as it is: control
-    characters escaped (\\x1b), at most limit characters."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    """value as text a terminal and a table show as it is, escaped as
+    ebpfprof escapes what it prints (\\x1b, \\xe2\\x80\\xae), at most limit
+    characters."""
+    text = _ESCAPED.sub(lambda m: _escape(m.group()), str(value))
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -64,6 +80,19 @@ def short_word(value, limit=64):
     if isinstance(value, str) and 0 < len(value) <= limit and not _CONTROL.search(value):
         return value
     return None
+
+
+def state_names(doc):
+    """The states a recording says its time is split into (its "states",
+    format 2 on: the binary's state table, user/model/states.c), as a
+    frozenset of short words; None if it names none (format 1) or they are
+    not a list of short words."""
+    info = doc.get("ebpfprof") if isinstance(doc, dict) else None
+    names = info.get("states") if isinstance(info, dict) else None
+    if not isinstance(names, list) or not 0 < len(names) <= STATES_MAX:
+        return None
+    words = [short_word(n) for n in names]
+    return frozenset(words) if None not in words else None
 
 
 def python_version(value):

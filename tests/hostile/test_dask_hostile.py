@@ -139,6 +139,23 @@ def test_gc_log_lines_that_are_not_records_are_counted_not_fatal(dask_pkg):
         assert math.isfinite(value)
 
 
+def test_wait_reasons_are_the_states_the_recording_names(dask_pkg):
+    """The package keeps no list of states: a recording of format 2 names
+    them ("states", the binary's table), and a wait's reason outside them is
+    a bad line; a format-1 recording names none, and any short word is taken
+    (a control character or a long string never is)."""
+    log = b"\n".join([b'{"type": "wait", "duration_s": 0.5, "reason": "io"}',
+                      b'{"type": "wait", "duration_s": 0.25, "reason": "spin-wait"}',
+                      b'{"type": "wait", "duration_s": 0.25, "reason": "\\u001b[31m"}'])
+    v2 = {"ebpfprof": {"version": 2, "states": ["on-cpu", "io", "other"]}}
+    s = dask_pkg.summarize_gc_log(log, dask_pkg.untrusted.state_names(v2))
+    assert s["waits_s"] == {"io": 0.5} and s["gc_log_bad_lines"] == 2
+    s = dask_pkg.summarize_gc_log(log, dask_pkg.untrusted.state_names({"ebpfprof": {"version": 1}}))
+    assert s["waits_s"] == {"io": 0.5, "spin-wait": 0.25} and s["gc_log_bad_lines"] == 1
+    for bad in (["io", "\x1b"], "io", [], ["x"] * 100, [1]):
+        assert dask_pkg.untrusted.state_names({"ebpfprof": {"states": bad}}) is None, bad
+
+
 @pytest.mark.parametrize("data", [b"[1]\n", b"42\n\"x\"\nnull\n", b"[" * 50000, b"\xff" * 1000, None, b""],
                          ids=["array", "scalars", "deep", "binary", "none", "empty"])
 def test_gc_log_of_nothing_but_garbage(dask_pkg, data):
@@ -253,12 +270,12 @@ def test_summary_comes_from_the_recording_not_from_stderr(dask_pkg, tmp_path):
     out = tmp_path / "out"
     res = run_session(dask_pkg, out, proc({"host": "s", "pid": 10}, stopped("s", 10, profile=prof, stderr=forged)),
                       {"tcp://w": proc({"host": "w", "pid": 11}, stopped("w", 11, profile=odd))})
-    assert res[0]["summary"] == {"duration_s": 2.5, "rate_hz": 99, "samples": 240, "lost": 3, "python": "3.11",
+    assert res[0]["summary"] == {"version": 1, "duration_s": 2.5, "rate_hz": 99, "samples": 240, "lost": 3, "python": "3.11",
                                  "idle": False, "gc_timing": "samples", "stop_reason": "signal", "threads": 2}
     # the recorded time too: the recording's, and the GC log's only without it
     assert res[0]["recorded_s"] == 2.5
     # what is not of its type is left out, never passed on
-    assert res[1]["summary"] == {"rate_hz": 99, "threads": 0}
+    assert res[1]["summary"] == {"version": 1, "rate_hz": 99, "threads": 0}
     assert res[1]["recorded_s"] == 2.0
     index = strict_json((out / "index.json").read_text())
     assert index["processes"][0]["summary"]["stop_reason"] == "signal"
@@ -310,6 +327,10 @@ def test_write_is_a_hidden_temp_beside_it_synced_then_renamed(dask_pkg, tmp_path
     real_fsync, real_rename = os.fsync, os.rename
     monkeypatch.setattr(atomic.os, "fsync", lambda fd: (calls.append(("fsync", fd)), real_fsync(fd))[1])
     monkeypatch.setattr(atomic.os, "rename", lambda a, b: (calls.append(("rename", a, b)), real_rename(a, b))[1])
+    # a new name is taken without replacing (RENAME_NOREPLACE): a rename too
+    real_noreplace = atomic._rename_noreplace
+    monkeypatch.setattr(atomic, "_rename_noreplace",
+                        lambda a, b: (calls.append(("rename", a, b)), real_noreplace(a, b))[1])
     old = os.umask(0o027)
     try:
         atomic.write_atomic(str(tmp_path / "f.json"), b"data")
@@ -339,3 +360,82 @@ def test_an_index_that_cannot_be_written_is_one_error(dask_pkg, tmp_path):
     assert str(e.value) == f"cannot write {out}/index.json: it exists and is not a regular file " \
         "(devices, FIFOs, sockets and symlinks are never replaced)"
     assert victim.read_text() == "untouched"
+
+
+# -- ebpfprof's rules for owners and escapes (issue 28 item 9) -------------
+
+def test_a_replaced_file_keeps_its_owner_and_mode_under_sudo(dask_pkg, tmp_path, monkeypatch):
+    """As ebpfprof's atomic_file_write: under sudo only a file created is the
+    sudo user's; a file replaced keeps its owner, group and permissions (its
+    set-id bits dropped). Main gave a replaced root-owned file to SUDO_UID."""
+    from ebpfprof_dask import atomic
+
+    if os.geteuid() != 0:
+        cannot_run("needs root (files of other owners, chown)")
+    monkeypatch.setenv("SUDO_UID", "65534")
+    monkeypatch.setenv("SUDO_GID", "65534")
+    roots, users, new = tmp_path / "root.json", tmp_path / "user.json", tmp_path / "new.json"
+    roots.write_bytes(b"old")
+    os.chmod(roots, 0o640)
+    users.write_bytes(b"old")
+    os.chown(users, 1234, 1235)
+    os.chmod(users, 0o4705)
+    old = os.umask(0o022)
+    try:
+        for path in (roots, users, new):
+            atomic.write_atomic(str(path), b"profile")
+    finally:
+        os.umask(old)
+    got = {p.name: (os.stat(p).st_uid, os.stat(p).st_gid, stat.S_IMODE(os.stat(p).st_mode))
+           for p in (roots, users, new)}
+    assert got == {"root.json": (0, 0, 0o640), "user.json": (1234, 1235, 0o705),
+                   "new.json": (65534, 65534, 0o644)}, got
+    assert all(p.read_bytes() == b"profile" for p in (roots, users, new))
+    assert sorted(os.listdir(tmp_path)) == ["new.json", "root.json", "user.json"]
+
+
+def test_a_file_that_appears_at_a_new_name_is_not_handed_over(dask_pkg, tmp_path, monkeypatch):
+    """The name checked free, a root-owned file appears there before the
+    rename: it is replaced keeping root as owner, never given to SUDO_UID."""
+    from ebpfprof_dask import atomic
+
+    if os.geteuid() != 0:
+        cannot_run("needs root (chown to the sudo user)")
+    monkeypatch.setenv("SUDO_UID", "65534")
+    monkeypatch.setenv("SUDO_GID", "65534")
+    path = tmp_path / "race.json"
+    real_fsync, planted = os.fsync, []
+
+    def fsync_then_plant(fd):
+        real_fsync(fd)
+        if not planted:
+            planted.append(1)
+            path.write_bytes(b"root's")
+            os.chmod(path, 0o600)
+    monkeypatch.setattr(atomic.os, "fsync", fsync_then_plant)
+    atomic.write_atomic(str(path), b"profile")
+    st = os.stat(path)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 0, 0o600)
+    assert path.read_bytes() == b"profile"
+
+
+BIDI = ["\u061c", "\u200e", "\u200f", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
+        "\u2066", "\u2067", "\u2068", "\u2069"]
+
+
+def test_index_txt_escapes_bidi_controls_as_ebpfprof_does(dask_pkg, tmp_path):
+    """A worker's host name holding bidi controls (an override reorders the
+    rest of its line: "exe.txt" shows as "txt.exe") or a backslash is
+    written escaped, one \\xHH per byte, as ebpfprof's printable(); main
+    wrote them as they were."""
+    hosts = {f"tcp://w{i}": f"w{i}{c}gnp.exe\\x41" for i, c in enumerate(BIDI)}
+    workers = {a: proc({"host": h, "pid": 100 + i}, stopped(h, 100 + i))
+               for i, (a, h) in enumerate(hosts.items())}
+    out = tmp_path / "out"
+    res = run_session(dask_pkg, out, proc({"host": "s", "pid": 10}, stopped("s", 10)), workers)
+    assert all("error" not in r for r in res), res
+    table = (out / "index.txt").read_text()
+    assert not any(c in table for c in BIDI), [l for l in table.splitlines() if any(c in l for c in BIDI)]
+    for i, c in enumerate(BIDI):
+        escaped = "".join(f"\\x{b:02x}" for b in c.encode())
+        assert f"w{i}{escaped}gnp.exe\\x5cx41:{100 + i} " in table, (escaped, table)

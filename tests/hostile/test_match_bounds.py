@@ -17,14 +17,15 @@ SLEEPER = "import time; time.sleep(60)"
 
 
 def children_of(pid):
-    """The pids whose parent is pid now."""
+    """The pids whose parent is pid now, but its reader of target memory
+    (REMOTE_READER_COMM in user/base/remote_reader.h), which records nothing."""
     kids = set()
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
             stat = (d / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and "(ebpfprof-read) " not in stat:
                 kids.add(int(d.name))
         except (OSError, ValueError, IndexError):
             pass

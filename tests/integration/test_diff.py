@@ -6,16 +6,18 @@ sides of a comparison are recorded side by side (at the same time) so both see
 the same load on this shared test machine: between minutes that load moves a
 thread's CPU time per unit of work by 20-30%, more than any noise model can
 know from one run per side (the README says so, and recommends several runs)."""
+import copy
 import json
 import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import (EBPFPROF, Interpreter, Profile, go_file, read_gc_log, require_interpreter,
-                      wait_for_go)
+                      run_ebpfprof, wait_for_go)
 
 
 def diff(*args, check=True):
@@ -406,3 +408,48 @@ def test_html_collapsed_and_pprof_outputs(workloads, tmp_path):
     assert res.returncode == 0, res.stderr
     top = [l.split() for l in res.stdout.splitlines() if l.strip().endswith(("changed", "steady"))]
     assert top and top[0][-1] == "changed" and not top[0][0].startswith("-"), res.stdout
+
+
+# ---- issue 35: recordings of other versions still compare ----
+
+OLD_RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "thread_mix-9092b2a.speedscope.json"
+
+
+def with_states(doc, change):
+    doc = copy.deepcopy(doc)
+    for t in doc["ebpfprof"]["threads"]:
+        change(t["states_s"])
+    return doc
+
+
+def test_old_unknown_state_and_missing_state_recordings_diff_against_a_new_one(workloads, tmp_path):
+    """A recording made by main at 9092b2a (format 1, thread_mix.py for 1 s),
+    the same with a state this binary does not know, and the same without one
+    it knows ("other") all diff against a new recording, either side: exit 0,
+    the states both sides have compared (the locker's lock wait, the reader's
+    I/O), and one line on stderr saying what was left out or read as 0. diff
+    refused the last two before ("invalid states_s.other")."""
+    w = workloads(require_interpreter("debian-3.11"), "thread_mix.py", seconds=30)
+    time.sleep(1.5)
+    new = tmp_path / "new.json"
+    run_ebpfprof("--pid", w.pid, "-d", 1, "-F", "-o", new, check=True)
+    new_doc = json.loads(new.read_text())["ebpfprof"]
+    assert new_doc["version"] == 2 and new_doc["states"][-1] == "other", new_doc["states"]
+    old = json.loads(OLD_RECORDING.read_text())
+    assert old["ebpfprof"]["version"] == 1 and "states" not in old["ebpfprof"]
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps(with_states(old, lambda s: s.update({"spin-wait": 0.25}))))
+    lacking = tmp_path / "lacking.json"
+    lacking.write_text(json.dumps(with_states(old, lambda s: s.pop("other"))))
+    cases = [(OLD_RECORDING, None), (extra, "states this ebpfprof does not know, left out: spin-wait"),
+             (lacking, "no time for states this ebpfprof has, read as 0: other")]
+    for path, said in cases:
+        for a, b in ((path, new), (new, path)):
+            res = diff(a, b)
+            if said:
+                assert res.stderr == f"ebpfprof diff: {path}: {said}\n", res.stderr
+            else:
+                assert res.stderr == "", res.stderr
+            states = {(s["thread"], s["state"]): s for s in diff_json(a, b)["states"]}
+            for key in (("locker", "lock-wait"), ("reader", "io")):
+                assert states[key]["base"] > 0.9 and states[key]["new"] > 0.9, states[key]

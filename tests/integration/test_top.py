@@ -152,7 +152,8 @@ def top_threads(view):
 
 # top's column headings and the recording's state names
 COLUMN_STATE = {"on-cpu": "on-cpu", "GIL": "gil-wait", "GC": "gc", "waitGC": "waiting-for-gc",
-                "lock": "lock-wait", "I/O": "io", "sleep": "sleep", "preempt": "preempted"}
+                "lock": "lock-wait", "I/O": "io", "sleep": "sleep", "preempt": "preempted",
+                "other": "other"}
 
 
 def test_top_columns_match_a_recording_of_the_same_interval(tmp_path):
@@ -201,3 +202,27 @@ def test_top_columns_match_a_recording_of_the_same_interval(tmp_path):
     # the issue's case: top saw no GIL wait nor preemption at all
     main = shown[demo.pid]
     assert main["GIL"] + main["preempt"] > 0, views[-1]
+
+
+def test_top_cuts_thread_names_by_characters(tmp_path):
+    """Issue 35: top cut a thread's name at 18 bytes, inside a character when
+    the name is not ASCII ("aωωωωωωωω\\xcf"). It now cuts at 18 characters,
+    and the columns after it line up."""
+    require_interpreter("debian-3.11")
+    name = "aω" + "ω" * 30
+    code = (f"import threading, time\n"
+            f"threading.Thread(target=time.sleep, args=(60,), name={name!r}, daemon=True).start()\n"
+            f"time.sleep(60)\n")
+    target = subprocess.Popen(["/usr/bin/python3.11", "-c", code])
+    try:
+        time.sleep(1)
+        res = run_ebpfprof("top", "--pid", target.pid, "-d", 1.5, check=True)
+    finally:
+        target.kill()
+        target.wait()
+    view = res.stdout.split("ebpfprof top: pid")[-1]
+    assert "\\x" not in view, view
+    rows = re.findall(r"^\d+ +\S+ +\d+%.*$", view, re.M)
+    assert [r.split()[1] for r in rows if r.split()[1] != "MainThread"] == [name[:18]], view
+    # the columns line up, counted in characters
+    assert len({r.index("%") for r in rows}) == 1, rows

@@ -394,8 +394,10 @@ static void test_bad_recordings_are_refused(void **state)
 		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100},\"shared\":{\"frames\":[{\"name\":\"a\"}]},"
 		"\"profiles\":[{\"type\":\"sampled\",\"samples\":[[0],[0]],\"weights\":[1]}]}",
 		"{\"ebpfprof\":{\"duration_s\":-1,\"rate_hz\":100}}",
-		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100,\"threads\":[{\"states_s\":{}}],\"gc\":[]},"
+		"{\"ebpfprof\":{\"duration_s\":1,\"rate_hz\":100,\"threads\":[{\"states_s\":[]}],\"gc\":[]},"
 		"\"shared\":{\"frames\":[]},\"profiles\":[]}",
+		"{\"ebpfprof\":{\"version\":0,\"duration_s\":1,\"rate_hz\":100}}",
+		"{\"ebpfprof\":{\"version\":\"2\",\"duration_s\":1,\"rate_hz\":100}}",
 	};
 	struct recording r;
 	char err[256];
@@ -411,6 +413,42 @@ static void test_bad_recordings_are_refused(void **state)
 		unlink(path);
 		free(path);
 	}
+}
+
+/* A recording of another version compares: a state this binary does not
+ * know is left out, one it knows and the file lacks is read as 0, a newer
+ * format is read as far as it is known; each is said in one line. */
+static void test_other_versions_are_read_and_said(void **state)
+{
+	static const char rec[] =
+		"{\"ebpfprof\":{\"version\":9,\"duration_s\":1,\"rate_hz\":100,\"threads\":["
+		"{\"states_s\":{\"on-cpu\":0.5,\"spin\":0.25,\"io\":0.25,\"spin\\u001b\":1}},"
+		"{\"states_s\":{\"on-cpu\":1,\"spin\":0.5}}],\"gc\":[]},"
+		"\"shared\":{\"frames\":[]},\"profiles\":[]}";
+	char *path = write_tmp(rec), note[512], missing[256] = "read as 0: ";
+	struct recording r;
+	char err[256];
+	int s;
+
+	(void)state;
+	for (s = STATE_ON_CPU + 1; s < DIFF_NSTATES; s++)	/* every state but on-CPU */
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+			 s > STATE_ON_CPU + 1 ? ", " : "", sample_state_name(s));
+	assert_int_equal(recording_read(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(r.version, 9);
+	assert_true(r.threads[0].states_s[STATE_ON_CPU] == 0.5 &&
+		    r.threads[0].states_s[STATE_IO] == 0.25 && r.threads[1].states_s[STATE_IO] == 0);
+	assert_int_equal(r.missing_states, ((1u << DIFF_NSTATES) - 1) & ~(1u << STATE_ON_CPU));
+	assert_int_equal(recording_note(&r, note, sizeof(note)), 1);
+	assert_null(strchr(note, '\n'));
+	assert_non_null(strstr(note, "format 9 by a newer ebpfprof"));
+	/* each unknown name once, in the order met */
+	assert_non_null(strstr(note, "does not know, left out: spin, spin\x1b;"));
+	assert_non_null(strstr(note, missing));
+	assert_non_null(strstr(note, "read as 0: gc, gil-wait, waiting-for-gc, lock-wait, io, "));
+	recording_free(&r);
+	unlink(path);
+	free(path);
 }
 
 int main(void)
@@ -429,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_idle_or_gil_against_plain_is_refused),
 		cmocka_unit_test(test_read_a_recording),
 		cmocka_unit_test(test_bad_recordings_are_refused),
+		cmocka_unit_test(test_other_versions_are_read_and_said),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

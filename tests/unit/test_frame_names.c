@@ -13,6 +13,7 @@
 
 #include "fd_describe.h"
 #include "frame_names.h"
+#include "py_symbolizer.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -62,16 +63,16 @@ static void test_naming_applied(void **state)
 	struct py_sym_frame g = f;
 
 	frame_naming_set(&dflt);
-	frame_naming_apply(&g);
+	frame_naming_apply(&g.file, &g.line, &g.firstlineno);
 	assert_string_equal(g.file, "json/decoder.py");
 	assert_int_equal(g.line, 12);
 	g = f;
 	frame_naming_set(&full);
-	frame_naming_apply(&g);
+	frame_naming_apply(&g.file, &g.line, &g.firstlineno);
 	assert_string_equal(g.file, f.file);
 	g = f;
 	frame_naming_set(&nolineno);
-	frame_naming_apply(&g);
+	frame_naming_apply(&g.file, &g.line, &g.firstlineno);
 	assert_string_equal(g.file, "json/decoder.py");
 	assert_int_equal(g.line, 0);
 	assert_int_equal(g.firstlineno, 0);

@@ -143,11 +143,56 @@ static void test_gc_wait_goes_to_the_collector(void **state)
 	profile_free(&p);
 }
 
+/* Issue 28 item 8: a target rewriting its GIL's last holder with a new value
+ * at every switch. Each drain brings a waiter's waits behind new values the
+ * recording never names: past GB_UNNAMED_MAX distinct ones, they are folded
+ * into the unknown holder, one entry per drain, and still add up exactly. */
+static void test_rewritten_holders_are_bounded(void **state)
+{
+	struct gil_blame b = { 0 };
+	struct blame_share *v;
+	uint64_t drain, k, value = 0x10000, total = 0;
+	size_t n;
+
+	(void)state;
+	for (drain = 1; drain <= 2000; drain++) {
+		for (k = 0; k < 4; k++) {	/* the kernel keeps 4 holders per thread and drain */
+			struct blame_chunk c = { .pid = 1, .waiter = 7, .holder = GB_UNKNOWN,
+						 .tstate = value += 64, .at_ns = drain * 100 * MS,
+						 .count = 1, .ns = 1000 + k };
+
+			assert_int_equal(gil_blame_add(&b, &c), 0);
+			total += c.ns;
+		}
+	}
+	/* 4096 values kept apart, then one folded entry per drain */
+	assert_int_equal(b.nunnamed, GB_UNNAMED_MAX);
+	assert_true(b.n <= GB_UNNAMED_MAX + 2000);
+	assert_int_equal(b.folded_count, 8000 - GB_UNNAMED_MAX);
+	/* a value already kept goes on being kept apart */
+	{
+		struct blame_chunk c = { .pid = 1, .waiter = 7, .holder = GB_UNKNOWN,
+					 .tstate = 0x10000 + 64, .at_ns = 3000 * 100 * MS,
+					 .count = 1, .ns = 5 };
+
+		assert_int_equal(gil_blame_add(&b, &c), 0);
+		assert_int_equal(b.v[b.n - 1].tstate, c.tstate);
+		assert_int_equal(b.folded_count, 8000 - GB_UNNAMED_MAX);
+	}
+	n = gil_blame_of(&b, NULL, 1, 7, 0, &v);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].holder, GB_UNKNOWN);
+	assert_int_equal(v[0].ns, total + 5);
+	free(v);
+	gil_blame_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spread_adds_up),
 		cmocka_unit_test(test_gc_wait_goes_to_the_collector),
+		cmocka_unit_test(test_rewritten_holders_are_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

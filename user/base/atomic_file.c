@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "atomic_file.h"
+#include "sudo_user.h"
 
 /*
  * "DIR/.BASE.XXXXXX" for path "DIR/BASE": the same directory, so that the
@@ -69,31 +70,6 @@ void atomic_file_abandon(void)
 
 	if (tmp)
 		unlink(tmp);
-}
-
-/*
- * The user who ran sudo, when run as root under sudo: a file ebpfprof
- * creates is theirs, as the files a launched command writes. -1 if none.
- */
-static void sudo_user(uid_t *uid, gid_t *gid)
-{
-	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
-	char *end;
-	unsigned long v;
-
-	*uid = (uid_t)-1;
-	*gid = (gid_t)-1;
-	if (geteuid() != 0 || !su || !sg)
-		return;
-	errno = 0;
-	v = strtoul(su, &end, 10);
-	if (errno || end == su || *end || v == 0 || v >= (uid_t)-1)
-		return;
-	*uid = v;
-	v = strtoul(sg, &end, 10);
-	if (errno || end == sg || *end || v >= (gid_t)-1)
-		return;
-	*gid = v;
 }
 
 /* The mode a file created by open(0666) would get: the umask is respected. */
@@ -173,7 +149,10 @@ static int set_owner(int fd, const struct final_name *fin)
 		}
 		mode = fin->perm;
 	} else {
-		sudo_user(&uid, &gid);
+		/* under sudo a file ebpfprof creates is theirs, as the files
+		 * a launched command writes */
+		if (!sudo_user(&uid, &gid))
+			uid = (uid_t)-1, gid = (gid_t)-1;
 		mode = created_mode();
 	}
 	if ((uid != (uid_t)-1 || gid != (gid_t)-1) && fchown(fd, uid, gid))

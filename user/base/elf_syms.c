@@ -12,6 +12,8 @@
 /* More sections than any real binary has: a bigger count is a forgery
  * that would make every section lookup slow. */
 #define ELF_SECTIONS_MAX	65536
+/* Sections read whole per file (symbols, strings, .rodata: a few). */
+#define ELF_LOADED_MAX		16
 
 struct elf_file {
 	int fd;
@@ -20,7 +22,81 @@ struct elf_file {
 	Elf *elf;
 	GElf_Ehdr ehdr;
 	char *soname;
+	/* the sections libelf was let read whole (it keeps them until
+	 * elf_end), each counted once against ELF_LOAD_MAX */
+	size_t loaded_scn[ELF_LOADED_MAX];
+	unsigned nloaded;
+	uint64_t loaded;
 };
+
+/* The counts and tables an ELF header claims, in either class. */
+struct elf_claims {
+	uint64_t shoff, shnum, shentsize, phoff, phnum, phentsize;
+};
+
+/* A table of n entries of entsize (the class's own) at off, within size. */
+static int table_fits(uint64_t off, uint64_t n, uint64_t entsize, uint64_t want, uint64_t size)
+{
+	if (!n)
+		return 1;
+	return n <= ELF_SECTIONS_MAX && entsize == want && off <= size &&
+	       n * entsize <= size - off;
+}
+
+/* Reads the header's claims; with extended numbering (e_shnum 0, e_phnum
+ * PN_XNUM) the real counts from section header 0. 0 or -1. */
+static int read_claims(int fd, struct elf_claims *c, uint64_t *shsize, uint64_t *phsize)
+{
+	unsigned char ident[EI_NIDENT];
+	union { Elf64_Ehdr e64; Elf32_Ehdr e32; } eh;
+	union { Elf64_Shdr s64; Elf32_Shdr s32; } sh0;
+	int is64;
+
+	if (pread(fd, ident, sizeof(ident), 0) != sizeof(ident) || memcmp(ident, ELFMAG, SELFMAG))
+		return -1;
+	is64 = ident[EI_CLASS] == ELFCLASS64;
+	if ((!is64 && ident[EI_CLASS] != ELFCLASS32) ||
+	    ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+		return -1;	/* not a file this machine runs */
+	if (pread(fd, &eh, is64 ? sizeof(eh.e64) : sizeof(eh.e32), 0) !=
+	    (ssize_t)(is64 ? sizeof(eh.e64) : sizeof(eh.e32)))
+		return -1;
+	*c = is64 ? (struct elf_claims){ eh.e64.e_shoff, eh.e64.e_shnum, eh.e64.e_shentsize,
+					 eh.e64.e_phoff, eh.e64.e_phnum, eh.e64.e_phentsize } :
+		    (struct elf_claims){ eh.e32.e_shoff, eh.e32.e_shnum, eh.e32.e_shentsize,
+					 eh.e32.e_phoff, eh.e32.e_phnum, eh.e32.e_phentsize };
+	*shsize = is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	*phsize = is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+	if (!c->shoff || (c->shnum && c->phnum != PN_XNUM))
+		return 0;
+	if (c->shentsize != *shsize || pread(fd, &sh0, *shsize, c->shoff) != (ssize_t)*shsize)
+		return -1;
+	if (!c->shnum)
+		c->shnum = is64 ? sh0.s64.sh_size : sh0.s32.sh_size;
+	if (c->phnum == PN_XNUM)
+		c->phnum = is64 ? sh0.s64.sh_info : sh0.s32.sh_info;
+	return 0;
+}
+
+/*
+ * Judges a file by its ELF header (and section header 0) read here with
+ * pread, before libelf allocates anything: elf_begin() allocates per
+ * section the header claims, so a sparse file claiming 2^24 sections cost
+ * gigabytes before any count could be checked. 0 when the counts are at
+ * most ELF_SECTIONS_MAX and the tables lie within the file's size.
+ */
+static int elf_header_sane(int fd, uint64_t size)
+{
+	struct elf_claims c;
+	uint64_t shsize, phsize;
+
+	if (read_claims(fd, &c, &shsize, &phsize))
+		return -1;
+	if (c.shnum && !c.shoff)
+		return -1;
+	return table_fits(c.shoff, c.shnum, c.shentsize, shsize, size) &&
+	       table_fits(c.phoff, c.phnum, c.phentsize, phsize, size) ? 0 : -1;
+}
 
 struct elf_file *elf_file_from_fd(int fd)
 {
@@ -29,7 +105,8 @@ struct elf_file *elf_file_from_fd(int fd)
 	size_t nsec;
 
 	if (elf_version(EV_CURRENT) == EV_NONE || fstat(fd, &st) ||
-	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size > ELF_FILE_MAX)
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size > ELF_FILE_MAX ||
+	    elf_header_sane(fd, st.st_size))
 		return NULL;
 	ef = calloc(1, sizeof(*ef));
 	if (!ef)
@@ -85,6 +162,24 @@ static int section_readable(const struct elf_file *ef, const GElf_Shdr *sh)
 	       sh->sh_size <= ef->size - sh->sh_offset;
 }
 
+/* A readable section libelf may read whole: within ELF_LOAD_MAX bytes of
+ * sections for this file, so a file of many 64 MiB tables costs no more. */
+static int section_loadable(struct elf_file *ef, size_t index, const GElf_Shdr *sh)
+{
+	unsigned i;
+
+	if (!section_readable(ef, sh))
+		return 0;
+	for (i = 0; i < ef->nloaded; i++)
+		if (ef->loaded_scn[i] == index)
+			return 1;
+	if (ef->nloaded == ELF_LOADED_MAX || sh->sh_size > ELF_LOAD_MAX - ef->loaded)
+		return 0;
+	ef->loaded_scn[ef->nloaded++] = index;
+	ef->loaded += sh->sh_size;
+	return 1;
+}
+
 /* The data of a table section whose entries are `type`: sizes must agree,
  * so that sh_entsize == 1 on a sparse file cannot mean 10^12 entries. */
 static Elf_Data *table_data(struct elf_file *ef, Elf_Scn *scn, Elf_Type type, size_t *n)
@@ -94,7 +189,7 @@ static Elf_Data *table_data(struct elf_file *ef, Elf_Scn *scn, Elf_Type type, si
 	GElf_Shdr sh;
 
 	if (!scn || !entsize || !gelf_getshdr(scn, &sh) || sh.sh_entsize != entsize ||
-	    !section_readable(ef, &sh) || sh.sh_size % entsize)
+	    sh.sh_size % entsize || !section_loadable(ef, elf_ndxscn(scn), &sh))
 		return NULL;
 	data = elf_getdata(scn, NULL);
 	if (!data || data->d_size < sh.sh_size)
@@ -111,7 +206,7 @@ static int strings_readable(struct elf_file *ef, size_t link)
 	GElf_Shdr sh;
 
 	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB &&
-	       section_readable(ef, &sh);
+	       section_loadable(ef, link, &sh);
 }
 
 static Elf_Scn *find_section(struct elf_file *ef, Elf64_Word type, const char *name)
@@ -254,7 +349,7 @@ int elf_for_each_rodata_string(struct elf_file *ef,
 	const char *p, *end;
 	GElf_Shdr sh;
 
-	if (scn && gelf_getshdr(scn, &sh) && section_readable(ef, &sh))
+	if (scn && gelf_getshdr(scn, &sh) && section_loadable(ef, elf_ndxscn(scn), &sh))
 		data = elf_rawdata(scn, NULL);
 	if (!data || !data->d_buf)
 		return 0;

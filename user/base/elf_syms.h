@@ -4,7 +4,9 @@
  * belongs to the target and is hostile: it is read with pread (ELF_C_READ,
  * never mmap, so a file truncated under us gives an error, not SIGBUS), its
  * size and every section read are capped, and every count is checked
- * against the bytes it claims.
+ * against the bytes it claims. Its header is judged first, read here
+ * before libelf allocates anything: at most 65536 sections and segments,
+ * their tables within the file, this machine's class and byte order.
  */
 #ifndef EP_ELF_SYMS_H
 #define EP_ELF_SYMS_H
@@ -17,6 +19,8 @@ struct elf_file;
 #define ELF_FILE_MAX		(1ull << 30)
 /* Largest section read whole (.symtab, .dynsym, their strings, .rodata). */
 #define ELF_SECTION_MAX		(64ull << 20)
+/* Most bytes of sections read whole for one file, all held at once. */
+#define ELF_LOAD_MAX		(128ull << 20)
 
 /* Opens path read-only, without blocking and only if it is a regular file.
  * NULL if it is not a readable ELF file. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fd_describe.h"
+#include "line_read.h"
 
 /* /proc/net/tcp6 holds the address as four host-order 32-bit words. */
 static int hex_addr(const char *hex, int v6, char *out, size_t len)
@@ -81,7 +82,7 @@ static void read_epoll(pid_t pid, struct fd_info *out)
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	while (out->nwatched < FD_WATCHED_MAX && fgets(line, sizeof(line), f))
+	while (out->nwatched < FD_WATCHED_MAX && line_read(f, line, sizeof(line), NULL) >= 0)
 		if ((tfd = fd_parse_epoll_tfd(line)) >= 0)
 			out->watched[out->nwatched++] = tfd;
 	fclose(f);
@@ -101,7 +102,7 @@ static int find_socket(pid_t pid, unsigned long inode, struct fd_info *out)
 		f = fopen(path, "re");
 		if (!f)
 			continue;
-		while (!found && fgets(line, sizeof(line), f))
+		while (!found && line_read(f, line, sizeof(line), NULL) >= 0)
 			found = !fd_parse_inet_line(line, strchr(net_tables[i], '6') != NULL, inode,
 						    out->local, sizeof(out->local),
 						    out->peer, sizeof(out->peer));
@@ -115,7 +116,7 @@ static int find_socket(pid_t pid, unsigned long inode, struct fd_info *out)
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
-	while (!found && fgets(line, sizeof(line), f))
+	while (!found && line_read(f, line, sizeof(line), NULL) >= 0)
 		found = !fd_parse_unix_line(line, inode, out->local, sizeof(out->local));
 	fclose(f);
 	if (found)

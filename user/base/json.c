@@ -7,59 +7,13 @@
  */
 #include <string.h>
 #include "json.h"
+#include "utf8.h"
 
 /* The UTF-8 of U+FFFD. */
 #define REPLACEMENT	"\xef\xbf\xbd"
 
 /* Longest escaped form of one input character: \u00XX. */
 #define PIECE_MAX	6
-
-static int is_cont(unsigned char c)
-{
-	return (c & 0xc0) == 0x80;
-}
-
-/*
- * Length of the valid UTF-8 sequence at s, or 0 if s does not start one.
- * When 0, *bad gets the length of the maximal invalid subpart to replace
- * (at least 1), so that a truncated sequence costs one U+FFFD, not several.
- */
-size_t json_utf8_len(const unsigned char *s, size_t *bad)
-{
-	unsigned char c = s[0];
-	unsigned char lo = 0x80, hi = 0xbf;	/* allowed range of byte 2 */
-	size_t need, i;
-
-	*bad = 1;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		need = 2;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		need = 3;
-		if (c == 0xe0)
-			lo = 0xa0;	/* overlong */
-		else if (c == 0xed)
-			hi = 0x9f;	/* UTF-16 surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 4;
-		if (c == 0xf0)
-			lo = 0x90;	/* overlong */
-		else if (c == 0xf4)
-			hi = 0x8f;	/* above U+10FFFF */
-	} else {
-		return 0;	/* continuation byte, C0, C1 or F5..FF */
-	}
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < need; i++) {
-		if (!is_cont(s[i])) {
-			*bad = i;
-			return 0;
-		}
-	}
-	return need;
-}
 
 /* The two-character escape JSON has for c, or NULL. */
 static const char *short_escape(unsigned char c)
@@ -99,7 +53,7 @@ static size_t escape_one(const unsigned char *s, char *piece, size_t *used)
 		memcpy(piece, esc, 2);
 		return 2;
 	}
-	n = json_utf8_len(s, &bad);
+	n = utf8_len(s, &bad);
 	if (!n) {
 		*used = bad;
 		memcpy(piece, REPLACEMENT, 3);

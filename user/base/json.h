@@ -16,8 +16,5 @@ int json_write_string(FILE *f, const char *s);
  * at a character boundary with the closing quote kept. Returns its length. */
 size_t json_escape(const char *s, char *out, size_t out_size);
 
-/* Length of the valid UTF-8 character at s (NUL-terminated), or 0; when 0,
- * *bad is the length of the maximal invalid subpart (at least 1). */
-size_t json_utf8_len(const unsigned char *s, size_t *bad);
 
 #endif

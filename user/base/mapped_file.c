@@ -31,9 +31,11 @@ int mapped_file_parse(const char *line, struct mapped_file *m)
 	m->inode = inode;
 	m->exec = perms[2] == 'x';
 	m->dev = makedev(major, minor);
-	snprintf(m->path, sizeof(m->path), "%s", line + path_at);
-	m->path[strcspn(m->path, "\n")] = 0;
-	len = strlen(m->path);
+	len = strcspn(line + path_at, "\n");
+	if (len >= sizeof(m->path))
+		return -1;	/* cut, it would name another file */
+	memcpy(m->path, line + path_at, len);
+	m->path[len] = 0;
 	m->deleted = len > strlen(MAPPED_DELETED_SUFFIX) &&
 		     !strcmp(m->path + len - strlen(MAPPED_DELETED_SUFFIX), MAPPED_DELETED_SUFFIX);
 	return 0;

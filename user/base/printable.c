@@ -2,8 +2,8 @@
 /* Escaping of control characters in everything printed (see printable.h). */
 #include <stdio.h>
 #include <string.h>
-#include "json.h"
 #include "printable.h"
+#include "utf8.h"
 
 /*
  * 1 for Unicode's Bidi_Control characters: U+061C, U+200E, U+200F,
@@ -26,7 +26,7 @@ static int is_bidi_control(const unsigned char *s, size_t n)
  * (U+0080..U+009F, which terminals obey as well) nor a bidi control, or 0. */
 static size_t printable_utf8_len(const unsigned char *s)
 {
-	size_t bad, n = json_utf8_len(s, &bad);
+	size_t bad, n = utf8_len(s, &bad);
 
 	if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)
 		return 0;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "clock.h"
+#include "line_read.h"
 #include "procfs.h"
 
 static FILE *open_task_file(pid_t pid, pid_t tid, const char *name)
@@ -42,7 +43,7 @@ pid_t procfs_task_inner_tid(pid_t pid, pid_t tid)
 
 	if (!f)
 		return tid;
-	while (fgets(line, sizeof(line), f)) {
+	while (line_read(f, line, sizeof(line), NULL) >= 0) {
 		if (strncmp(line, "NSpid:", 6))
 			continue;
 		for (p = line + 6; (v = strtol(p, &end, 10)) > 0 && end != p; p = end)
@@ -113,7 +114,7 @@ static uint64_t task_exec_start_ns(pid_t pid, pid_t tid)
 
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f))
+	while (line_read(f, line, sizeof(line), NULL) >= 0)
 		if (sscanf(line, "se.exec_start : %lf", &ms) == 1)
 			break;
 	fclose(f);

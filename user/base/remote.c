@@ -10,7 +10,13 @@
  * was of a live process, which keeps its pid: it was ours.) A pid never
  * tracked is not read at all: there is nothing to tell whose it is. Every
  * process followed is tracked, however many: the table grows, bounded only
- * by the descriptors the open-file limit allows. */
+ * by the descriptors the open-file limit allows.
+ *
+ * The reads themselves are made by a reader process (remote_reader.c),
+ * each within a deadline: a page that never arrives (a userfaultfd nobody
+ * serves, a FUSE daemon that never answers) costs one read its deadline,
+ * never the recording. A process that held REMOTE_HUNG_MAX reads so is
+ * not read again. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -21,6 +27,7 @@
 #include <unistd.h>
 #include "grow.h"
 #include "remote.h"
+#include "remote_reader.h"
 
 /* Nothing in a code object or frame is larger; a bigger request is a bug or
  * corrupt target data and must not turn into a huge read. */
@@ -32,6 +39,7 @@
 struct tracked {
 	pid_t pid;
 	int pidfd;
+	unsigned timeouts;	/* reads of it given up on */
 };
 
 /* sorted by pid: a read looks its pid up without scanning */
@@ -100,7 +108,7 @@ static int insert(pid_t pid, int fd)
 		return -1;
 	i = slot_of(pid);
 	memmove(&tracked[i + 1], &tracked[i], (ntracked - i) * sizeof(*tracked));
-	tracked[i] = (struct tracked){ pid, fd };
+	tracked[i] = (struct tracked){ pid, fd, 0 };
 	ntracked++;
 	return 0;
 }
@@ -127,6 +135,7 @@ int remote_track(pid_t pid)
 	if (t) {
 		close(t->pidfd);
 		t->pidfd = fd;
+		t->timeouts = 0;	/* another process */
 		return 0;
 	}
 	if (insert(pid, fd)) {
@@ -160,10 +169,19 @@ int remote_same_process(pid_t pid)
 	return !has_exited(t->pidfd);
 }
 
-int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+/* Our own memory: read directly (no page of ours waits for anyone). */
+static int read_own(uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { .iov_base = buf, .iov_len = len };
 	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct tracked *t;
+	int rc;
 
 	if (len == 0)
 		return 0;
@@ -172,9 +190,22 @@ int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	/* not tracked, or gone: whoever has the pid now is not read at all */
 	if (!remote_same_process(pid))
 		return -1;
-	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
+	t = find_tracked(pid);
+	if (!t)
+		return read_own(addr, buf, len);
+	if (t->timeouts >= REMOTE_HUNG_MAX)
+		return -1;
+	rc = remote_reader_read(pid, addr, buf, len);
+	if (rc == RR_TIMED_OUT && (t = find_tracked(pid)))
+		t->timeouts++;
+	if (rc)
 		return -1;
 	return remote_same_process(pid) ? 0 : -1;
+}
+
+unsigned long remote_timeouts(void)
+{
+	return remote_reader_timeouts();
 }
 
 int remote_read_u64(pid_t pid, uint64_t addr, uint64_t *out)

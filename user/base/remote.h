@@ -35,5 +35,10 @@ size_t remote_track_max(void);
 int remote_full(void);
 /* Descriptors left to the rest of ebpfprof (outputs, BPF maps, perf events). */
 #define REMOTE_FD_RESERVE	256
+/* Reads of a process that may time out (remote_reader.h) before it is not
+ * read at all: each cost REMOTE_READ_TIMEOUT_NS. */
+#define REMOTE_HUNG_MAX		3
+/* Reads given up on so far, every process (a page that never arrived). */
+unsigned long remote_timeouts(void);
 
 #endif

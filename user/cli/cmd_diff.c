@@ -156,6 +156,18 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* A recording older or newer than this binary compares, with one line said. */
+static void say_note(const struct recording *r)
+{
+	char note[512], line[1024], shown[4 * sizeof(line)];
+
+	if (!recording_note(r, note, sizeof(note)))
+		return;
+	/* state names come from the file: escaped for the terminal */
+	snprintf(line, sizeof(line), "%s: %s", r->path, note);
+	fprintf(stderr, "ebpfprof diff: %s\n", printable(line, shown, sizeof(shown)));
+}
+
 static int read_side(struct diff *d, struct diff_args *a, int side)
 {
 	char err[1024];
@@ -172,6 +184,7 @@ static int read_side(struct diff *d, struct diff_args *a, int side)
 			fprintf(stderr, "ebpfprof diff: %s\n", err);
 			return -1;
 		}
+		say_note(&d->runs[side][i]);
 		d->nruns[side]++;
 	}
 	return 0;

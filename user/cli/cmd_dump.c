@@ -74,13 +74,13 @@ static void detail_text(const struct dump_snapshot *s, const struct dump_thread 
 	out[0] = 0;
 	if (th->holds_gil) {
 		snprintf(out, len, ", holds the GIL%s", s->gc_collecting > 0 ? " (collecting garbage)" : "");
-	} else if (th->state == EP_OFF_GIL || th->state == EP_OFF_GIL_GC) {
+	} else if (th->state == STATE_GIL_WAIT || th->state == STATE_GIL_WAIT_GC) {
 		if (h)
 			snprintf(out, len, ", GIL held by thread %d \"%s\"%s", h->tid, h->name,
 				 s->gc_collecting > 0 ? " (collecting garbage)" : " (not collecting)");
 		else
 			snprintf(out, len, ", GIL %s", s->gil_locked > 0 ? "held by an unknown thread" : "free");
-	} else if (th->state == EP_OFF_LOCK && th->futex) {
+	} else if (th->state == STATE_LOCK_WAIT && th->futex) {
 		snprintf(out, len, ", on futex 0x%llx", (unsigned long long)th->futex);
 	} else if (th->has_fd) {
 		fd_info_format_watched(s->pid, &th->fd, fd, sizeof(fd));
@@ -166,7 +166,7 @@ static void json_thread(FILE *f, const struct dump_snapshot *s, const struct dum
 		fputs("null", f);
 	fprintf(f, ", \"python\": %s, \"holds_gil\": %s, \"syscall\": %ld",
 		th->tstate ? "true" : "false", th->holds_gil ? "true" : "false", th->syscall);
-	if ((th->state == EP_OFF_GIL || th->state == EP_OFF_GIL_GC) && s->gil_holder_tid)
+	if ((th->state == STATE_GIL_WAIT || th->state == STATE_GIL_WAIT_GC) && s->gil_holder_tid)
 		fprintf(f, ", \"gil_holder\": %d", s->gil_holder_tid);
 	if (th->futex)
 		fprintf(f, ", \"futex\": \"0x%llx\"", (unsigned long long)th->futex);

@@ -18,9 +18,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "blocked.h"
 #include "commands.h"
-#include "follow.h"
+#include "controller.h"
 #include "frame_names.h"
 #include "grow.h"
 #include "launch.h"
@@ -34,7 +33,7 @@
 #include "recorder.h"
 #include "report.h"
 #include "rotate.h"
-#include "session.h"
+#include "states.h"
 #include "stop_signal.h"
 #include "target_pick.h"
 #include "writer.h"
@@ -82,7 +81,7 @@ static volatile sig_atomic_t forward_signal;
 /* --rotate: SIGUSR1 asks for the current period to be written now */
 static volatile sig_atomic_t cut_requested;
 
-enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK };
+enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -101,7 +100,7 @@ static const struct argp_option option_list[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile the running process PID (several: one profile each in the --output directory)", 0 },
 	{ "match", 'm', "REGEX", 0, "Profile every CPython process whose command line matches REGEX, running now or started later (one profile each in the --output directory)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the target exits)", 0 },
-	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default " SESSION_DEFAULT_RATE_TEXT ")", 0 },
+	CONTROLLER_RATE_OPTION,
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
 	{ "format", 'f', "FORMAT", 0, "speedscope (default), collapsed, chrome or pprof", 0 },
 	{ "gil", 'g', NULL, 0, "Keep only samples of the thread holding the GIL", 0 },
@@ -120,6 +119,7 @@ static const struct argp_option option_list[] = {
 	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
 	{ "version", 'V', NULL, 0, "Print the version and exit", -1 },
+	{ "list-states", OPT_LIST_STATES, NULL, 0, "Print the states a thread's time is split into (a recording's states_s keys), one a line, and exit", -1 },
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
@@ -129,6 +129,15 @@ static const struct argp_option option_list[] = {
 #define THRESHOLD_MAX_MS	(24.0 * 3600 * 1000)
 
 static void die(const char *msg);
+
+/* The index of a "--" argument in argv (a command to launch follows it), or 0. */
+static int find_dashdash(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--"))
+			return i;
+	return 0;
+}
 
 /* Chosen per child by multi.c (--pid, -o, --gc-log, -d) or by the parent
  * alone (--match): every other option is forwarded as given. */
@@ -164,7 +173,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	unsigned long v;
 
 	forward_option(o, key, arg);
-	if (frame_naming_option(key, &o->naming))
+	if (frame_naming_option(key, &o->naming) ||
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
 	case 'p':
@@ -190,11 +200,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'd':
 		if (parse_real(arg, 0, 1, DURATION_MAX_S, &o->duration))
 			argp_error(state, "invalid duration: %s (seconds, > 0, at most a year)", arg);
-		break;
-	case 'r':
-		if (parse_ulong(arg, 1, 10000, &v))
-			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
-		o->rate_hz = v;
 		break;
 	case 'o':
 		if (!arg[0])
@@ -241,9 +246,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->native = 1;
 		break;
 	case OPT_NATIVE_STACK:
-		if (parse_ulong(arg, 4, EP_NATIVE_STACK_MAX / 1024, &v))
+		if (parse_ulong(arg, 4, CONTROLLER_NATIVE_STACK_MAX_KIB, &v))
 			argp_error(state, "invalid --native-stack: %s (KiB, 4 to %u)", arg,
-				   EP_NATIVE_STACK_MAX / 1024);
+				   CONTROLLER_NATIVE_STACK_MAX_KIB);
 		o->native_stack_kib = v;
 		break;
 	case OPT_ROTATE:
@@ -260,6 +265,10 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'V':
 		printf("ebpfprof %s\n", EP_VERSION);
+		exit(0);
+	case OPT_LIST_STATES:
+		for (int s = 0; s < STATE_RECORDED; s++)
+			printf("%s\n", sample_state_name(s));
 		exit(0);
 	case ARGP_KEY_ARG:
 		/* a command to launch only ever comes after "--", so that a
@@ -308,16 +317,13 @@ struct run {
 	int is_child;
 	int pidfd;
 	int exit_status;
-	int target_exited;
-	struct session *session;
-	struct recorder rec;
+	struct controller ctl;
+	struct recorder *rec;	/* the controller's */
 	struct py_target target;
-	enum gc_probe_kind gc_probe;
-	struct follower follower;
-	int in_pidns;		/* the profiler runs inside a PID namespace */
 	const char *output;	/* the profile's path (--rotate: the base of the names) */
 	struct rotation rotation;
 	struct timespec period_start;	/* wall clock, for the names */
+	struct progress progress;
 };
 
 static void end_command(struct run *run);
@@ -352,28 +358,32 @@ static void find_interpreter(struct run *run)
 	die(err);
 }
 
-static int should_stop(struct run *run, uint64_t deadline)
+static int should_stop(void *ctx)
 {
-	if (stop_signal)
-		return 1;
-	if (deadline && monotonic_ns() >= deadline)
-		return 1;
-	if (process_exited(run->pid, run->pidfd, run->is_child, &run->exit_status)) {
-		run->target_exited = 1;
-		return 1;
-	}
-	return 0;
+	(void)ctx;
+	return stop_signal != 0;
 }
 
-static void show_progress(struct run *run, struct progress *progress)
+static void show_progress(struct run *run, uint64_t now)
 {
-	uint64_t counters[EP_CNT_MAX], now = monotonic_ns();
+	struct progress *progress = &run->progress;
 
 	if (!progress->f || now < progress->next_ns)
 		return;
-	session_counters(run->session, counters);
-	progress_update(progress, now, (now - recorder_t0(&run->rec)) / 1e9, recorder_kept(&run->rec),
-			(unsigned long long)counters[EP_CNT_LOST], recorder_analysis(&run->rec)->gcs.n);
+	progress_update(progress, now, (now - recorder_t0(run->rec)) / 1e9, recorder_kept(run->rec),
+			(unsigned long long)controller_lost(&run->ctl), recorder_analysis(run->rec)->gcs.n);
+}
+
+/* --rotate: SIGUSR1 asks for a period; the progress line */
+static void on_tick(void *ctx, uint64_t now)
+{
+	struct run *run = ctx;
+
+	if (cut_requested) {
+		cut_requested = 0;
+		controller_request_cut(&run->ctl);
+	}
+	show_progress(run, now);
 }
 
 static void fill_writer_options(struct run *run, struct writer_options *w,
@@ -389,13 +399,13 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	char err[ERRLEN];
 
 	fill_writer_options(run, &wopts, &info);
-	if (writer_write_file(run->o->writer, recorder_profile(&run->rec), &wopts, profile_path)) {
+	if (writer_write_file(run->o->writer, recorder_profile(run->rec), &wopts, profile_path)) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", profile_path, strerror(errno));
 		end_command(run);
 		die(err);
 	}
-	if (gc_log_path && report_gc_log(gc_log_path, recorder_analysis(&run->rec),
-					 recorder_profile(&run->rec),
+	if (gc_log_path && report_gc_log(gc_log_path, recorder_analysis(run->rec),
+					 recorder_profile(run->rec),
 					 (uint64_t)(run->o->wait_threshold_ms * 1e6))) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", gc_log_path, strerror(errno));
 		end_command(run);
@@ -431,82 +441,37 @@ static void write_period(struct run *run, char *prof, char *log, size_t len)
 		die("out of memory");
 }
 
-/* --rotate or SIGUSR1: the period so far becomes a complete profile; the
- * recording goes on without detaching anything. */
-static void cut_period(struct run *run, uint64_t now)
+/* --rotate or SIGUSR1: the period so far is a complete profile (the
+ * controller cut it); the recording goes on without detaching anything. */
+static void on_period(void *ctx, uint64_t end_ns)
 {
+	struct run *run = ctx;
 	char prof[PATH_MAX], log[PATH_MAX];
 	struct timespec next_start;
 	double secs;
 
+	(void)end_ns;
 	clock_gettime(CLOCK_REALTIME, &next_start);
-	session_cut_period(run->session, run->pid);
-	recorder_cut_period(&run->rec, now);
-	secs = recorder_profile(&run->rec)->duration_ns / 1e9;
+	secs = recorder_profile(run->rec)->duration_ns / 1e9;
 	write_period(run, prof, log, sizeof(prof));
 	fprintf(stderr, "ebpfprof: period %u: %.2f s, %lu samples, wrote %s\n",
-		run->rotation.periods, secs, recorder_kept(&run->rec), prof);
-	recorder_next_period(&run->rec, now);
+		run->rotation.periods, secs, recorder_kept(run->rec), prof);
 	run->period_start = next_start;
 }
 
 static void record(struct run *run)
 {
-	uint64_t deadline = 0, next_names = 0, next_cut = 0, last_cut = 0, now, end, t0;
-	struct progress progress;
+	char err[ERRLEN];
 
-	run->gc_probe = session_attach_gc(run->session, &run->target);
-	if (run->gc_probe != GC_PROBE_NONE)
-		recorder_set_exact_gc(&run->rec, run->pid);
-	t0 = monotonic_ns();
-	recorder_start(&run->rec, t0);
-	if (recorder_add_process(&run->rec, &run->target))
-		die("out of memory");
-	if (session_add_process(run->session, run->pid, &run->target.cfg))
-		die("cannot configure the BPF maps for the target");
-	/* inside a PID namespace too: offcpu_task_io finds threads by our tids */
-	seed_blocked_threads(run->session, &run->rec, &run->target, t0);
-	if (run->o->subprocesses)
-		session_follow(run->session, run->pid);
-	if (run->o->duration > 0)
-		deadline = t0 + (uint64_t)(run->o->duration * 1e9);
-	progress_init(&progress, stderr);
-	clock_gettime(CLOCK_REALTIME, &run->period_start);
-	if (run->o->rotate)
-		next_cut = t0 + (uint64_t)(run->o->rotate * 1e9);
-	while (!should_stop(run, deadline)) {
-		now = monotonic_ns();
-		/* the same request twice (to every ebpfprof process, and passed
-		 * on by the one that started this one): one period */
-		if (cut_requested && last_cut && now < last_cut + 250000000ull)
-			cut_requested = 0;
-		/* not at the very end: the last period is written as the recording ends */
-		if (next_cut && (now >= next_cut || cut_requested) && (!deadline || now + 1000000 < deadline)) {
-			cut_requested = 0;
-			while (session_poll(run->session, 0) > 0)
-				;
-			cut_period(run, now);
-			last_cut = now;
-			/* on the grid from the start: lateness does not add up */
-			while (next_cut <= now)
-				next_cut += (uint64_t)(run->o->rotate * 1e9);
-		}
-		if (session_poll(run->session, EP_DRAIN_MS) < 0 && errno != EINTR)
-			break;
-		show_progress(run, &progress);
-		follower_step(&run->follower);
-		/* thread names can change and threads come and go: look again each second */
-		if (monotonic_ns() >= next_names && !run->target_exited) {
-			recorder_refresh_names(&run->rec);
-			next_names = monotonic_ns() + 1000000000ull;
-		}
+	if (controller_attach(&run->ctl, &run->target, run->pidfd, run->is_child, err, sizeof(err))) {
+		end_command(run);
+		die(err);
 	}
-	end = monotonic_ns();
-	progress_clear(&progress);
-	session_remove_process(run->session, run->pid);
-	while (session_poll(run->session, 0) > 0)
-		;
-	recorder_finish(&run->rec, end);
+	progress_init(&run->progress, stderr);
+	clock_gettime(CLOCK_REALTIME, &run->period_start);
+	controller_run(&run->ctl);
+	progress_clear(&run->progress);
+	controller_stop(&run->ctl);
 }
 
 /* The launched command, and whatever it started in its process group, does
@@ -515,7 +480,6 @@ static void end_command(struct run *run)
 {
 	if (run->is_child && run->pid > 0) {
 		end_launched(run->pid, &run->exit_status);
-		run->target_exited = 1;
 		run->pid = 0;
 	}
 }
@@ -526,7 +490,7 @@ static const char *stop_reason(const struct run *run)
 		return "interrupted";
 	if (stop_signal)
 		return "terminated";
-	if (run->target_exited)
+	if (run->ctl.stopped == CONTROLLER_TARGET_EXITED)
 		return "target exited";
 	return "duration reached";
 }
@@ -534,15 +498,12 @@ static const char *stop_reason(const struct run *run)
 /* The recording's facts, for the writers and the summary. */
 static void recording_info_of(struct run *run, struct recording_info *info)
 {
-	uint64_t counters[EP_CNT_MAX];
-
-	session_counters(run->session, counters);
 	*info = (struct recording_info){
-		.samples = recorder_kept(&run->rec),
-		.lost = counters[EP_CNT_LOST],
+		.samples = recorder_kept(run->rec),
+		.lost = controller_lost(&run->ctl),
 		.python_major = run->target.major,
 		.python_minor = run->target.minor,
-		.gc_timing = gc_probe_name(run->gc_probe),
+		.gc_timing = gc_probe_name(run->ctl.gc_probe),
 		.stop_reason = stop_reason(run),
 		.idle = run->o->idle,
 		.gil_only = run->o->gil_only,
@@ -553,8 +514,7 @@ static void print_losses(FILE *f, void *ctx)
 {
 	struct run *run = ctx;
 
-	session_print_summary(run->session, f);
-	recorder_print_losses(&run->rec, f);
+	controller_print_losses(&run->ctl, f);
 }
 
 static void print_summary(struct run *run, const char *path, const char *gc_log)
@@ -562,10 +522,10 @@ static void print_summary(struct run *run, const char *path, const char *gc_log)
 	struct recording_info info;
 	struct recording_summary s = {
 		.info = &info,
-		.profile = recorder_profile(&run->rec),
-		.analysis = recorder_analysis(&run->rec),
-		.children = run->o->subprocesses ? (long)recorder_nprocs(&run->rec) - 1 : -1,
-		.gc_needs_sys_admin = run->gc_probe == GC_PROBE_NONE &&
+		.profile = recorder_profile(run->rec),
+		.analysis = recorder_analysis(run->rec),
+		.children = run->o->subprocesses ? (long)recorder_nprocs(run->rec) - 1 : -1,
+		.gc_needs_sys_admin = run->ctl.gc_probe == GC_PROBE_NONE &&
 				      (run->target.has_usdt || run->target.has_symtab) &&
 				      !preflight_sys_admin(),
 		.gc_log = gc_log,
@@ -586,7 +546,7 @@ static void fill_writer_options(struct run *run, struct writer_options *w,
 				struct recording_info *info)
 {
 	recording_info_of(run, info);
-	w->analysis = recorder_analysis(&run->rec);
+	w->analysis = recorder_analysis(run->rec);
 	w->info = info;
 	w->gc_min_ns = (uint64_t)(run->o->gc_min_ms * 1e6);
 }
@@ -679,10 +639,9 @@ static int record_several(struct options *o)
 
 int cmd_record(int argc, char **argv)
 {
-	struct options o = { .rate_hz = SESSION_DEFAULT_RATE_HZ, .writer = &speedscope_writer, .wait_threshold_ms = 10 };
+	struct options o = { .rate_hz = SESSION_DEFAULT_RATE_HZ, .writer = &speedscope_writer, .wait_threshold_ms = CONTROLLER_WAIT_THRESHOLD_MS };
 	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
-	struct recorder_opts ropts;
-	struct session_opts sopts = { 0 };
+	struct controller_config cc;
 	char output[PATH_MAX], log[PATH_MAX], err[ERRLEN];
 	struct run run = { .o = &o, .pidfd = -1 };
 
@@ -707,31 +666,18 @@ int cmd_record(int argc, char **argv)
 	} else {
 		signal(SIGUSR1, SIG_IGN);	/* a period of its own only with --rotate */
 	}
-	ropts = (struct recorder_opts){ .rate_hz = o.rate_hz, .gil_only = o.gil_only,
-					.by_function = o.by_function, .idle = o.idle,
-					.native = o.native };
-	if (recorder_init(&run.rec, &ropts))
-		die("out of memory");
-	run.in_pidns = session_opts_pidns(&sopts);
-	if (run.in_pidns && o.subprocesses)
-		die("--subprocesses is not supported yet when ebpfprof runs inside a PID namespace; run it from the host");
-	sopts.follow_children = o.subprocesses;
-	sopts.native = o.native;
-	sopts.native_stack_bytes = o.native_stack_kib * 1024;
-	sopts.rate_hz = o.rate_hz;
-	sopts.verbose = o.verbose;
-	sopts.on_event = recorder_on_event;
-	sopts.on_totals = recorder_on_totals;
-	sopts.next_lost_stack = recorder_next_lost_stack;
-	sopts.stack_of_blocked = blocked_stack_of;
-	/* every wait the --gc-log shows is sent whole; shorter ones sampled at the rate */
-	sopts.offcpu_period_ns = 1000000000ull / o.rate_hz;
-	sopts.offcpu_exact_ns = o.wait_threshold_ms * 1e6 < sopts.offcpu_period_ns ?
-				(uint64_t)(o.wait_threshold_ms * 1e6) + 1 : sopts.offcpu_period_ns;
-	sopts.ctx = &run.rec;
-	run.session = session_open(&sopts, err, sizeof(err));
-	if (!run.session)
+	cc = (struct controller_config){
+		.rate_hz = o.rate_hz, .wait_threshold_ms = o.wait_threshold_ms,
+		.gil_only = o.gil_only, .by_function = o.by_function, .idle = o.idle,
+		.native = o.native, .native_stack_bytes = o.native_stack_kib * 1024,
+		.subprocesses = o.subprocesses, .verbose = o.verbose,
+		.duration_ns = (uint64_t)(o.duration * 1e9), .period_ns = (uint64_t)(o.rotate * 1e9),
+		.periods = CONTROLLER_PERIODS_SEPARATE, .should_stop = should_stop,
+		.on_tick = on_tick, .on_period = on_period, .ctx = &run,
+	};
+	if (controller_open(&run.ctl, &cc, err, sizeof(err)))
 		die(err);
+	run.rec = controller_recorder(&run.ctl);
 	if (o.command) {
 		run.pid = launch_command(o.command, o.as_root, err, sizeof(err));
 		if (run.pid < 0)
@@ -745,13 +691,12 @@ int cmd_record(int argc, char **argv)
 	}
 	run.pidfd = watch_process(run.pid);
 	find_interpreter(&run);
-	recorder_set_command(&run.rec, o.command ? o.command[0] : run.target.shown_path);
+	recorder_set_command(run.rec, o.command ? o.command[0] : run.target.shown_path);
 	run.rotation.keep = o.keep;
 	/* period names derive from a copy: write_period reuses "output" */
 	run.output = strdup(output);
 	if (!run.output)
 		die("out of memory");
-	run.follower = (struct follower){ .session = run.session, .rec = &run.rec, .verbose = o.verbose };
 	record(&run);
 	if (o.rotate) {
 		write_period(&run, output, log, sizeof(output));
@@ -762,9 +707,7 @@ int cmd_record(int argc, char **argv)
 	print_summary(&run, output, o.gc_log ? log : NULL);
 	rotation_free(&run.rotation);
 	free((char *)run.output);
-	session_close(run.session);
-	follower_free(&run.follower);
-	recorder_free(&run.rec);
+	controller_close(&run.ctl);
 	end_command(&run);
 	return 0;
 }

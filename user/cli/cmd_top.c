@@ -16,26 +16,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "blocked.h"
 #include "commands.h"
+#include "controller.h"
 #include "frame_names.h"
 #include "parse_num.h"
 #include "preflight.h"
 #include "printable.h"
 #include "procfs.h"
 #include "py_threads.h"
-#include "recorder.h"
-#include "session.h"
 #include "states.h"
 #include "stop_signal.h"
 #include "target_pick.h"
-#include "thread_dump.h"
 #include "top_model.h"
 #include "top_term.h"
+#include "utf8.h"
 
 #define ERRLEN 512
 #define MAX_NAMES 1024
 #define PLAIN_ROWS 20		/* functions per refresh when not a terminal */
+/* A thread's name: this many characters (not bytes: a name in any script is
+ * cut between characters and lines up), at most 4 bytes each */
+#define NAME_COLUMN	18
+#define NAME_COLUMN_MAX	(4 * NAME_COLUMN + 1)
 
 struct top_options {
 	pid_t pid;
@@ -49,9 +51,10 @@ struct top_options {
 struct top_view {
 	const struct top_options *o;
 	struct py_target *t;
-	struct recorder rec;
-	struct session *session;
+	struct controller ctl;
+	struct recorder *rec;	/* the controller's */
 	struct top_model model;
+	int quit;		/* q pressed */
 	enum top_sort sort;
 	int tty;
 	char cmd[256];
@@ -71,7 +74,7 @@ static const char doc[] =
 
 static const struct argp_option option_list[] = {
 	TARGET_PICK_OPTIONS("watch"),
-	{ "rate", 'r', "HZ", 0, "Samples per second per thread (default " SESSION_DEFAULT_RATE_TEXT ")", 0 },
+	CONTROLLER_RATE_OPTION,
 	{ "interval", 'i', "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until q, Ctrl-C or the target exits)", 0 },
 	FRAME_NAMING_OPTIONS,
@@ -90,16 +93,11 @@ static double parse_seconds(struct argp_state *state, const char *what, const ch
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct top_options *o = state->input;
-	unsigned long v;
 
-	if (frame_naming_option(key, &o->naming))
+	if (frame_naming_option(key, &o->naming) ||
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
-	case 'r':
-		if (parse_ulong(arg, 1, 10000, &v))
-			argp_error(state, "invalid rate: %s (1 to 10000 Hz)", arg);
-		o->rate_hz = v;
-		break;
 	case 'i':
 		o->interval_s = parse_seconds(state, "interval", arg);
 		break;
@@ -128,14 +126,16 @@ static void die(const char *msg)
 static const char *thread_name(struct top_view *v, int tid, char *buf, size_t len)
 {
 	int inner = procfs_task_inner_tid(v->t->pid, tid);
+	const char *py_name = NULL, *name;
 
-	for (int i = 0; i < v->nnames; i++)
+	for (int i = 0; i < v->nnames && !py_name; i++)
 		if (v->names[i].native_id == inner)
-			return v->names[i].name;
-	if (tid == v->t->pid)
-		return "MainThread";	/* as record names it when threading is not imported */
-	procfs_comm(v->t->pid, tid, buf, len);
-	return buf[0] ? buf : "?";
+			py_name = v->names[i].name;
+	buf[0] = 0;
+	if (!py_name && tid != v->t->pid)
+		procfs_comm(v->t->pid, tid, buf, len);
+	name = thread_display_name(py_name, buf, v->t->pid, tid);
+	return name ? name : "?";
 }
 
 static const char *sort_title(enum top_sort s)
@@ -153,29 +153,24 @@ static const char *sort_title(enum top_sort s)
 static void put_line(struct top_view *v, int cols, const char *fmt, ...)
 {
 	char line[1024], shown[4 * sizeof(line)];
-	size_t width = sizeof(shown);
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	/* names come from the target: no control characters reach the
-	 * terminal; on one, cut to its width (in bytes, never inside a
-	 * character or an escape) */
-	if (v->tty && cols > 0 && (size_t)cols < width)
-		width = (size_t)cols + 1;
-	fputs(printable(line, shown, width), stdout);
+	 * terminal; on one, cut to its width in characters (never inside a
+	 * character; an escape is plain ASCII) */
+	printable(line, shown, sizeof(shown));
+	if (v->tty && cols > 0)
+		shown[utf8_prefix(shown, (size_t)cols, sizeof(shown) - 1)] = 0;
+	fputs(shown, stdout);
 	fputs(v->tty ? "\033[K\n" : "\n", stdout);
 }
 
 static int by_tid(const void *a, const void *b)
 {
 	return ((const struct top_thread *)a)->tid - ((const struct top_thread *)b)->tid;
-}
-
-static int sample_state_of(int dump_state)
-{
-	return dump_state == DUMP_RUNNING ? STATE_ON_CPU : analysis_reason_state(dump_state);
 }
 
 /* Every thread threading knows, even one that has not run since we started.
@@ -196,39 +191,20 @@ static void add_python_threads(struct top_view *v)
 	procfs_each_task(v->t->pid, add_python_thread, v);
 }
 
-/*
- * A thread the kernel counted no time for in the interval spent all of it
- * off the CPU, blocked since before we started, where the kernel could not
- * be told so (top inside a PID namespace: threads are not seeded). Its
- * state is read from /proc, as dump does, and shown as the whole interval.
- */
-static void fill_quiet_threads(struct top_view *v)
+/* The threads of the view, by tid. A thread blocked since before we started
+ * has its time too: the controller seeded it, as record does. */
+static void list_threads(struct top_view *v)
 {
 	struct top_model *m = &v->model;
-	uint64_t window = m->window_end_ns - m->window_start_ns, sum;
-	struct top_thread *t;
-	size_t i;
-	int j, state;
 
 	add_python_threads(v);
-	for (i = 0; i < m->nthreads; i++) {
-		t = &m->threads[i];
-		sum = 0;
-		for (j = 0; j < STATE_MAX; j++)
-			sum += t->ns[j];
-		if (sum || !window)
-			continue;
-		state = sample_state_of(dump_thread_state(v->t, t->tid));
-		if (state != STATE_ON_CPU)
-			t->ns[state] = window;
-	}
 	qsort(m->threads, m->nthreads, sizeof(*m->threads), by_tid);
 }
 
 static void render_threads(struct top_view *v, int cols, double window_ns)
 {
 	const struct top_model *m = &v->model;
-	char head[256], row[256], name[64], comm[64];
+	char head[256], row[512], name[NAME_COLUMN_MAX], comm[64];
 	int shares[STATE_MAX], nshares = state_top_columns(shares), j;
 	size_t i;
 	int n;
@@ -240,8 +216,8 @@ static void render_threads(struct top_view *v, int cols, double window_ns)
 	for (i = 0; i < m->nthreads; i++) {
 		const struct top_thread *t = &m->threads[i];
 
-		snprintf(name, sizeof(name), "%s", thread_name(v, t->tid, comm, sizeof(comm)));
-		n = snprintf(row, sizeof(row), "%-7d %-18.18s", t->tid, name);
+		utf8_fit(thread_name(v, t->tid, comm, sizeof(comm)), NAME_COLUMN, name, sizeof(name));
+		n = snprintf(row, sizeof(row), "%-7d %s", t->tid, name);
 		for (j = 0; j < nshares; j++)
 			n += snprintf(row + n, sizeof(row) - n, " %6.0f%%",
 				      window_ns > 0 ? 100.0 * t->ns[shares[j]] / window_ns : 0.0);
@@ -262,9 +238,9 @@ static int by_holder_ns(const void *x, const void *y)
  * returns the lines written. */
 static int render_holders(struct top_view *v, int cols, double window_ns)
 {
-	const struct profile *p = recorder_profile(&v->rec);
+	const struct profile *p = recorder_profile(v->rec);
 	struct top_model *m = &v->model;
-	char waiter[64], holder[128], comm[64], what[512];
+	char waiter[NAME_COLUMN_MAX], holder[128], comm[64], what[512];
 	const struct frame_info *fr;
 	size_t i;
 	int shown = 0;
@@ -275,7 +251,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 
 		if (!shown++)
 			put_line(v, cols, "%-7s %-18s %7s  %s", "TID", "WAITING FOR GIL", "%", "BEHIND (holder, running)");
-		snprintf(waiter, sizeof(waiter), "%s", thread_name(v, h->waiter, comm, sizeof(comm)));
+		utf8_fit(thread_name(v, h->waiter, comm, sizeof(comm)), NAME_COLUMN, waiter, sizeof(waiter));
 		if (h->holder > 0)
 			snprintf(holder, sizeof(holder), "%d %s", h->holder,
 				 thread_name(v, h->holder, comm, sizeof(comm)));
@@ -286,7 +262,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 			snprintf(what, sizeof(what), "%s in %s (%s:%d)", holder, fr->name, fr->file, fr->line);
 		else
 			snprintf(what, sizeof(what), "%s", holder);
-		put_line(v, cols, "%-7d %-18.18s %6.1f%%  %s", h->waiter, waiter,
+		put_line(v, cols, "%-7d %s %6.1f%%  %s", h->waiter, waiter,
 			 window_ns > 0 ? 100.0 * h->ns / window_ns : 0.0, what);
 	}
 	if (shown)
@@ -296,7 +272,7 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 
 static void render_functions(struct top_view *v, int rows, int cols, double window_ns)
 {
-	const struct profile *p = recorder_profile(&v->rec);
+	const struct profile *p = recorder_profile(v->rec);
 	struct top_fn *fns;
 	size_t n = top_model_sorted(&v->model, p, v->sort, &fns), i;
 	char where[512];
@@ -332,7 +308,7 @@ static void render(struct top_view *v)
 		fputs("\033[H", stdout);
 	}
 	put_line(v, cols, "ebpfprof top: pid %d (%s), CPython %d.%d, %u Hz, %.0f s, %lu samples, %llu lost",
-		 v->t->pid, v->cmd, v->t->major, v->t->minor, v->o->rate_hz, elapsed, recorder_kept(&v->rec),
+		 v->t->pid, v->cmd, v->t->major, v->t->minor, v->o->rate_hz, elapsed, recorder_kept(v->rec),
 		 (unsigned long long)v->lost);
 	put_line(v, cols, "GC: %.1f pauses/s, longest %.1f ms (last interval); %lu pauses, longest %.1f ms since the start",
 		 window_ns > 0 ? m->gc_window / (window_ns / 1e9) : 0.0, m->gc_longest_window / 1e6,
@@ -352,28 +328,22 @@ static void render(struct top_view *v)
 	fflush(stdout);
 }
 
-static void refresh(struct top_view *v)
+/* The controller drained the ring and closed the intervals so far (the
+ * kernel's totals hold the short runs and waits never sent): everything up
+ * to end_ns is in the recorder, for the view to take and release. */
+static void refresh(void *ctx, uint64_t end_ns)
 {
-	uint64_t counters[EP_CNT_MAX], end;
-	int n, polls;
+	struct top_view *v = ctx;
+	int n;
 
-	/* everything up to now: the records in the ring (a bounded number of
-	 * passes: a target that fills it as fast as we read must not hold the
-	 * view), then the time so far of the threads now off the CPU and the
-	 * kernel's totals, which hold the short runs and waits never sent */
-	for (polls = 0; polls < 16 && session_poll(v->session, 0) > 0; polls++)
-		;
-	end = monotonic_ns();
-	session_cut_period(v->session, v->t->pid);
-	session_counters(v->session, counters);
-	v->lost = counters[EP_CNT_LOST];
+	v->lost = controller_lost(&v->ctl);
 	n = py_thread_names(v->t->pid, &v->t->layout, v->t->interp_addr, v->names, MAX_NAMES);
 	v->nnames = n > 0 ? n : 0;
-	if (top_model_update(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec),
-			     end - recorder_t0(&v->rec)))
+	if (top_model_update(&v->model, recorder_profile(v->rec), recorder_analysis(v->rec),
+			     end_ns - recorder_t0(v->rec)))
 		die("out of memory");
-	top_model_release(&v->model, recorder_profile(&v->rec), recorder_analysis(&v->rec));
-	fill_quiet_threads(v);
+	top_model_release(&v->model, recorder_profile(v->rec), recorder_analysis(v->rec));
+	list_threads(v);
 	render(v);
 }
 
@@ -405,65 +375,42 @@ static int on_key(struct top_view *v, int key)
 	return 0;
 }
 
-static int target_gone(pid_t pid)
+static int should_stop(void *ctx)
 {
-	return kill(pid, 0) && errno == ESRCH;
+	struct top_view *v = ctx;
+
+	return stop_signal || v->quit;
 }
 
-static void run_loop(struct top_view *v)
+static void on_tick(void *ctx, uint64_t now_ns)
 {
-	uint64_t interval = (uint64_t)(v->o->interval_s * 1e9), now = monotonic_ns();
-	uint64_t next = now + interval, deadline = 0;
+	struct top_view *v = ctx;
 	int key;
 
-	if (v->o->duration_s > 0)
-		deadline = now + (uint64_t)(v->o->duration_s * 1e9);
-	refresh(v);
-	while (!stop_signal) {
-		if (session_poll(v->session, EP_DRAIN_MS) < 0 && errno != EINTR)
-			break;
-		while ((key = top_term_key()) >= 0)
-			if (on_key(v, key))
-				return;
-		now = monotonic_ns();
-		if (now >= next) {
-			refresh(v);
-			next = now + interval;
-		}
-		if ((deadline && now >= deadline) || target_gone(v->t->pid))
-			return;
-	}
+	(void)now_ns;
+	while (!v->quit && (key = top_term_key()) >= 0)
+		v->quit = on_key(v, key);
 }
 
+/* Recording starts before the first view: one now, then one per interval. */
 static void start(struct top_view *v, char *err)
 {
-	struct recorder_opts ropts = { .rate_hz = v->o->rate_hz, .by_function = 1 };
-	/* on_totals: the GIL blame comes with the kernel's totals */
-	struct session_opts sopts = { .rate_hz = v->o->rate_hz, .on_event = recorder_on_event,
-				      .on_totals = recorder_on_totals,
-				      .next_lost_stack = recorder_next_lost_stack,
-				      .stack_of_blocked = blocked_stack_of };
-	int in_pidns;
+	/* one frame per function; every interval a period the view consumes */
+	struct controller_config cc = {
+		.rate_hz = v->o->rate_hz, .wait_threshold_ms = CONTROLLER_WAIT_THRESHOLD_MS,
+		.by_function = 1, .duration_ns = (uint64_t)(v->o->duration_s * 1e9),
+		.period_ns = (uint64_t)(v->o->interval_s * 1e9), .periods = CONTROLLER_PERIODS_LIVE,
+		.should_stop = should_stop, .on_tick = on_tick, .on_period = refresh, .ctx = v,
+	};
 
 	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||
 	    target_open(v->o->pid, v->t, err, ERRLEN))
 		die(err);
-	if (recorder_init(&v->rec, &ropts))
-		die("out of memory");
-	in_pidns = session_opts_pidns(&sopts);
-	sopts.ctx = &v->rec;
-	v->session = session_open(&sopts, err, ERRLEN);
-	if (!v->session)
+	if (controller_open(&v->ctl, &cc, err, ERRLEN))
 		die(err);
-	if (session_attach_gc(v->session, v->t) != GC_PROBE_NONE)
-		recorder_set_exact_gc(&v->rec, v->t->pid);
-	recorder_start(&v->rec, monotonic_ns());
-	if (recorder_add_process(&v->rec, v->t))
-		die("out of memory");
-	if (session_add_process(v->session, v->t->pid, &v->t->cfg))
-		die("cannot configure the BPF maps for the target");
-	if (!in_pidns)
-		seed_blocked_threads(v->session, &v->rec, v->t, recorder_t0(&v->rec));
+	v->rec = controller_recorder(&v->ctl);
+	if (controller_attach(&v->ctl, v->t, -1, 0, err, ERRLEN))
+		die(err);
 }
 
 int cmd_top(int argc, char **argv)
@@ -486,11 +433,11 @@ int cmd_top(int argc, char **argv)
 	start(&v, err);
 	procfs_cmdline(o.pid, v.cmd, sizeof(v.cmd));
 	v.tty = top_term_open();
-	run_loop(&v);
+	controller_cut_period(&v.ctl);
+	controller_run(&v.ctl);
 	top_term_close();
-	session_remove_process(v.session, o.pid);
-	session_close(v.session);
-	recorder_free(&v.rec);
+	controller_stop(&v.ctl);
+	controller_close(&v.ctl);
 	top_model_free(&v.model);
 	free(v.names);
 	free(v.t);

@@ -14,9 +14,6 @@ int cmd_diff(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
-/* The index of a "--" argument in argv (a command to launch follows it), or 0. */
-int find_dashdash(int argc, char **argv);
-
 /* 1 if s ends with suffix (a file name with a format's ending). */
 static inline int ends_with(const char *s, const char *suffix)
 {

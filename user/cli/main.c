@@ -31,14 +31,6 @@ static const struct subcommand subcommands[] = {
 
 #define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
 
-int find_dashdash(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--"))
-			return i;
-	return 0;
-}
-
 static void list_subcommands(FILE *f)
 {
 	for (size_t i = 0; i < NSUBCOMMANDS; i++)

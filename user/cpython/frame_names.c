@@ -73,12 +73,12 @@ const char *frame_short_filename(const char *path)
 	return s ? s : path;
 }
 
-void frame_naming_apply(struct py_sym_frame *f)
+void frame_naming_apply(const char **file, int *line, int *firstlineno)
 {
 	if (!naming.full_filenames)
-		f->file = frame_short_filename(f->file);
+		*file = frame_short_filename(*file);
 	if (naming.nolineno) {
-		f->line = 0;
-		f->firstlineno = 0;
+		*line = 0;
+		*firstlineno = 0;
 	}
 }

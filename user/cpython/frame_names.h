@@ -10,7 +10,6 @@
 #ifndef EP_FRAME_NAMES_H
 #define EP_FRAME_NAMES_H
 #include <stddef.h>
-#include "py_symbolizer.h"
 
 struct frame_naming {
 	int full_filenames;
@@ -32,7 +31,8 @@ void frame_naming_set(const struct frame_naming *n);
 /* The part of path shown: a suffix of path (never a copy), or path itself. */
 const char *frame_short_filename(const char *path);
 
-/* Applies the naming to a symbolized frame, in place. */
-void frame_naming_apply(struct py_sym_frame *f);
+/* Applies the naming to a symbolized frame's file and lines, in place (the
+ * symbolizer calls it: the naming knows nothing of the symbolizer). */
+void frame_naming_apply(const char **file, int *line, int *firstlineno);
 
 #endif

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <string.h>
 #include "py_str.h"
+#include "utf8.h"
 
 /*
  * PyASCIIObject.state: interned:2, kind:3, compact:1, ascii:1 from bit 0
@@ -18,8 +19,6 @@
 #define STATE_KIND_MASK		0x7u
 #define STATE_COMPACT		(1u << 5)
 #define STATE_ASCII		(1u << 6)
-
-#define REPLACEMENT_CHAR	0xfffdu
 
 int py_str_parse_state(uint32_t state, struct py_str_state *out)
 {
@@ -57,37 +56,6 @@ static uint32_t read_char(unsigned int kind, const uint8_t *data, size_t i)
 		memcpy(&c4, data + i * 4, sizeof(c4));
 		return c4;
 	}
-}
-
-/*
- * UTF-8 of code point c into buf (4 bytes), returning its length. A str
- * may hold lone surrogates, which UTF-8 cannot carry, and a torn read may
- * give values above U+10FFFF: both become U+FFFD.
- */
-static size_t utf8_encode(uint32_t c, uint8_t buf[4])
-{
-	if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
-		c = REPLACEMENT_CHAR;
-	if (c < 0x80) {
-		buf[0] = c;
-		return 1;
-	}
-	if (c < 0x800) {
-		buf[0] = 0xc0 | c >> 6;
-		buf[1] = 0x80 | (c & 0x3f);
-		return 2;
-	}
-	if (c < 0x10000) {
-		buf[0] = 0xe0 | c >> 12;
-		buf[1] = 0x80 | (c >> 6 & 0x3f);
-		buf[2] = 0x80 | (c & 0x3f);
-		return 3;
-	}
-	buf[0] = 0xf0 | c >> 18;
-	buf[1] = 0x80 | (c >> 12 & 0x3f);
-	buf[2] = 0x80 | (c >> 6 & 0x3f);
-	buf[3] = 0x80 | (c & 0x3f);
-	return 4;
 }
 
 int py_str_to_utf8(unsigned kind, const void *data, size_t data_len,

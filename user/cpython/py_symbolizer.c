@@ -16,6 +16,7 @@
 #include <string.h>
 #include "ebpfprof.h"
 #include "frame_names.h"
+#include "hash.h"
 #include "py_linetable.h"
 #include "py_str.h"
 #include "py_symbolizer.h"
@@ -93,9 +94,8 @@ void py_symbolizer_free(struct py_symbolizer *s)
 
 static size_t slot_of(uint64_t code, uint32_t ident, size_t cap)
 {
-	uint64_t h = (code >> 4) * 0x9e3779b97f4a7c15ull ^ ident;
-
-	return (h ^ (h >> 29)) & (cap - 1);
+	return hash_first_slot(fnv1a(fnv1a(FNV1A_BASIS, &code, sizeof(code)), &ident, sizeof(ident)),
+			       cap);
 }
 
 static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
@@ -104,7 +104,7 @@ static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
 	size_t i = slot_of(code, ident, cap);
 
 	while (tab[i].used && (tab[i].code != code || tab[i].ident != ident))
-		i = (i + 1) & (cap - 1);
+		i = hash_next_slot(i, cap);
 	return &tab[i];
 }
 
@@ -288,5 +288,6 @@ void py_symbolizer_frame(struct py_symbolizer *s, uint64_t code, uint32_t ident,
 	if (e && e->table && instr != ~0u)
 		line = entry_line(s, e, instr);
 	out->line = line >= 0 ? line : out->firstlineno;
-	frame_naming_apply(out);	/* --full-filenames, --nolineno */
+	/* --full-filenames, --nolineno */
+	frame_naming_apply(&out->file, &out->line, &out->firstlineno);
 }

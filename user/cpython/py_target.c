@@ -10,7 +10,9 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include "clock.h"
 #include "elf_syms.h"
+#include "line_read.h"
 #include "mapped_file.h"
 #include "printable.h"
 #include "procfs.h"
@@ -115,27 +117,74 @@ static int try_candidate(struct py_target *t, const struct mapped_file *m, uint6
 	return 1;
 }
 
-/* Walks the maps: the executable and any libpython3.X.so are candidates. */
-static int scan_maps(struct py_target *t, const char *exe, int *saw_python_name)
+/*
+ * The search among the target's files, bounded: each distinct file (device
+ * and inode) is examined once however its mappings are named and ordered
+ * (two names alternating are still two files), at most PY_CANDIDATES_MAX
+ * files per search, and none after PY_SCAN_NS. Each examination is bounded
+ * by elf_syms.c (its header judged before libelf allocates, ELF_LOAD_MAX
+ * bytes of sections). A target mapping more files named libpython* than
+ * that before its interpreter is refused: the names are its choice.
+ */
+#define PY_CANDIDATES_MAX	16
+#define PY_SCAN_NS		(3ull * 1000000000)
+
+struct scan {
+	struct { dev_t dev; unsigned long ino; } tried[PY_CANDIDATES_MAX];
+	unsigned ntried;
+	int saw_python_name;
+	enum { SCAN_DONE, SCAN_TOO_MANY, SCAN_TOO_LONG } stop;
+	uint64_t deadline_ns;
+};
+
+/* Whether m's file may be examined now: 0 and noted if so; 1 if it was
+ * already (skip it); -1 if the search must end (s->stop says why). */
+static int scan_admit(struct scan *s, const struct mapped_file *m)
 {
-	char path[64], line[PATH_MAX + 128], seen[PATH_MAX] = "";
+	unsigned i;
+
+	for (i = 0; i < s->ntried; i++)
+		if (s->tried[i].dev == m->dev && s->tried[i].ino == m->inode)
+			return 1;
+	if (s->ntried == PY_CANDIDATES_MAX)
+		s->stop = SCAN_TOO_MANY;
+	else if (monotonic_ns() > s->deadline_ns)
+		s->stop = SCAN_TOO_LONG;
+	if (s->stop != SCAN_DONE)
+		return -1;
+	s->tried[s->ntried].dev = m->dev;
+	s->tried[s->ntried++].ino = m->inode;
+	return 0;
+}
+
+/* Walks the maps: the executable and any libpython3.X.so are candidates. */
+static int scan_maps(struct py_target *t, const char *exe, struct scan *s)
+{
+	char path[64], line[PATH_MAX + 128];
 	struct mapped_file m;
 	FILE *f;
-	int found = 0, is_exe;
+	int found = 0, is_exe, admit;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (mapped_file_parse(line, &m) || m.offset != 0 || !strcmp(m.path, seen))
+	s->deadline_ns = monotonic_ns() + PY_SCAN_NS;
+	/* a line longer than line (a path the target made long) is skipped
+	 * whole: its tail, text the target chose, is never taken for a line */
+	while (!found && line_read(f, line, sizeof(line), NULL) >= 0) {
+		if (mapped_file_parse(line, &m) || m.offset != 0)
 			continue;
-		snprintf(seen, sizeof(seen), "%s", m.path);
 		if (strstr(m.path, "python") || strstr(m.path, "pypy"))
-			*saw_python_name = 1;
+			s->saw_python_name = 1;
 		is_exe = exe[0] && !strncmp(m.path, exe, strlen(exe)) &&
 			 (!m.path[strlen(exe)] || (m.deleted && !strcmp(m.path + strlen(exe), MAPPED_DELETED_SUFFIX)));
 		if (!is_exe && !is_libpython(m.path))
+			continue;
+		admit = scan_admit(s, &m);
+		if (admit < 0)
+			break;
+		if (admit)
 			continue;
 		t->in_executable = is_exe;
 		found = try_candidate(t, &m, m.start);
@@ -148,7 +197,8 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 {
 	char path[64], exe[PATH_MAX] = "", comm[64];
 	const struct py_layout *layout;
-	int saw_python_name = 0, found;
+	struct scan scan = { .stop = SCAN_DONE };
+	int found;
 	ssize_t n;
 
 	memset(t, 0, sizeof(*t));
@@ -170,7 +220,7 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 	exe[n > 0 ? n : 0] = 0;
 	if (strlen(exe) > 10 && !strcmp(exe + strlen(exe) - 10, " (deleted)"))
 		exe[strlen(exe) - 10] = 0;
-	found = scan_maps(t, exe, &saw_python_name);
+	found = scan_maps(t, exe, &scan);
 	if (!remote_same_process(pid)) {
 		snprintf(err, errlen, "process %d exited", pid);
 		return PY_TARGET_GONE;
@@ -179,10 +229,17 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", pid, strerror(errno));
 		return errno == ENOENT || errno == ESRCH ? PY_TARGET_GONE : PY_TARGET_NOT_PYTHON;
 	}
+	if (!found && scan.stop != SCAN_DONE) {
+		snprintf(err, errlen, "process %d (%s): no _PyRuntime found in the first %u files it maps named like an interpreter, and no more are examined (%s %d)",
+			 pid, comm, scan.ntried, scan.stop == SCAN_TOO_MANY ? "files examined at most:" :
+			 "seconds the search may take:", scan.stop == SCAN_TOO_MANY ? PY_CANDIDATES_MAX :
+			 (int)(PY_SCAN_NS / 1000000000));
+		return PY_TARGET_NOT_PYTHON;
+	}
 	if (!found) {
 		snprintf(err, errlen, "process %d (%s) is not a CPython process: no _PyRuntime in %s%s (ebpfprof profiles CPython %s)",
 			 pid, comm, exe[0] ? exe : "its executable",
-			 saw_python_name ? " or a mapped libpython" : "", py_supported_versions());
+			 scan.saw_python_name ? " or a mapped libpython" : "", py_supported_versions());
 		return PY_TARGET_NOT_PYTHON;
 	}
 	if (t->free_threaded) {

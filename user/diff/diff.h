@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include "profile.h"
 
-#define DIFF_NSTATES STATE_IDLE	/* the states a thread's time is split into */
+#define DIFF_NSTATES STATE_RECORDED	/* the states a thread's time is split into */
 #define DIFF_MAX_RUNS 32
 /* The assumed run-to-run noise weighs as much as this many degrees of
  * freedom of measured spread (11 runs' worth) in a side's variance. */
@@ -45,6 +45,12 @@ struct recording {
 	unsigned rate_hz;
 	unsigned long samples;
 	int has_states;		/* the file has the "ebpfprof" object */
+	int version;		/* its format (RECORDING_FORMAT_VERSION) */
+	/* states its threads have time in that this table does not know (left
+	 * out), and states of the table no thread of it has (read as 0): a
+	 * recording older or newer than this binary still compares */
+	char unknown_states[160];
+	unsigned missing_states;	/* a bit per enum sample_state */
 	int idle, gil_only;	/* recorded with --idle, --gil; -1 not said */
 	int gc_exact;		/* GC time from the collector's probes, not samples */
 	int on_cpu_exact;	/* on-CPU state time from the scheduler, not samples */
@@ -63,6 +69,9 @@ int recordings_comparable(const struct recording *a, const struct recording *b,
 int recording_read_buffer(struct recording *r, const char *name, const char *data, size_t len,
 			  char *err, size_t errlen);
 void recording_free(struct recording *r);
+/* What of the recording was not as this binary writes it (a newer format, a
+ * state unknown or missing), in one line into out; 0 if nothing, else 1. */
+int recording_note(const struct recording *r, char *out, size_t len);
 
 /* ---- the comparison ---- */
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "hash.h"
 #include "grow.h"
 #include "json.h"
 
@@ -36,21 +37,16 @@ struct tree {
 
 static uint64_t node_hash(const struct node *parent, const char *name, size_t len)
 {
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)parent;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)name[i]) * 1099511628211ull;
-	return h ^ (h >> 29);
+	return fnv1a(fnv1a(FNV1A_BASIS, &parent, sizeof(parent)), name, len);
 }
 
 static struct node **node_slot(struct node **slots, size_t nslots, const struct node *parent,
 			       const char *name, size_t len)
 {
-	size_t i = node_hash(parent, name, len) & (nslots - 1);
+	size_t i = hash_first_slot(node_hash(parent, name, len), nslots);
 	struct node *c;
 
-	for (; (c = slots[i]); i = (i + 1) & (nslots - 1))
+	for (; (c = slots[i]); i = hash_next_slot(i, nslots))
 		if (c->parent == parent && !strncmp(c->name, name, len) && !c->name[len])
 			return &slots[i];
 	return &slots[i];

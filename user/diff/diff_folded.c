@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "hash.h"
 #include "grow.h"
 
 struct fold_index {
@@ -19,21 +20,12 @@ struct fold_index {
 	size_t nslots;
 };
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static size_t *slot_of(const struct fold_index *ix, const struct folded *fo, const char *key)
 {
-	size_t i = str_hash(key) & (ix->nslots - 1);
+	size_t i = hash_first_slot(fnv1a_str(FNV1A_BASIS, key), ix->nslots);
 
 	while (ix->slots[i] && strcmp(fo->stacks[ix->slots[i] - 1], key))
-		i = (i + 1) & (ix->nslots - 1);
+		i = hash_next_slot(i, ix->nslots);
 	return &ix->slots[i];
 }
 

@@ -12,8 +12,8 @@
  *   (the machine's load moves preemption and sleep; exact off-CPU timings
  *   have no sampling noise at all), so a run-to-run term is assumed: a
  *   relative standard deviation of run_noise (default 8%) per run, and of
- *   MACHINE_NOISE for preemption, which is the machine's load and not the
- *   program's doing (two copies of one program side by side differ 2x);
+ *   the state table's run_noise for a state the machine's load moves
+ *   (preemption: 50%; two copies of one program side by side differ 2x);
  * - with several runs on a side, the spread between them (the variance of
  *   the runs' per-second rates over the number of runs) replaces that
  *   assumption when it is larger than the sampling variance, as a benchmark
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "hash.h"
 #include "grow.h"
 #include "states.h"
 
@@ -90,22 +91,19 @@ struct line_index {
 static uint64_t hash_str(uint64_t h, const char *s)
 {
 	if (!s)
-		return (h ^ 0x100) * 1099511628211ull;	/* NULL is not "" */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (h ^ 0x1f) * 1099511628211ull;
+		return fnv1a(h, "\1", 2);	/* NULL is not "" */
+	return fnv1a(h, s, strlen(s) + 1);	/* the NUL ends a field */
 }
 
 static uint64_t hash_key(const struct diff_line *k)
 {
-	uint64_t h = 1469598103934665603ull;
+	int kind = k->kind * 64 + k->state * 4 + k->generation + 1;
+	uint64_t h = fnv1a(FNV1A_BASIS, &kind, sizeof(kind));
 
-	h = (h ^ (uint64_t)(k->kind * 64 + k->state * 4 + k->generation + 1)) * 1099511628211ull;
 	h = hash_str(h, k->process);
 	h = hash_str(h, k->thread);
 	h = hash_str(h, k->function);
-	h = hash_str(h, k->file);
-	return h ^ (h >> 29);	/* the slot is the low bits: mix the high ones in */
+	return hash_str(h, k->file);
 }
 
 static int same_key(const struct diff_line *a, const struct diff_line *b)
@@ -118,10 +116,10 @@ static int same_key(const struct diff_line *a, const struct diff_line *b)
 static size_t *slot_of(const struct line_index *ix, const struct diff *d,
 		       const struct diff_line *key)
 {
-	size_t i = hash_key(key) & (ix->nslots - 1);
+	size_t i = hash_first_slot(hash_key(key), ix->nslots);
 
 	while (ix->slots[i] && !same_key(&d->lines[ix->slots[i] - 1], key))
-		i = (i + 1) & (ix->nslots - 1);
+		i = hash_next_slot(i, ix->nslots);
 	return &ix->slots[i];
 }
 
@@ -435,9 +433,6 @@ static double t_critical(double z, double df)
 	return hi;
 }
 
-/* How much preempted time is assumed to vary between runs. */
-#define MACHINE_NOISE 0.5
-
 struct side_stats {
 	double rate, var;	/* per second, and the variance of that mean */
 	double df;		/* degrees of freedom of var */
@@ -446,7 +441,10 @@ struct side_stats {
 /* The assumed relative run-to-run standard deviation of a line. */
 static double assumed_run_noise(const struct diff *d, const struct diff_line *l)
 {
-	return l->kind == LINE_STATE && l->state == STATE_PREEMPTED ? MACHINE_NOISE : d->o.run_noise;
+	/* a state the machine's load moves (preemption) has its own, in the table */
+	if (l->kind == LINE_STATE && state_table[l->state].run_noise > 0)
+		return state_table[l->state].run_noise;
+	return d->o.run_noise;
 }
 
 /*
@@ -632,9 +630,9 @@ static double state_rate(const struct diff *d, int state, int side)
 	return diff_state_amount(d, state, side) * d->nruns[side] / d->wall_s[side];
 }
 
-static void summary_state(char *out, size_t len, const struct diff *d, int state,
-			  const char *title)
+static void summary_state(char *out, size_t len, const struct diff *d, int state)
 {
+	const char *title = state_table[state].title;
 	double a = diff_state_amount(d, state, 0), b = diff_state_amount(d, state, 1);
 	double ra = state_rate(d, state, 0), rb = state_rate(d, state, 1);
 	size_t used = strlen(out);
@@ -671,8 +669,8 @@ void diff_summary(const struct diff *d, char *out, size_t len)
 	size_t used;
 
 	out[0] = 0;
-	summary_state(out, len, d, STATE_GC, "GC");
-	summary_state(out, len, d, STATE_GIL_WAIT_GC, "waiting for GC");
+	summary_state(out, len, d, STATE_GC);
+	summary_state(out, len, d, STATE_GIL_WAIT_GC);
 	used = strlen(out);
 	if (cpu) {
 		diff_fmt_rel(rel, sizeof(rel), cpu);

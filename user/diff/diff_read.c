@@ -211,9 +211,27 @@ static int read_profiles(struct recording *r, json_t *root, char *err, size_t er
 	return rc;
 }
 
-static int read_thread(struct rec_thread *rt, json_t *t, size_t i, char *err, size_t errlen)
+/* A state name of the recording this table does not know: noted once. */
+static void note_unknown_state(struct recording *r, const char *name)
 {
-	json_t *states = json_object_get(t, "states_s");
+	char *list = r->unknown_states;
+	size_t used = strlen(list), n = strlen(name);
+	const char *at;
+
+	for (at = strstr(list, name); at; at = strstr(at + 1, name))
+		if ((at == list || at[-2] == ',') && (at[n] == ',' || !at[n]))
+			return;
+	if (used + n + 3 < sizeof(r->unknown_states))
+		snprintf(list + used, sizeof(r->unknown_states) - used, "%s%s", used ? ", " : "", name);
+	else if (!strstr(list, "...") && used + 6 < sizeof(r->unknown_states))
+		snprintf(list + used, sizeof(r->unknown_states) - used, "%s...", used ? ", " : "");
+}
+
+static int read_thread(struct recording *r, struct rec_thread *rt, json_t *t, size_t i,
+		       char *err, size_t errlen)
+{
+	json_t *states = json_object_get(t, "states_s"), *v;
+	const char *key;
 	int s;
 
 	if (bounded_int(t, "pid", 0, INT_MAX, &rt->pid))
@@ -222,7 +240,15 @@ static int read_thread(struct rec_thread *rt, json_t *t, size_t i, char *err, si
 		snprintf(err, errlen, "thread %zu: no states_s object", i);
 		return -1;
 	}
+	json_object_foreach(states, key, v)
+		if (state_by_name(key) < 0)
+			note_unknown_state(r, key);
 	for (s = 0; s < DIFF_NSTATES; s++) {
+		/* a state added or dropped since it was written: said, not fatal */
+		if (!json_object_get(states, sample_state_name(s))) {
+			r->missing_states |= 1u << s;
+			continue;
+		}
 		if (bounded(states, sample_state_name(s), MAX_SECONDS, &rt->states_s[s])) {
 			snprintf(err, errlen, "thread %zu: invalid states_s.%s (not a number of "
 				 "seconds in [0, %.0e])", i, sample_state_name(s), MAX_SECONDS);
@@ -248,7 +274,7 @@ static int read_threads(struct recording *r, json_t *threads, char *err, size_t 
 		r->nthreads++;	/* recording_free() frees what was read */
 		if (!rt->name || !rt->process)
 			goto oom;
-		if (read_thread(rt, t, i, err, errlen))
+		if (read_thread(r, rt, t, i, err, errlen))
 			return -1;
 	}
 	return 0;
@@ -378,6 +404,12 @@ static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t er
 		snprintf(err, errlen, "no \"ebpfprof\" object: not recorded by ebpfprof 0.1 or later");
 		return -1;
 	}
+	/* every recording says its version; one made by hand may not: format 1 */
+	r->version = 1;
+	if (json_object_get(e, "version") && bounded_int(e, "version", 1, INT_MAX, &r->version)) {
+		snprintf(err, errlen, "\"ebpfprof\" object: invalid version (not an integer >= 1)");
+		return -1;
+	}
 	if (bounded(e, "rate_hz", MAX_RATE_HZ, &rate) || rate < 1) {
 		snprintf(err, errlen, "\"ebpfprof\" object: invalid rate_hz (not a number in [1, %d])",
 			 MAX_RATE_HZ);
@@ -452,6 +484,38 @@ int recording_read_buffer(struct recording *r, const char *name, const char *dat
 	recording_init(r, name);
 	return read_root(r, name, json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr), &jerr,
 			 err, errlen);
+}
+
+/* Appends to out (used bytes so far) the states of mask, as "a, b". */
+static size_t append_states(char *out, size_t len, size_t used, unsigned mask)
+{
+	int s, n = 0;
+
+	for (s = 0; s < DIFF_NSTATES && used < len; s++)
+		if (mask & 1u << s)
+			used += snprintf(out + used, len - used, "%s%s", n++ ? ", " : "",
+					 sample_state_name(s));
+	return used;
+}
+
+int recording_note(const struct recording *r, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	if (r->version > RECORDING_FORMAT_VERSION)
+		used += snprintf(out, len, "written in format %d by a newer ebpfprof (this one reads "
+				 "format %d), what it knows is compared", r->version,
+				 RECORDING_FORMAT_VERSION);
+	if (r->unknown_states[0] && used < len)
+		used += snprintf(out + used, len - used, "%sstates this ebpfprof does not know, left "
+				 "out: %s", used ? "; " : "", r->unknown_states);
+	if (r->missing_states && used < len) {
+		used += snprintf(out + used, len - used, "%sno time for states this ebpfprof has, "
+				 "read as 0: ", used ? "; " : "");
+		used = append_states(out, len, used, r->missing_states);
+	}
+	return used > 0;
 }
 
 void recording_free(struct recording *r)

@@ -32,12 +32,14 @@ struct py_view {
 
 const char *dump_state_name(int state)
 {
-	switch (state) {
-	case DUMP_RUNNING:	return state_table[STATE_ON_CPU].dump_name;
-	case DUMP_STOPPED:	return "stopped";	/* not states of a thread's time */
-	case DUMP_GONE:		return "gone";
-	default:		return state_table[state_of_reason(state)].dump_name;
-	}
+	const char *name;
+
+	if (state == DUMP_STOPPED)
+		return "stopped";
+	if (state == DUMP_GONE)
+		return "gone";
+	name = state_spelling(state)->dump_name;
+	return name ? name : state_table[STATE_OTHER].dump_name;
 }
 
 /* Every thread state of the main interpreter with its ids. The tid is in the
@@ -135,7 +137,7 @@ static void read_state(const struct py_target *t, struct dump_thread *th, uint64
 		th->state = DUMP_GONE;
 		return;
 	default:
-		th->state = DUMP_RUNNING;
+		th->state = STATE_ON_CPU;
 		return;
 	}
 	th->syscall = procfs_task_syscall_args(t->pid, th->tid, th->args);
@@ -143,26 +145,18 @@ static void read_state(const struct py_target *t, struct dump_thread *th, uint64
 	 * blocks on the GIL for microseconds), so it is running or runnable;
 	 * only a page fault (D) blocks outside a syscall */
 	if (th->syscall < 0 && st != 'D') {
-		th->state = DUMP_RUNNING;
+		th->state = STATE_ON_CPU;
 		return;
 	}
-	th->state = ep_classify_blocked(th->syscall, th->args[0], st == 'D',
-					t->cfg.gil_start, t->cfg.gil_end);
+	th->state = state_of_reason(ep_classify_blocked(th->syscall, th->args[0], st == 'D',
+							t->cfg.gil_start, t->cfg.gil_end));
 	if (th->syscall == EP_NR_futex)
 		th->futex = th->args[0];
-	if (th->state == EP_OFF_IO)
+	if (th->state == STATE_IO)
 		describe_io(t->pid, th);
 	last_ran = procfs_task_last_ran_ns(t->pid, th->tid);
 	if (last_ran)	/* the two clocks may disagree by a tick */
 		th->state_s = last_ran < now_ns ? (now_ns - last_ran) / 1e9 : 0;
-}
-
-int dump_thread_state(const struct py_target *t, int tid)
-{
-	struct dump_thread th = { .tid = tid };
-
-	read_state(t, &th, monotonic_ns());
-	return th.state;
 }
 
 static void read_stack(const struct py_target *t, struct py_symbolizer *sym,
@@ -231,8 +225,8 @@ static void fill_thread(const struct py_target *t, struct dump_snapshot *s,
 		snprintf(th->name, sizeof(th->name), "%s", name);
 	else
 		procfs_comm(t->pid, th->tid, th->name, sizeof(th->name));
-	if (th->state == EP_OFF_GIL && collecting > 0)
-		th->state = EP_OFF_GIL_GC;
+	if (th->state == STATE_GIL_WAIT && collecting > 0)
+		th->state = STATE_GIL_WAIT_GC;
 	if (ids)
 		th->tstate = ids->tstate;
 	/* --native: any thread, Python or not */
@@ -243,7 +237,7 @@ static void fill_thread(const struct py_target *t, struct dump_snapshot *s,
 	/* The GIL was read after the states: a thread seen waiting for it has
 	 * taken it since, and the holder we saw is no longer sure. */
 	th->holds_gil = s->gil_locked > 0 && holder == ids->tstate &&
-			th->state != EP_OFF_GIL && th->state != EP_OFF_GIL_GC;
+			th->state != STATE_GIL_WAIT && th->state != STATE_GIL_WAIT_GC;
 	if (th->holds_gil)
 		s->gil_holder_tid = th->tid;
 	if (!th->frames)

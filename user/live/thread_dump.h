@@ -10,32 +10,9 @@
 #define EP_THREAD_DUMP_H
 #include <stdint.h>
 #include <sys/types.h>
-#include "fd_describe.h"
-#include "native_unwind.h"
+#include "dump_thread.h"
 #include "py_symbolizer.h"
 #include "py_target.h"
-
-#define DUMP_RUNNING	-1	/* state: running or runnable */
-#define DUMP_STOPPED	-2	/* state: stopped (SIGSTOP, traced) */
-#define DUMP_GONE	-3	/* state: exited while we looked */
-
-struct dump_thread {
-	int tid;
-	char name[128];		/* Python thread name, else the kernel's comm */
-	uint64_t tstate;	/* 0: no Python thread state */
-	int state;		/* DUMP_* or enum ep_offcpu_reason */
-	double state_s;		/* seconds in that state, <0 if unknown */
-	long syscall;		/* blocked in, or -1 */
-	uint64_t args[6];
-	int holds_gil;
-	int has_fd;		/* I/O wait on a known descriptor */
-	struct fd_info fd;
-	uint64_t futex;		/* lock and GIL waits: the futex address */
-	struct py_sym_frame *frames;	/* innermost first */
-	struct native_sym *native;	/* --native: what frames' native names point to */
-	int nframes;
-	int truncated;
-};
 
 struct dump_snapshot {
 	pid_t pid;
@@ -53,11 +30,9 @@ int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, siz
  * stopped a moment: thread_dump_native.h). */
 int dump_take_native(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen);
 void dump_free(struct dump_snapshot *s);
-/* "running", "gil_wait", "gc_wait", "lock_wait", "io", "sleep", "preempted"... */
+/* The table's dump_name ("running", "gil_wait", "gc_wait", "lock_wait",
+ * "io", "sleep", "preempted", "other"), "stopped" or "gone". */
 const char *dump_state_name(int state);
-/* The state of one thread now (DUMP_* or enum ep_offcpu_reason), as
- * dump_take classifies it, without the GC refinement. */
-int dump_thread_state(const struct py_target *t, int tid);
 /* The thread with that tid, or NULL. */
 const struct dump_thread *dump_thread_by_tid(const struct dump_snapshot *s, int tid);
 

@@ -93,14 +93,6 @@ static int read_stopped(const struct py_target *t, struct dump_thread *th,
 	return 0;
 }
 
-/* The frame of a native pc: its symbol, and what kind of code it is. */
-static uint8_t native_kind(const struct py_target *t, const struct native_sym *sym)
-{
-	if (!strncmp(sym->name, "_PyEval_EvalFrameDefault", 24))
-		return NATIVE_EVAL;
-	return sym->mod_inode && sym->mod_inode == t->elf_ino ? NATIVE_INTERP : NATIVE_FOREIGN;
-}
-
 /* Weaves: ids below npy are Python frames, the others native ones. */
 static int weave(const struct py_target *t, struct py_symbolizer *sym, struct dump_thread *th,
 		 const struct ep_stack_event *ev, const struct stopped *st,
@@ -118,7 +110,7 @@ static int weave(const struct py_target *t, struct py_symbolizer *sym, struct du
 		py[i] = i;
 	for (i = 0; i < (uint32_t)npcs; i++) {
 		native_symbolize(u, pcs[i], &th->native[i]);
-		refs[i] = (struct native_ref){ npy + i, native_kind(t, &th->native[i]) };
+		refs[i] = (struct native_ref){ npy + i, native_kind_of(&th->native[i], t->elf_ino) };
 	}
 	n = native_weave(py, st->entry, npy, refs, npcs, ids, EP_MAX_FRAMES + NATIVE_MAX_FRAMES);
 	/* root first from the weave; the dump prints innermost first */

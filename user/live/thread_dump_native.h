@@ -9,8 +9,9 @@
  */
 #ifndef EP_THREAD_DUMP_NATIVE_H
 #define EP_THREAD_DUMP_NATIVE_H
+#include "dump_thread.h"
 #include "native_unwind.h"
-#include "thread_dump.h"
+#include "py_target.h"
 
 /* Fills th->frames (innermost first) and th->native; 0, or -1 when the
  * thread could not be stopped or read (th untouched: walk its Python stack). */

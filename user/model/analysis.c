@@ -5,6 +5,7 @@
 #include "analysis.h"
 #include "ebpfprof.h"
 #include "grow.h"
+#include "hash.h"
 #include "states.h"
 
 void analysis_init(struct analysis *a)
@@ -91,15 +92,15 @@ int analysis_reason_state(int reason)
 
 static size_t thread_slot(const struct analysis *a, int pid, int tid)
 {
-	uint64_t h = ((uint64_t)(unsigned)pid << 32 | (unsigned)tid) * 0x9e3779b97f4a7c15ull;
-	size_t i = (h >> 23) & (a->index_cap - 1);
+	int key[2] = { pid, tid };
+	size_t i = hash_first_slot(fnv1a(FNV1A_BASIS, key, sizeof(key)), a->index_cap);
 
 	while (a->totals_index[i]) {
 		const struct thread_totals *t = &a->totals[a->totals_index[i] - 1];
 
 		if (t->pid == pid && t->tid == tid)
 			break;
-		i = (i + 1) & (a->index_cap - 1);
+		i = hash_next_slot(i, a->index_cap);
 	}
 	return i;
 }

@@ -9,26 +9,8 @@
 #define EP_ANALYSIS_H
 #include <stdint.h>
 #include "gil_blame.h"
+#include "interval.h"
 #include "profile.h"
-
-struct interval {
-	int pid, tid;
-	uint64_t start_ns, end_ns;	/* since the session start */
-	int state;			/* enum sample_state (GC for pauses) */
-	int generation;			/* GC: its generation, -1 unknown; a wait: the
-					 * generation the thread itself was collecting, or -1 */
-	int64_t collected;		/* GC: objects collected, -1 unknown */
-	uint32_t *frames;		/* stack at the start, root first */
-	uint32_t nframes;
-	int holder;			/* a GIL wait: the GIL holder's tid, or GB_* */
-	uint32_t *holder_frames;	/* ... and its stack during the wait (gil_blame_settle) */
-	uint32_t holder_nframes;
-};
-
-struct interval_list {
-	struct interval *v;
-	size_t n, cap;
-};
 
 struct thread_states {
 	int pid, tid;

@@ -3,15 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "analysis.h"
 #include "gil_blame.h"
 #include "grow.h"
+#include "interval.h"
 #include "states.h"
-
-void gil_blame_init(struct gil_blame *b)
-{
-	memset(b, 0, sizeof(*b));
-}
 
 static void free_stacks(struct gil_blame *b)
 {
@@ -28,13 +23,55 @@ void gil_blame_free(struct gil_blame *b)
 {
 	free_stacks(b);
 	free(b->v);
+	free(b->unnamed);
 	memset(b, 0, sizeof(*b));
 }
 
-int gil_blame_add(struct gil_blame *b, const struct blame_chunk *c)
+/* Whether tstate may be kept apart: among the distinct values kept, or
+ * added to them while fewer than GB_UNNAMED_MAX. -1: out of memory. */
+static int unnamed_kept(struct gil_blame *b, uint64_t tstate)
 {
-	size_t i;
+	size_t lo = 0, hi = b->nunnamed;
 
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->unnamed[mid] < tstate)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < b->nunnamed && b->unnamed[lo] == tstate)
+		return 1;
+	if (b->nunnamed >= GB_UNNAMED_MAX)
+		return 0;
+	if (GROW_ARRAY(b->unnamed, b->unnamed_cap, b->nunnamed + 1))
+		return -1;
+	memmove(&b->unnamed[lo + 1], &b->unnamed[lo], (b->nunnamed - lo) * sizeof(*b->unnamed));
+	b->unnamed[lo] = tstate;
+	b->nunnamed++;
+	return 1;
+}
+
+int gil_blame_add(struct gil_blame *b, const struct blame_chunk *in)
+{
+	const struct blame_chunk *c = in;
+	struct blame_chunk folded;
+	size_t i;
+	int kept;
+
+	if (in->holder == GB_UNKNOWN && in->tstate) {
+		kept = unnamed_kept(b, in->tstate);
+		if (kept < 0)
+			return -1;
+		if (!kept) {
+			folded = *in;
+			folded.tstate = 0;
+			c = &folded;
+			b->folded_count += in->count;
+			b->folded_ns += in->ns;
+		}
+	}
 	/* one drain's entries come together: an equal one is among the last */
 	for (i = b->n; i > 0 && b->n - i < 16 && b->v[i - 1].at_ns == c->at_ns; i--) {
 		struct blame_chunk *o = &b->v[i - 1];
@@ -319,7 +356,7 @@ static int emit_holder(struct gil_blame *b, struct holder_work *w)
 		for (j = i + 1; j < w->nitems && !item_cmp(&order[i], &order[j], w->items); j++)
 			;
 		if (it->kind == IT_GC) {
-			snprintf(gen_name, sizeof(gen_name), "[GC gen %d]", it->gen);
+			state_gc_marker(it->gen, gen_name, sizeof(gen_name));
 			tail[0] = profile_frame(w->p, gen_name, NULL, 0, FRAME_MARKER);
 		}
 		for (s = 0; s < w->nslots && !rc; s++) {

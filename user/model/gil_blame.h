@@ -33,6 +33,14 @@ struct interval_list;
  * each): past it, its stacks are kept for all its waiters at once. */
 #define GB_MAX_CELLS		(16u << 20)
 
+/* PyThreadStates not (yet) seen in a sample that a holder's waits are kept
+ * under, each until the end (it may be named then). The holder is the
+ * GIL's last_holder, which the target writes: one rewriting it with a new
+ * value every switch would add an entry per value per drain for the whole
+ * recording. Past this many distinct values, waits behind a new one are
+ * folded into "[GIL holder unknown]" (and counted in folded_*). */
+#define GB_UNNAMED_MAX		4096
+
 struct blame_chunk {
 	int pid, waiter;
 	int holder;		/* the holder's tid, or GB_* */
@@ -55,13 +63,17 @@ struct blame_stack {
 struct gil_blame {
 	struct blame_chunk *v;
 	size_t n, cap;
+	uint64_t *unnamed;		/* the distinct tstates of chunks, sorted */
+	size_t nunnamed, unnamed_cap;
+	uint64_t folded_count, folded_ns;	/* waits folded past GB_UNNAMED_MAX */
 	struct blame_stack *stacks;	/* from gil_blame_settle() */
 	size_t nstacks, stacks_cap;
 };
 
-void gil_blame_init(struct gil_blame *b);
 void gil_blame_free(struct gil_blame *b);
-/* Adds a chunk (merged into an equal one of the same drain). 0 or -1. */
+/* Adds a chunk (merged into an equal one of the same drain); one behind a
+ * PyThreadState past GB_UNNAMED_MAX distinct ones as behind a holder not
+ * known. 0 or -1. */
 int gil_blame_add(struct gil_blame *b, const struct blame_chunk *c);
 
 /*

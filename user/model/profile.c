@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grow.h"
+#include "hash.h"
 #include "profile.h"
 
 /* What profile_frame() returns when it cannot allocate. */
@@ -98,31 +99,18 @@ void profile_free(struct profile *p)
 }
 
 
-/* FNV-1a, continued from h over len bytes. */
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *b = data;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static uint64_t frame_hash(const char *name, const char *file, int line, int kind)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FNV1A_BASIS;
 
 	/* The NULs keep ("ab", "c") and ("a", "bc") apart. */
-	h = fnv(h, name, strlen(name) + 1);
+	h = fnv1a(h, name, strlen(name) + 1);
 	if (file)
-		h = fnv(h, file, strlen(file) + 1);
-	h = fnv(h, &line, sizeof(line));
-	h = fnv(h, &kind, sizeof(kind));
+		h = fnv1a(h, file, strlen(file) + 1);
+	h = fnv1a(h, &line, sizeof(line));
+	h = fnv1a(h, &kind, sizeof(kind));
 	/* A marker has no file; "" would otherwise hash like no file. */
-	return fnv(h, file ? "f" : "m", 1);
+	return fnv1a(h, file ? "f" : "m", 1);
 }
 
 static int same_str(const char *a, const char *b)
@@ -144,15 +132,14 @@ static uint32_t *index_slot(const struct profile *p, const struct frame_index *i
 			    uint64_t hash, const char *name, const char *file,
 			    int line, int kind)
 {
-	size_t mask = idx->cap - 1;
-	size_t i = hash & mask;
+	size_t i = hash_first_slot(hash, idx->cap);
 	uint32_t *slot;
 
 	for (;;) {
 		slot = &idx->slots[i];
 		if (!*slot || frame_equal(&p->frames[*slot - 1], name, file, line, kind))
 			return slot;
-		i = (i + 1) & mask;
+		i = hash_next_slot(i, idx->cap);
 	}
 }
 
@@ -303,6 +290,15 @@ const char *profile_thread_name(const struct profile *p, int pid, int tid)
 	return l ? l->name : NULL;
 }
 
+const char *thread_display_name(const char *py_name, const char *comm, int pid, int tid)
+{
+	if (py_name && py_name[0])
+		return py_name;
+	if (tid != pid && comm && comm[0])
+		return comm;
+	return tid == pid ? "MainThread" : NULL;
+}
+
 struct thread_profile *profile_thread(struct profile *p, int pid, int tid)
 {
 	struct thread_profile *t;
@@ -332,24 +328,14 @@ struct thread_profile *profile_new_thread(struct profile *p, int pid, int tid)
 	return t;
 }
 
-static uint64_t stack_hash(const uint32_t *frames, uint32_t n)
-{
-	uint64_t h = 0x2545f4914f6cdd1dull;
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ frames[i]) * 0x100000001b3ull;
-	return h ^ h >> 29;
-}
-
 /* The slot holding the stack, or the free slot where it belongs. */
 static uint32_t *stack_slot(const struct stack_store *st, uint32_t *slots, size_t nslots,
 			    const uint32_t *frames, uint32_t n)
 {
-	size_t i = stack_hash(frames, n) & (nslots - 1);
+	size_t i = hash_first_slot(fnv1a(FNV1A_BASIS, frames, n * sizeof(*frames)), nslots);
 	const struct stored_stack *e;
 
-	for (;; i = (i + 1) & (nslots - 1)) {
+	for (;; i = hash_next_slot(i, nslots)) {
 		if (!slots[i])
 			return &slots[i];
 		e = &st->v[slots[i]];

@@ -84,6 +84,11 @@ int profile_label_thread(struct profile *p, int pid, int tid, const char *name,
 			 const char *process);
 /* The thread's name: its profile's, else its label's; NULL if neither. */
 const char *profile_thread_name(const struct profile *p, int pid, int tid);
+/* The name thread tid of process pid is shown by, everywhere (record, its
+ * reports, top): its Python name, else its comm but for the main thread's
+ * (the program's), else "MainThread" for the main thread (as threading
+ * names it; it may not be imported); NULL when none is known. */
+const char *thread_display_name(const char *py_name, const char *comm, int pid, int tid);
 /* Its process's name, from its profile or its label; NULL if neither. */
 const char *profile_thread_process(const struct profile *p, int pid, int tid);
 /* Forgets every thread and its samples; the frames stay (--rotate). */

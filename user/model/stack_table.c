@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdlib.h>
 #include <string.h>
+#include "hash.h"
 #include "stack_table.h"
 
 void stack_table_free(struct stack_table *t)
@@ -15,11 +16,11 @@ void stack_table_free(struct stack_table *t)
 
 static size_t slot_of(const struct stack_table *t, int pid, uint64_t id)
 {
-	uint64_t h = (id ^ (uint64_t)(unsigned)pid * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
-	size_t i = (h >> 17) & (t->cap - 1);
+	size_t i = hash_first_slot(fnv1a(fnv1a(FNV1A_BASIS, &pid, sizeof(pid)), &id, sizeof(id)),
+				   t->cap);
 
 	while (t->slots[i].id && (t->slots[i].id != id || t->slots[i].pid != pid))
-		i = (i + 1) & (t->cap - 1);
+		i = hash_next_slot(i, t->cap);
 	return i;
 }
 

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include "ebpfprof.h"
 #include <stdio.h>
+#include <string.h>
 
 #include "states.h"
 
@@ -49,10 +50,11 @@ const struct state_spelling state_table[STATE_MAX] = {
 		.name = "preempted", .title = "preempted", .column = "preempted",
 		.short_label = "preempt", .top_col = 8,
 		.marker = "[preempted]", .dump_name = "preempted", .reason = EP_OFF_PREEMPTED,
+		.run_noise = 0.5,	/* the machine's load, not the program */
 	},
 	[STATE_OTHER] = {
 		.name = "other", .title = "other", .column = "other",
-		.short_label = NULL, .top_col = 0,	/* top leaves it out */
+		.short_label = "other", .top_col = 9,
 		.marker = "[off-CPU]", .dump_name = "other", .reason = EP_OFF_OTHER,
 	},
 	[STATE_IDLE] = {
@@ -92,6 +94,16 @@ int state_top_columns(int out[STATE_MAX])
 const char *sample_state_name(enum sample_state s)
 {
 	return state_spelling(s)->name;
+}
+
+int state_by_name(const char *name)
+{
+	int s;
+
+	for (s = 0; s < STATE_RECORDED; s++)
+		if (!strcmp(state_table[s].name, name))
+			return s;
+	return -1;
 }
 
 const char *state_gc_marker(int gen, char *buf, size_t len)

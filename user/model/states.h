@@ -26,6 +26,18 @@ enum sample_state {
 };
 
 #define STATE_NO_REASON	(-1)	/* .reason of a state no off-CPU reason means */
+/* The states a thread's time is split into (a recording's states_s): all but
+ * idle, which is a gap. */
+#define STATE_RECORDED	STATE_IDLE
+
+/*
+ * The version of the "ebpfprof" object a speedscope recording carries, read
+ * back by ebpfprof diff and the Dask package (python/ebpfprof_dask).
+ *   1  up to 9092b2a
+ *   2  "states": the names of the states its states_s are drawn from, in the
+ *      table's order, so a reader knows the vocabulary without a list of its own
+ */
+#define RECORDING_FORMAT_VERSION	2
 
 /* One state's spellings; NULL where that output never shows the state. */
 struct state_spelling {
@@ -40,6 +52,9 @@ struct state_spelling {
 	const char *dump_name;	/* dump's state: "gc_wait" */
 	int reason;		/* the off-CPU reason (ep_offcpu_reason) classified
 				 * as this state, or STATE_NO_REASON */
+	double run_noise;	/* diff: the relative run-to-run deviation assumed of
+				 * this state's time when the machine's load, not the
+				 * program, moves it; 0: diff's --noise */
 };
 
 extern const struct state_spelling state_table[STATE_MAX];
@@ -52,6 +67,8 @@ int state_of_reason(int reason);
 int state_top_columns(int out[STATE_MAX]);
 
 const char *sample_state_name(enum sample_state s);
+/* The recorded state named name (a recording's key), or -1. */
+int state_by_name(const char *name);
 /* The marker frame of a collection into buf: "[GC gen 2]", or "[GC]" when
  * its generation is unknown (gen < 0). */
 const char *state_gc_marker(int gen, char *buf, size_t len);

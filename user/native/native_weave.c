@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <string.h>
 #include "native_weave.h"
 
 static void push(uint32_t *out, uint32_t max, uint32_t *n, uint32_t id)
@@ -53,4 +54,11 @@ uint32_t native_weave(const uint32_t *py, const uint8_t *py_entry, uint32_t npy,
 		push(out, max, &n, py[p++]);
 	reverse(out, n);
 	return n;
+}
+
+uint8_t native_kind_of(const struct native_sym *sym, uint64_t interp_ino)
+{
+	if (!strncmp(sym->name, "_PyEval_EvalFrameDefault", 24))
+		return NATIVE_EVAL;
+	return sym->mod_inode && sym->mod_inode == interp_ino ? NATIVE_INTERP : NATIVE_FOREIGN;
 }

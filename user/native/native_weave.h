@@ -13,6 +13,7 @@
 #ifndef EP_NATIVE_WEAVE_H
 #define EP_NATIVE_WEAVE_H
 #include <stdint.h>
+#include "native_unwind.h"
 
 enum native_kind {
 	NATIVE_FOREIGN = 0,	/* any other file's code (or none: JIT) */
@@ -24,6 +25,10 @@ struct native_ref {
 	uint32_t id;		/* profile frame id */
 	uint8_t kind;		/* enum native_kind */
 };
+
+/* The kind of a native frame named sym, in a process whose interpreter's
+ * file (the one holding _PyRuntime) has inode interp_ino. */
+uint8_t native_kind_of(const struct native_sym *sym, uint64_t interp_ino);
 
 /*
  * py: the Python frames innermost first, py_entry[i] nonzero when frame i is

@@ -4,6 +4,7 @@
 #include "atomic_file.h"
 #include "grow.h"
 #include "json.h"
+#include "utf8.h"
 #include "printable.h"
 #include "report.h"
 #include "states.h"
@@ -11,10 +12,8 @@
 
 static const char *thread_name(const struct profile *p, int pid, int tid)
 {
-	const char *name = profile_thread_name(p, pid, tid);
+	const char *name = thread_display_name(profile_thread_name(p, pid, tid), NULL, pid, tid);
 
-	if (!name && pid == tid)
-		name = "MainThread";
 	return name ? name : "?";
 }
 
@@ -26,22 +25,11 @@ static const char *shown_thread_name(const struct profile *p, int pid, int tid, 
 	return printable(thread_name(p, pid, tid), buf, SHOWN_MAX);
 }
 
-/* Bytes of the character at s: invalid UTF-8 goes by its maximal invalid
- * subpart, as json.c replaces it, so a cut never splits a character. */
-static size_t utf8_char_len(const char *s)
-{
-	size_t bad, n = json_utf8_len((const unsigned char *)s, &bad);
-
-	return n ? n : bad;
-}
-
 /* Copies at most max bytes of UTF-8 s, never cutting a character. */
 static void utf8_cut(char *out, const char *s, size_t max)
 {
-	size_t n = 0, len;
+	size_t n = utf8_prefix(s, (size_t)-1, max);
 
-	while (s[n] && n + (len = utf8_char_len(s + n)) <= max)
-		n += len;
 	memcpy(out, s, n);
 	out[n] = 0;
 }
@@ -49,13 +37,10 @@ static void utf8_cut(char *out, const char *s, size_t max)
 /* Pads UTF-8 s with spaces to `width` characters (not bytes). */
 static void print_padded(FILE *f, const char *s, int width)
 {
-	int chars = 0;
-	const char *c;
+	size_t chars = utf8_chars(s);
 
-	for (c = s; *c; c += utf8_char_len(c))
-		chars++;
 	fputs(s, f);
-	for (; chars < width; chars++)
+	for (; chars < (size_t)width; chars++)
 		fputc(' ', f);
 }
 
@@ -228,6 +213,9 @@ void report_gil_blame(FILE *f, const struct analysis *a, const struct profile *p
 		}
 	}
 	free(seen);
+	if (b->folded_count)
+		fprintf(f, "ebpfprof: %.2f s of GIL waits (%llu) behind PyThreadStates past the first %d never seen in a sample (the GIL's last holder is the target's to write) are counted as behind a holder not known\n",
+			b->folded_ns / 1e9, (unsigned long long)b->folded_count, GB_UNNAMED_MAX);
 }
 
 void report_summary(FILE *f, const struct recording_summary *s)

@@ -19,7 +19,9 @@
 #include <time.h>
 #include <zlib.h>
 #include "grow.h"
+#include "hash.h"
 #include "json.h"
+#include "utf8.h"
 #include "writer.h"
 
 #include "version.h"
@@ -149,24 +151,13 @@ struct strtab {
 	int failed;
 };
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static uint32_t *strtab_slot(const struct strtab *st, uint32_t *slots, size_t nslots,
 			     const char *s)
 {
-	size_t i = str_hash(s) & (nslots - 1);
+	size_t i = hash_first_slot(fnv1a_str(FNV1A_BASIS, s), nslots);
 
 	while (slots[i] && strcmp(st->strs[slots[i] - 1], s) != 0)
-		i = (i + 1) & (nslots - 1);
+		i = hash_next_slot(i, nslots);
 	return &slots[i];
 }
 
@@ -207,7 +198,7 @@ static char *utf8_copy(const char *s)
 	if (!out)
 		return NULL;
 	while (*p) {
-		n = json_utf8_len(p, &bad);
+		n = utf8_len(p, &bad);
 		if (n) {
 			memcpy(o, p, n);
 			o += n;

@@ -341,10 +341,21 @@ static int write_profiles(const struct profile *p, const struct analysis *a, FIL
  * the GC pauses' statistics per process and generation. speedscope ignores
  * top-level properties it does not know.
  */
+/* The states' names, for a reader to know them without a list of its own. */
+static int write_state_names(FILE *f)
+{
+	int s, err = fputs(",\"states\":[", f) < 0;
+
+	for (s = 0; !err && s < STATE_RECORDED; s++)
+		err = fprintf(f, "%s\"%s\"", s ? "," : "", sample_state_name(s)) < 0;
+	return err || fputs("]", f) < 0 ? -1 : 0;
+}
+
 static int write_info(FILE *f, const struct profile *p, const struct recording_info *in)
 {
-	if (fprintf(f, "\"version\":1,\"duration_s\":%.9f,\"rate_hz\":%u",
-		    p->duration_ns / 1e9, p->rate_hz) < 0)
+	if (fprintf(f, "\"version\":%d", RECORDING_FORMAT_VERSION) < 0 || write_state_names(f) ||
+	    fprintf(f, ",\"duration_s\":%.9f,\"rate_hz\":%u", p->duration_ns / 1e9,
+		    p->rate_hz) < 0)
 		return -1;
 	if (!in)
 		return 0;
@@ -397,7 +408,7 @@ static int write_thread_states(FILE *f, const struct profile *p, const struct an
 		      fputs(",\"process\":", f) < 0 ||
 		      json_write_string(f, process ? process : "") ||
 		      fprintf(f, ",\"observed_s\":%.9f,\"states_s\":{", ts[i].observed_ns / 1e9) < 0;
-		for (s = 0; !err && s < STATE_IDLE; s++)
+		for (s = 0; !err && s < STATE_RECORDED; s++)
 			err = fprintf(f, "%s\"%s\":%.9f", s ? "," : "", sample_state_name(s),
 				      ts[i].ns[s] / 1e9) < 0;
 		err = err || fputs("}", f) < 0 || write_blame(f, a, ts[i].pid, ts[i].tid, 0) ||

@@ -32,11 +32,6 @@ static const struct {
 		"task iterators over every task, filtered in BPF" },
 };
 
-const char *kernel_feature_name(enum kernel_feature f)
-{
-	return features[f].name;
-}
-
 const char *kernel_feature_what(enum kernel_feature f)
 {
 	return features[f].what;

@@ -37,10 +37,8 @@ struct kernel_features {
  * feature is missing, or the variable names an unknown feature. */
 int kernel_features_probe(struct kernel_features *kf, char *err, size_t errlen);
 
-/* Its name as EBPFPROF_FORCE_MISSING spells it, what it is, the Linux
- * version that brought it, and what ebpfprof does without it (NULL for a
- * required feature). */
-const char *kernel_feature_name(enum kernel_feature f);
+/* What it is, the Linux version that brought it, and what ebpfprof does
+ * without it (NULL for a required feature). */
 const char *kernel_feature_what(enum kernel_feature f);
 const char *kernel_feature_since(enum kernel_feature f);
 const char *kernel_feature_without(enum kernel_feature f);

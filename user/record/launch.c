@@ -13,31 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "launch.h"
-
-/* A decimal id from the environment; -1 if absent or malformed. */
-static long env_id(const char *name)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	return errno || *end || v < 0 || v > 0x7fffffff ? -1 : v;
-}
-
-int launch_sudo_user(uid_t *uid, gid_t *gid)
-{
-	long u = env_id("SUDO_UID"), g = env_id("SUDO_GID");
-
-	if (getuid() != 0 || u <= 0 || g < 0)
-		return 0;
-	*uid = u;
-	*gid = g;
-	return 1;
-}
+#include "sudo_user.h"
 
 /*
  * In the child, before exec: become the user who ran sudo, with their
@@ -66,7 +42,7 @@ pid_t launch_command(char *const argv[], int keep_root, char *err, size_t errlen
 {
 	uid_t uid = 0;
 	gid_t gid = 0;
-	int drop = !keep_root && launch_sudo_user(&uid, &gid);
+	int drop = !keep_root && sudo_user(&uid, &gid);
 	int pipefd[2], child_errno = 0;
 	pid_t pid;
 	ssize_t n;

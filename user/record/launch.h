@@ -11,8 +11,6 @@
  * Returns the child's pid once exec has succeeded, or -1 with err filled
  * (the command could not be run). */
 pid_t launch_command(char *const argv[], int keep_root, char *err, size_t errlen);
-/* 1 and the ids if run as root by sudo (SUDO_UID/SUDO_GID valid), else 0. */
-int launch_sudo_user(uid_t *uid, gid_t *gid);
 /* A pidfd for pid that becomes readable when it exits, or -1. */
 int watch_process(pid_t pid);
 /* 1 if the process has exited (our child is left a zombie, for

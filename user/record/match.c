@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "match.h"
+#include "parse_num.h"
 
 int matcher_init(struct proc_matcher *m, const char *pattern, char *err, size_t errlen)
 {
@@ -38,14 +39,6 @@ int matcher_matches(const struct proc_matcher *m, const char *cmdline)
 	return regexec(&m->re, cmdline, 0, NULL, 0) == 0;
 }
 
-static pid_t parse_pid(const char *name)
-{
-	char *end;
-	long v = strtol(name, &end, 10);
-
-	return *end || end == name || v <= 0 ? 0 : (pid_t)v;
-}
-
 int matcher_scan(const struct proc_matcher *m,
 		 void (*fn)(void *ctx, pid_t pid, const char *cmdline), void *ctx)
 {
@@ -57,9 +50,9 @@ int matcher_scan(const struct proc_matcher *m,
 	if (!d)
 		return -1;
 	while ((de = readdir(d))) {
-		pid_t pid = parse_pid(de->d_name);
+		pid_t pid;
 
-		if (!pid || pid == self || pid == parent)
+		if (parse_pid(de->d_name, &pid) || pid == self || pid == parent)
 			continue;
 		if (procfs_cmdline(pid, cmdline, sizeof(cmdline)))
 			continue;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "grow.h"
+#include "hash.h"
 #include "multi.h"
 #include "printable.h"
 #include "procfs.h"
@@ -38,7 +39,7 @@ struct target {
 	enum target_state state;
 	pid_t child;
 	uint64_t deadline_ns;	/* T_PENDING: give up then */
-	unsigned long cmd_hash;	/* T_DONE: an exec changes it, look again */
+	uint64_t cmd_hash;	/* T_DONE: an exec changes it, look again */
 	int seen;		/* in the last scan */
 };
 
@@ -53,20 +54,11 @@ struct multi {
 	int told_full;		/* the line about MULTI_MAX_CHILDREN was printed */
 };
 
-static unsigned long hash_str(const char *s)
-{
-	unsigned long h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
-}
-
-static unsigned long cmdline_hash(pid_t pid)
+static uint64_t cmdline_hash(pid_t pid)
 {
 	char cmdline[MATCH_CMDLINE_MAX];
 
-	return procfs_cmdline(pid, cmdline, sizeof(cmdline)) ? 0 : hash_str(cmdline);
+	return procfs_cmdline(pid, cmdline, sizeof(cmdline)) ? 0 : fnv1a_str(FNV1A_BASIS, cmdline);
 }
 
 static struct target *find_target(struct multi *m, pid_t pid)
@@ -226,7 +218,7 @@ static void on_match(void *ctx, pid_t pid, const char *cmdline)
 	} else if (t->state != T_RUNNING && t->start_time != procfs_start_time(pid)) {
 		/* another process with the same pid */
 		new_candidate(t, pid);
-	} else if (t->state == T_DONE && t->cmd_hash != hash_str(cmdline)) {
+	} else if (t->state == T_DONE && t->cmd_hash != fnv1a_str(FNV1A_BASIS, cmdline)) {
 		/* the same process exec'ed another program: a new candidate */
 		new_candidate(t, pid);
 	}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "preflight.h"
 #include "atomic_file.h"
+#include "line_read.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON	38
@@ -85,7 +86,7 @@ static pid_t thread_group_of(pid_t tid)
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f))
+	while (line_read(f, line, sizeof(line), NULL) >= 0)
 		if (sscanf(line, "Tgid: %d", &tgid) == 1)
 			break;
 	fclose(f);

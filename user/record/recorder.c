@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "grow.h"
+#include "hash.h"
 #include "native_unwind.h"
 #include "native_weave.h"
 #include "procfs.h"
@@ -365,7 +366,8 @@ static uint64_t remember_stack(struct recorder *r, int pid, const uint32_t *ids,
 /* --native: the frame of pc, through the process's cache. */
 static struct native_ref native_frame(struct recorder *r, struct rec_process *p, uint64_t pc)
 {
-	struct native_pc *slot = &p->pcs[(pc * 0x9e3779b97f4a7c15ull) >> 50 & (NATIVE_PC_CACHE - 1)];
+	struct native_pc *slot = &p->pcs[hash_first_slot(fnv1a(FNV1A_BASIS, &pc, sizeof(pc)),
+							 NATIVE_PC_CACHE)];
 	struct native_sym sym;
 
 	if (slot->pc == pc && pc)
@@ -374,12 +376,7 @@ static struct native_ref native_frame(struct recorder *r, struct rec_process *p,
 	slot->pc = pc;
 	slot->ref.id = profile_frame(&r->profile, sym.name, sym.file[0] ? sym.file : NULL,
 				     sym.line, FRAME_PYTHON);
-	if (!strncmp(sym.name, "_PyEval_EvalFrameDefault", 24))
-		slot->ref.kind = NATIVE_EVAL;
-	else if (sym.mod_inode && sym.mod_inode == p->target.elf_ino)
-		slot->ref.kind = NATIVE_INTERP;	/* the file holding _PyRuntime */
-	else
-		slot->ref.kind = NATIVE_FOREIGN;
+	slot->ref.kind = native_kind_of(&sym, p->target.elf_ino);
 	return slot->ref;
 }
 
@@ -763,33 +760,27 @@ void recorder_refresh_names(struct recorder *r)
 		refresh_process_names(r->procs[i]);
 }
 
-/* What the recorder knows thread tid of p as: its Python name, else its
- * comm (a thread's own: the main thread's is the program's), else NULL. */
-static const char *known_name(const struct rec_process *p, int tid)
+/* What the recorder knows thread tid of process pid (p, if known) as
+ * (thread_display_name), else NULL. */
+static const char *known_name(const struct rec_process *p, int pid, int tid)
 {
-	const char *name = NULL;
+	const char *py_name = NULL, *comm = NULL;
 	size_t i;
 
 	for (i = 0; p && i < p->nthreads; i++) {
-		if (p->threads[i].tid != tid)
-			continue;
-		if (p->threads[i].py_name[0])
-			name = p->threads[i].py_name;
-		else if (tid != p->target.pid && p->threads[i].comm[0])
-			name = p->threads[i].comm;
+		if (p->threads[i].tid == tid) {
+			py_name = p->threads[i].py_name;
+			comm = p->threads[i].comm;
+		}
 	}
-	if (!name && p && tid == p->target.pid)
-		name = "MainThread";
-	return name;
+	return thread_display_name(py_name, comm, pid, tid);
 }
 
 static void name_thread(struct recorder *r, struct thread_profile *tp)
 {
 	struct rec_process *p = find_process(r, tp->pid);
-	const char *name = known_name(p, tp->tid);
+	const char *name = known_name(p, tp->pid, tp->tid);
 
-	if (!name && tp->tid == tp->pid)
-		name = "MainThread";
 	free(tp->name);
 	tp->name = strdup(name ? name : "?");
 	free(tp->process);
@@ -809,7 +800,7 @@ static void label_threads(struct recorder *r)
 		for (j = 0; j < p->nthreads; j++) {
 			if (profile_find_thread(&r->profile, p->target.pid, p->threads[j].tid))
 				continue;
-			name = known_name(p, p->threads[j].tid);
+			name = known_name(p, p->target.pid, p->threads[j].tid);
 			if (name && profile_label_thread(&r->profile, p->target.pid, p->threads[j].tid,
 							 name, p->comm[0] ? p->comm : "python"))
 				r->failed++;

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Who held the GIL (docs/DESIGN.md, "Who held the GIL: the mechanics"): a
+ * GIL wait's exact time put on the holder read at its start and at its end,
+ * split where the GIL was seen to change hands, kept in the waiter's task
+ * storage (four holders, a map past that), drained with its totals and at
+ * its exit. Included by offcpu.bpf.c alone, after the totals' helpers
+ * (add_key_map, add_blame_map) it uses.
+ */
+#ifndef EP_BLAME_BPF_H
+#define EP_BLAME_BPF_H
+
+static __always_inline int blame_slot_empty(const struct ep_blame_slot *b)
+{
+	return !b->t[0].count && !b->t[0].ns && !b->t[1].count && !b->t[1].ns;
+}
+
+/* The holder's slot in the thread's storage: its own, else one without
+ * time (the drain reads a slot's time before its holder, and takes a slot's
+ * time out only after reading both, so a slot it reads as holding time
+ * keeps its holder until then). NULL when all are taken: the map then. */
+static __always_inline struct ep_blame_slot *blame_slot(struct ep_offcpu_task *st, __u64 holder)
+{
+	int i;
+
+	for (i = 0; i < EP_BLAME_SLOTS; i++)
+		if (st->blame[i].holder == holder)
+			return &st->blame[i];
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		if (blame_slot_empty(&st->blame[i])) {
+			EP_ONCE(st->blame[i].holder) = holder;
+			return &st->blame[i];
+		}
+	}
+	return NULL;
+}
+
+/* Adds a GIL wait's time, plain (ns[0]) and behind a collection (ns[1]),
+ * under its holder: in the thread's storage as its totals are, else (an
+ * exiting thread, a process without a drain iterator, slots full) the map. */
+static __always_inline void add_blame(struct task_struct *task, struct ep_offcpu_task *st,
+				      __u64 holder, const __u64 ns[2])
+{
+	struct ep_blame_slot *slot = NULL;
+	int kind;
+
+	if (st->totals_in_task && !(task->flags & PF_EXITING))
+		slot = blame_slot(st, holder);
+	for (kind = 0; kind < 2; kind++) {
+		if (!ns[kind])
+			continue;
+		if (!slot) {
+			add_blame_map(st, holder, kind, 1, ns[kind]);
+			continue;
+		}
+		__sync_fetch_and_add(&slot->t[kind].count, 1);
+		__sync_fetch_and_add(&slot->t[kind].ns, ns[kind]);
+	}
+}
+
+/* Per process (slot pid % EP_HANDOFF_SLOTS, the pid in it): when waiters
+ * of its GIL went to take it, by the switch number their taking makes (4
+ * latest): the moment of a hand-over, approximately (a waiter woken with
+ * another may lose the GIL to it). An array: its lookup is inlined, where a
+ * hash lookup on every GIL wait cost ~50 ns. Two processes sharing a slot
+ * take it from each other (a split then not made). */
+#define EP_HANDOFF_SLOTS	1024
+
+struct ep_gil_handoffs {
+	__u32 pid;
+	__u32 pad;
+	__u64 switch_number[4];
+	__u64 ts[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EP_HANDOFF_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ep_gil_handoffs);
+} gil_handoffs SEC(".maps");
+
+static __always_inline struct ep_gil_handoffs *handoffs_of(__u32 pid)
+{
+	__u32 slot = pid % EP_HANDOFF_SLOTS;
+
+	return bpf_map_lookup_elem(&gil_handoffs, &slot);
+}
+
+/* A waiter returns to take the GIL (in: as it is now): its switch number
+ * becomes in's + 1 about now. */
+static __always_inline void note_taking(__u32 pid, const struct ep_gil_seen *in, __u64 now)
+{
+	struct ep_gil_handoffs *h = handoffs_of(pid);
+	__u64 sn = in->switch_number + 1;
+
+	if (!in->holder || !h)
+		return;
+	if (h->pid != pid) {
+		h->pid = pid;
+		h->switch_number[0] = h->switch_number[1] = 0;
+		h->switch_number[2] = h->switch_number[3] = 0;
+	}
+	h->switch_number[sn & 3] = sn;
+	h->ts[sn & 3] = now;
+}
+
+/* When the GIL went to the holder that made switch number sn; 0: not seen. */
+static __always_inline __u64 handoff_at(__u32 pid, __u64 sn)
+{
+	struct ep_gil_handoffs *h = handoffs_of(pid);
+
+	return h && h->pid == pid && h->switch_number[sn & 3] == sn ? h->ts[sn & 3] : 0;
+}
+
+static __always_inline __u64 min_u64(__u64 a, __u64 b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * A wait across exactly one hand-over whose moment a waiter's taking showed:
+ * the part before it to the holder at the start, the rest to the one at the
+ * end, the part behind a collection where it was (first, or last). 0 when
+ * it cannot be split.
+ */
+static __always_inline int split_at_handoff(struct task_struct *task, struct ep_offcpu_task *st,
+					    const struct ep_gil_seen *in, const __u64 ns[2])
+{
+	__u64 at, before, a[2], b[2];
+
+	if (in->switch_number != st->gil_out.switch_number + 1 || !st->gil_out.locked)
+		return 0;
+	at = handoff_at(st->pid, in->switch_number);
+	if (at <= st->blame_start || at >= st->blame_end)
+		return 0;
+	before = at - st->blame_start;
+	/* constant indexes: the verifier refuses a variable one on the stack */
+	if (st->blame_gc_first) {
+		a[1] = min_u64(ns[1], before);
+		a[0] = min_u64(ns[0], before - a[1]);
+	} else {
+		a[0] = min_u64(ns[0], before);
+		a[1] = min_u64(ns[1], before - a[0]);
+	}
+	b[0] = ns[0] - a[0];
+	b[1] = ns[1] - a[1];
+	add_blame(task, st, st->gil_out.holder, a);
+	add_blame(task, st, in->holder, b);
+	count(EP_CNT_GIL_SPLIT);
+	return 1;
+}
+
+/* The GIL wait whose end is seen now (in: the GIL then) goes to its
+ * holder(s); a record still waiting for its stack names the one at its
+ * end. taking: the waiter returns to take the GIL now. Returns the holder. */
+static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_offcpu_task *st,
+					  const struct ep_gil_seen *in, int taking)
+{
+	__u64 ns[2] = { st->blame_ns[0], st->blame_ns[1] }, holder;
+
+	if (!ns[0] && !ns[1])
+		return EP_BLAME_UNKNOWN;
+	st->blame_ns[0] = st->blame_ns[1] = 0;
+	count(EP_CNT_GIL_BLAMED);
+	holder = ep_gil_blame(&st->gil_out, in);
+	if (holder == EP_BLAME_CHANGED && split_at_handoff(task, st, in, ns))
+		holder = in->holder;
+	else
+		add_blame(task, st, holder, ns);
+	if (taking)
+		note_taking(st->pid, in, st->blame_end);
+	if (st->pending.kind)
+		st->pending.holder = holder;
+	return holder;
+}
+
+/*
+ * A GIL wait ends: its time goes to the holder once the GIL is read again,
+ * in the waiter's own address space: on its return to user mode when its
+ * stack is taken then (EP_IV_STACK_LATER), else now if the thread leaving
+ * the CPU (whose memory a read here reaches) is of the same process, else
+ * not at all (holder unknown). Returns the holder if decided now.
+ */
+static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct task_struct *next,
+						struct ep_offcpu_task *st, __u64 len, __u64 gc_ns)
+{
+	struct ep_gil_seen in = {};
+
+	if ((st->reason != EP_OFF_GIL && st->reason != EP_OFF_GIL_GC) ||
+	    (st->flags & EP_IV_OWN_GC))
+		return EP_BLAME_UNKNOWN;
+	EP_GIL_WAIT_BLAME_GC(st->reason, len, gc_ns);
+	st->blame_ns[0] += len - gc_ns;
+	st->blame_ns[1] += gc_ns;
+	st->blame_start = st->off_ts;
+	st->blame_end = st->off_ts + len;
+	st->blame_gc_first = !!(st->flags & EP_IV_GC_FIRST);
+	if (st->flags & EP_IV_STACK_LATER)
+		return EP_BLAME_UNKNOWN;
+	if (prev->mm == next->mm)
+		read_gil(st->gil_addr, &in);
+	return settle_blame(next, st, &in, 1);
+}
+
+/* Takes out the thread's GIL blame as EP_TK_BLAME records: a slot's time
+ * read before its holder (see blame_slot). */
+static __always_inline void drain_blame(struct seq_file *seq, struct ep_offcpu_task *st,
+					struct ep_totals_entry *e)
+{
+	struct ep_totals *t;
+	int i, kind;
+
+	e->key.flags = EP_TK_BLAME;
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		for (kind = 0; kind < 2; kind++) {
+			t = &st->blame[i].t[kind];
+			e->val.count = EP_ONCE(t->count);
+			e->val.ns = EP_ONCE(t->ns);
+			if (!e->val.count && !e->val.ns)
+				continue;
+			e->key.holder = EP_ONCE(st->blame[i].holder);
+			e->key.reason = kind ? EP_OFF_GIL_GC : EP_OFF_GIL;
+			if (bpf_seq_write(seq, e, sizeof(*e)))
+				return;
+			__sync_fetch_and_add(&t->count, -e->val.count);
+			__sync_fetch_and_add(&t->ns, -e->val.ns);
+		}
+	}
+}
+
+/* Takes out the totals of one thread as ep_totals_entry records: each
+ * subtracted once written, so what a switch-in adds meanwhile stays for the
+ * next drain. Userspace reads at most EP_DRAIN_READ_BYTES at a time, so one
+ * task's records always fit the iterator's buffer: a record written is a
+ * record delivered (the kernel would show a task again after an overflow,
+ * and what was subtracted would be lost). */
+
+/* An exiting thread's GIL blame to the map; a wait whose end was not seen
+ * goes to no holder. */
+static __always_inline void exit_blame(struct task_struct *task, struct ep_offcpu_task *st)
+{
+	struct ep_gil_seen none = {};
+	struct ep_totals *t;
+	__u64 n, ns;
+	int i, kind;
+
+	settle_blame(task, st, &none, 0);
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		for (kind = 0; kind < 2; kind++) {
+			t = &st->blame[i].t[kind];
+			n = EP_ONCE(t->count);
+			ns = EP_ONCE(t->ns);
+			if (!n && !ns)
+				continue;
+			__sync_fetch_and_add(&t->count, -n);
+			__sync_fetch_and_add(&t->ns, -ns);
+			add_blame_map(st, st->blame[i].holder, kind, n, ns);
+		}
+	}
+}
+
+#endif

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* What the kernel side counted and lost, and the summary's lines of it. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "remote.h"
+#include "remote_reader.h"
+#include "session_priv.h"
+
+void session_counters(struct session *s, uint64_t out[EP_CNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.counters);
+	uint64_t *vals = calloc(ncpu, sizeof(*vals));
+	__u32 key;
+	int cpu;
+
+	memset(out, 0, sizeof(uint64_t) * EP_CNT_MAX);
+	if (!vals)
+		return;
+	for (key = 0; key < EP_CNT_MAX; key++) {
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		for (cpu = 0; cpu < ncpu; cpu++)
+			out[key] += vals[cpu];
+	}
+	free(vals);
+}
+
+void session_print_summary(struct session *s, FILE *f)
+{
+	uint64_t c[EP_CNT_MAX];
+
+	session_counters(s, c);
+	session_print_fallbacks(s, f, "ebpfprof: ");
+	fprintf(f, "ebpfprof: off-CPU: %llu intervals timed exactly in the kernel, %llu of them sent (over the threshold, or sampled), %llu of those with their stack taken on the thread's return to user mode; stacks walked %llu times, reused %llu times\n",
+		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
+		(unsigned long long)c[EP_CNT_STACK_LATER],
+		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
+	if (c[EP_CNT_GIL_BLAMED])
+		fprintf(f, "ebpfprof: GIL waits: %llu put on their holder in the kernel, %llu of them split where the GIL changed hands\n",
+			(unsigned long long)c[EP_CNT_GIL_BLAMED], (unsigned long long)c[EP_CNT_GIL_SPLIT]);
+	if (c[EP_CNT_STORAGE_BUSY])
+		fprintf(f, "ebpfprof: %llu switch-outs not timed: the thread's task storage was busy (its lock held on that CPU)\n",
+			(unsigned long long)c[EP_CNT_STORAGE_BUSY]);
+	if (c[EP_CNT_STACK_LATER_LOST])
+		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode, or exited)\n",
+			(unsigned long long)c[EP_CNT_STACK_LATER_LOST]);
+	if (c[EP_CNT_LOST] || c[EP_CNT_MAP_FULL] || c[EP_CNT_GC_LOST] || s->seed_failed ||
+	    s->drain_failed)
+		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %llu collections ended unseen, %lu blocked threads not seeded, %lu totals not drained\n",
+			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
+			(unsigned long long)c[EP_CNT_GC_LOST], s->seed_failed, s->drain_failed);
+	if (remote_timeouts())
+		fprintf(f, "ebpfprof: warning: %lu reads of the target's memory given up after %llu ms (a page never served: userfaultfd, FUSE); those pages were not read again, a process after %d such reads not at all\n",
+			remote_timeouts(), REMOTE_READ_TIMEOUT_NS / 1000000, REMOTE_HUNG_MAX);
+	/* threads the interpreter does not know (yet, or any more): not in the profile */
+	if (c[EP_CNT_NO_TSTATE])
+		fprintf(f, "ebpfprof: %llu of the %llu samples taken were of threads without a Python thread state (not in the profile)\n",
+			(unsigned long long)c[EP_CNT_NO_TSTATE], (unsigned long long)c[EP_CNT_SAMPLES]);
+}

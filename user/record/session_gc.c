@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The GC probes of each interpreter file: USDT, else uprobes on the collector. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "grow.h"
+#include "py_target.h"
+#include "session_priv.h"
+
+/* Collector functions that take the generation as their second argument,
+ * newest first; 3.8's collect() only exists as constprop clones whose
+ * arguments cannot be trusted, so it gets no uprobe. */
+static const char *const collector_functions[] = {
+	"gc_collect_main",	/* 3.10 to 3.14 */
+	"collect",		/* 3.9 */
+};
+
+static int keep_gc_link(struct session *s, struct bpf_link *link)
+{
+	if (link && GROW_ARRAY(s->gc_links, s->gc_links_cap, s->ngc_links + 1)) {
+		bpf_link__destroy(link);
+		return -1;
+	}
+	if (!link)
+		return -1;
+	s->gc_links[s->ngc_links++] = link;
+	return 0;
+}
+
+/* Keeps both links of a probe pair, or neither: half a pair would leave
+ * collections that start and never end (or the reverse). */
+static int keep_gc_pair(struct session *s, struct bpf_link *start, struct bpf_link *done)
+{
+	if (!start || !done) {
+		bpf_link__destroy(start);
+		bpf_link__destroy(done);
+		return -1;
+	}
+	keep_gc_link(s, start);
+	return keep_gc_link(s, done);
+}
+
+/*
+ * The GC probes are attached to the interpreter's file for every process
+ * (pid -1), and the programs keep only profiled processes (procs). Given a
+ * pid, the kernel's uprobe is a perf event of that task, and perf switches a
+ * task's events out and in with the task: measured on a two-thread ping-pong
+ * pinned to one CPU, that made every context switch ~2 us dearer (+20%)
+ * while not one collection ran (a uprobe_multi link with a pid did the
+ * same). The price of the wide attach: other processes running the same
+ * file pay the probes' traps on their collections (~2.5 us each here), the
+ * programs returning at once for them.
+ */
+#define GC_PROBE_PID	(-1)
+
+static int attach_gc_usdt(struct session *s, const struct py_target *t)
+{
+	struct bpf_link *start, *done;
+
+	start = bpf_program__attach_usdt(s->skel->progs.gc_start_usdt, GC_PROBE_PID, t->elf_path,
+					 "python", "gc__start", NULL);
+	done = bpf_program__attach_usdt(s->walk.gc_done_usdt, GC_PROBE_PID, t->elf_path,
+					"python", "gc__done", NULL);
+	return keep_gc_pair(s, start, done);
+}
+
+static int attach_gc_uprobe(struct session *s, const struct py_target *t, const char *fn)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, entry, .func_name = fn);
+	LIBBPF_OPTS(bpf_uprobe_opts, ret, .func_name = fn, .retprobe = true);
+	struct bpf_link *start, *done;
+
+	start = bpf_program__attach_uprobe_opts(s->skel->progs.gc_start_uprobe, GC_PROBE_PID,
+						t->elf_path, 0, &entry);
+	done = bpf_program__attach_uprobe_opts(s->walk.gc_done_uprobe, GC_PROBE_PID,
+					       t->elf_path, 0, &ret);
+	return keep_gc_pair(s, start, done);
+}
+
+static enum gc_probe_kind attach_gc_probes(struct session *s, const struct py_target *t)
+{
+	size_t i;
+
+	if (t->has_usdt && !attach_gc_usdt(s, t))
+		return GC_PROBE_USDT;
+	if (!t->has_symtab)
+		return GC_PROBE_NONE;
+	for (i = 0; i < sizeof(collector_functions) / sizeof(collector_functions[0]); i++)
+		if (py_target_symbol(t, collector_functions[i]) &&
+		    !attach_gc_uprobe(s, t, collector_functions[i]))
+			return GC_PROBE_UPROBE;
+	return GC_PROBE_NONE;
+}
+
+/* With probes, the process gets a GC clock: GIL waits are then split
+ * exactly in the kernel (see ep_gc_clock_read). Without a clock (map full:
+ * more than its 256 processes) its GIL waits are classified by the
+ * collecting flag instead, as for a process without probes; the summary
+ * says so through EP_CNT_MAP_FULL. */
+/* Probes once per interpreter file: attached for every process, a second
+ * attach would run the programs twice per collection. */
+static enum gc_probe_kind probe_file(struct session *s, const struct py_target *t)
+{
+	enum gc_probe_kind kind;
+	size_t i;
+
+	for (i = 0; i < s->ngc_files; i++)
+		if (s->gc_files[i].dev == t->elf_dev && s->gc_files[i].ino == t->elf_ino)
+			return s->gc_files[i].kind;
+	kind = attach_gc_probes(s, t);
+	if (kind != GC_PROBE_NONE && !GROW_ARRAY(s->gc_files, s->gc_files_cap, s->ngc_files + 1))
+		s->gc_files[s->ngc_files++] = (struct gc_file){ t->elf_dev, t->elf_ino, kind };
+	return kind;
+}
+
+enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t)
+{
+	enum gc_probe_kind kind = probe_file(s, t);
+	__u32 key = t->pid;
+	__u64 clock = 0;
+
+	if (kind != GC_PROBE_NONE &&
+	    bpf_map_update_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key, &clock, BPF_NOEXIST) &&
+	    errno != EEXIST) {
+		fprintf(stderr, "ebpfprof: warning: process %d: GC clock not kept (%s): its GIL waits behind collections are classified by the collecting flag\n",
+			t->pid, strerror(errno));
+	}
+	return kind;
+}
+
+const char *gc_probe_name(enum gc_probe_kind k)
+{
+	switch (k) {
+	case GC_PROBE_USDT:
+		return "USDT probes";
+	case GC_PROBE_UPROBE:
+		return "uprobes on the collector";
+	default:
+		return "the collecting flag only";
+	}
+}
+
