@@ -17,11 +17,18 @@ def record(workloads, tmp_path, out, interp, *args, seconds=5, duration=4, extra
     w = workloads(interp, "gil_blame.py", "--go", str(go), *args, seconds=seconds,
                   truth=str(tmp_path / "truth.json") if not interp.chroot else "truth.json")
     path, log = out(), tmp_path / "gc.jsonl"
-    proc = subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "-d", str(duration), "--gc-log",
+    proc = subprocess.Popen([str(EBPFPROF), "-v", "--pid", str(w.pid), "-d", str(duration), "--gc-log",
                              str(log), "-o", str(path), *extra], stderr=subprocess.PIPE, text=True)
-    time.sleep(0.8)     # attached before the measured part
+    # attached before the measured part: -v says how the off-CPU totals are
+    # kept once its programs are in place (a fixed 0.8 s was short under load)
+    head = []
+    while not head or "off-CPU totals of" not in head[-1]:
+        head.append(proc.stderr.readline())
+        assert head[-1], "".join(head)
+    time.sleep(0.1)
     wait_for_go(go)
     _, err = proc.communicate(timeout=60)
+    err = "".join(head) + err
     assert proc.returncode == 0, err
     return w, path, log, err
 
@@ -131,6 +138,7 @@ def test_three_threads_and_a_collector(workloads, out, tmp_path):
     inside = [g for g in churned if truth["begin"] <= t0 + g["start_s"] and
               t0 + g["start_s"] + g["duration_s"] <= truth["end"]]
     assert truth["gc_count"] > 1000, truth
+    assert head["monotonic_start_s"] < truth["begin"], "the recording began after the measured stretch"
     assert abs(len(inside) - truth["gc_count"]) <= 2, (len(inside), truth["gc_count"])
     assert sum(g["duration_s"] for g in inside) <= truth["gc_seconds"], truth
     assert b["states_s"]["waiting-for-gc"] <= sum(g["duration_s"] for g in churned) + 1e-3, b
