@@ -11,7 +11,9 @@
 #   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight, and
 #            the exact totals in the thread table (kept in task storage, taken out by
 #            a task iterator; before 5.12 in a hash map): the spinner threads' GIL waits, and the locker blocked
-#            throughout (seeded and closed through a task iterator, on every kernel)
+#            throughout (seeded and closed through a task iterator, on every kernel), each
+#            thread's against its own /proc/PID/task/TID/schedstat: adding up to the window,
+#            its on-CPU time, and the blocked state the rest but for its runnable time
 #   gcwait   gc_vs_gil.py under ebpfprof --idle: the spinner's waits behind the collector's
 #            collections in the thread table's "wait GC" column
 #   pidns    two_hot.py in a PID namespace of its own (unshare), profiled from outside by
@@ -231,12 +233,30 @@ if ! start_workload idle thread_mix.py --seconds 120; then
     fail idle "thread_mix.py printed no pid= line: $(head -c 300 "$T/idle.workload.err")"
 else
     sleep 0.5      # let its threads start
-    profile idle --pid "$WPID" -d 2 --idle -o "$T/thread_mix.speedscope.json"
+    # each thread's own kernel account while it is recorded: the truth of the totals
+    "$CHECKPY" - "$WPID" "$T/idle.schedstat" <<'EOF' &
+import json, os, sys, time
+pid, out = sys.argv[1], open(sys.argv[2], "w")
+while os.path.exists(f"/proc/{pid}"):
+    row = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            row[tid] = [int(x) for x in open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[:2]]
+        except (OSError, ValueError):
+            pass
+    out.write(json.dumps([time.monotonic(), row]) + "\n")
+    out.flush()
+    time.sleep(0.02)
+EOF
+    SPID=$!
+    profile idle --pid "$WPID" -d 2 --idle --gc-log "$T/idle.gc.jsonl" -o "$T/thread_mix.speedscope.json"
     kill "$WPID" 2>/dev/null
+    wait "$SPID" 2>/dev/null
     if [ $ERC -ne 0 ]; then
         fail idle "ebpfprof exit $ERC: $(first_error "$T/idle.ebpfprof.err")"
         show_log idle "$T/idle.ebpfprof.err"
-    elif res=$("$CHECKPY" - "$T/thread_mix.speedscope.json" "$T/idle.ebpfprof.err" <<'EOF' 2>&1
+    elif res=$("$CHECKPY" - "$T/thread_mix.speedscope.json" "$T/idle.ebpfprof.err" "$T/idle.gc.jsonl" \
+               "$T/idle.schedstat" <<'EOF' 2>&1
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
 err = open(sys.argv[2]).read()
@@ -259,6 +279,37 @@ if len(gil) != 2 or min(gil) < 0.05:
 locker = row("locker")
 if len(locker) != 1 or len(locker[0]) != 9 or int(locker[0][4][1]) < 80:
     sys.exit("the thread table has no locker mostly in lock wait: %s" % (locker or err[-800:]))
+# the exact totals against each thread's schedstat (on-CPU, runnable ns), read
+# every 20 ms and cut to the recording's window: the states add up to the
+# window, on-CPU is the kernel's, a thread blocked in one state is in it
+# whenever it is neither on a CPU nor runnable (within the reads' spacing)
+head = json.loads(open(sys.argv[3]).readline())
+start, end = head["monotonic_start_s"], head["monotonic_start_s"] + head["duration_s"]
+reads = [json.loads(l) for l in open(sys.argv[4])]
+def at(tid, t):
+    got = [(w, row[str(tid)]) for w, row in reads if str(tid) in row]
+    before = [x for x in got if x[0] <= t]
+    after = [x for x in got if x[0] >= t]
+    if not before or not after:
+        sys.exit("no schedstat read of thread %d around %.3f" % (tid, t))
+    (t0, a), (t1, b) = before[-1], after[0]
+    f = (t - t0) / (t1 - t0) if t1 > t0 else 0
+    return [(x + f * (y - x)) / 1e9 for x, y in zip(a, b)], t1 - t0
+table = {t["name"]: t for t in doc["ebpfprof"]["threads"]}
+for name, blocked in (("locker", "lock-wait"), ("spinner-1", "gil-wait"), ("spinner-2", "gil-wait")):
+    t = table[name]
+    (a, gap_a), (b, gap_b) = at(t["tid"], start), at(t["tid"], end)
+    on_cpu, runnable = [y - x for x, y in zip(a, b)]
+    # interpolated between reads: off by at most the reads' spacing at each end
+    tol = gap_a + gap_b + 0.01
+    st, window = t["states_s"], head["duration_s"]
+    if abs(sum(st.values()) - window) > 0.05:
+        sys.exit("%s: states add up to %.3f s in a %.3f s recording: %s" % (name, sum(st.values()), window, st))
+    if abs(st["on-cpu"] + st["gc"] - on_cpu) > tol:
+        sys.exit("%s: on-CPU %.3f s, its schedstat %.3f s" % (name, st["on-cpu"] + st["gc"], on_cpu))
+    rest = window - on_cpu
+    if not rest - runnable - tol <= st[blocked] <= rest + tol:
+        sys.exit("%s: %s %.3f s, its schedstat leaves %.3f-%.3f s" % (name, blocked, st[blocked], rest - runnable, rest))
 frames = doc["shared"]["frames"]
 ids = {i for i, f in enumerate(frames) if f["name"] == "[GIL wait]"}
 if not ids:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EBPFPROF, require_interpreter, run_ebpfprof
+from conftest import EBPFPROF, cannot_run, require_interpreter, run_ebpfprof
 
 BUSY = "import time\nt = time.time()\nwhile time.time() - t < {s}: sum(range(100))\n"
 
@@ -119,7 +119,7 @@ def test_failed_write_ends_the_launched_command(tmp_path, python311):
     small = tmp_path / "small"
     small.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(small)]).returncode:
-        pytest.skip("cannot mount a tmpfs")
+        cannot_run("cannot mount a tmpfs")
     pidfile = tmp_path / "pid"
     try:
         # fill all but a few KiB: the check before recording passes, the write fails

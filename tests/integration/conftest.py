@@ -82,6 +82,14 @@ def interpreters():
 
 def require_interpreter(name):
     it = interpreters()[name]
+    if it.argv is None and name.startswith("pyenv-"):
+        minor = name.split("-")[1]
+        why = (f"no reachable Debian suite carries python{minor}" if minor in ("3.8", "3.10", "3.12") else
+               "Debian's builds of it are stripped and have USDT probes; this case is for a shared, "
+               "unstripped libpython timed by uprobes")
+        cannot_run(f"{name}: no {PYENV}/{minor}.*/bin/python{minor}, and this project cannot install "
+                   f"it ({why}; python.org and PyPI are out of reach here): build it with "
+                   f"`pyenv install {minor}`")
     if it.argv is None:
         cannot_run(f"{name}: interpreter not installed")
     if it.chroot:
@@ -255,3 +263,65 @@ def go_file(interp, tmp_path, name="go"):
 def wait_for_go(path):
     """Tells a workload started with --go FILE to begin."""
     Path(path).write_text("go")
+
+
+class SchedStat:
+    """Each task's own kernel account, /proc/PID/task/TID/schedstat (ns on
+    the CPU, ns runnable but waiting for one), read every 20 ms with
+    time.monotonic(), so that it can be cut to a recording's window."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.reads, self.stop = pid, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            now, row = time.monotonic(), {}
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                try:
+                    on, runq, _ = open(f"/proc/{self.pid}/task/{tid}/schedstat").read().split()
+                    row[int(tid)] = (int(on) / 1e9, int(runq) / 1e9)
+                except (OSError, ValueError):
+                    pass
+            self.reads.append((now, row))
+            time.sleep(0.02)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+
+    def at(self, tid, t):
+        """(on-CPU s, runnable-waiting s) of tid at time t, interpolated."""
+        before = [(at, row[tid]) for at, row in self.reads if at <= t and tid in row]
+        after = [(at, row[tid]) for at, row in self.reads if at >= t and tid in row]
+        assert before and after, f"no schedstat read of {tid} around {t}"
+        (t0, a), (t1, b) = before[-1], after[0]
+        f = (t - t0) / (t1 - t0) if t1 > t0 else 0
+        return tuple(x + f * (y - x) for x, y in zip(a, b))
+
+
+def thread_truth(stat, head, tid):
+    """tid's on-CPU and runnable-waiting seconds over the recording."""
+    start, end = head["monotonic_start_s"], head["monotonic_start_s"] + head["duration_s"]
+    a, b = stat.at(tid, start), stat.at(tid, end)
+    return b[0] - a[0], b[1] - a[1]
+
+
+def check_exact_states(t, stat, head, blocked):
+    """A thread of the profile's table (t), alive through the recording, in
+    the states `blocked` whenever it is neither on a CPU nor runnable: its
+    exact totals against the kernel's own account (schedstat): on-CPU within
+    0.05 s (a read apart at each end), the blocked states the rest of the
+    recording's window (not observed_s: that is the states' own sum), its
+    preempted time within its runnable time, and all of them the window. A wake-up's latency counts as
+    the state it ends here and as runnable there."""
+    on_cpu, runnable = thread_truth(stat, head, t["tid"])
+    states, window = t["states_s"], head["duration_s"]
+    # every moment of the window in one state: nothing lost, nothing twice
+    assert abs(sum(states.values()) - window) <= 0.05, (t["name"], states, window)
+    assert abs(states["on-cpu"] + states["gc"] - on_cpu) <= 0.05, (t["name"], states, on_cpu)
+    assert states["preempted"] <= runnable + 0.05, (t["name"], states, runnable)
+    rest, got = window - on_cpu, sum(states[b] for b in blocked)
+    assert rest - runnable - 0.05 <= got <= rest + 0.05, (t["name"], blocked, states, on_cpu, runnable)

@@ -48,8 +48,10 @@ def progress(path):
 def dump_json(pid, progress_path):
     """One dump; the target's own counter must advance across it."""
     before = progress(progress_path)
+    ran_from = time.monotonic()
     res = run_ebpfprof("dump", "--pid", pid, "--json", check=True)
     doc = json.loads(res.stdout)
+    doc["_ran"] = (ran_from, time.monotonic())  # when the dump looked, for "for how long"
     deadline = time.monotonic() + 10  # the writer competes for the GIL on a loaded machine
     while (after := progress(progress_path)) <= before and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -74,7 +76,8 @@ def test_dump_states_stacks_and_details(interp_name, workloads, tmp_path):
     interp = require_interpreter(interp_name)
     w, truth, prog = start_mix(workloads, interp, tmp_path)
     tids = truth["tids"]
-    started = time.monotonic()
+    # blocked a second at least: a "for how long" counted from later than the block fails
+    time.sleep(max(0.0, truth["blocked_since"] + 1.0 - time.monotonic()))
 
     gil_pairs = 0
     for attempt in range(30):
@@ -90,7 +93,11 @@ def test_dump_states_stacks_and_details(interp_name, workloads, tmp_path):
         early = threads["blocked-early"]
         assert early["state"] == "lock_wait", early
         top_frame(early, "blocked_forever", "lock")
-        assert early["state_seconds"] >= time.monotonic() - started - 1, early
+        # it last ran between its own note of the time and the futex wait: at
+        # most 0.25 s after the note (the GIL, a busy CPU), never before it
+        ran_from, ran_to = doc["_ran"]
+        blocked_for = (ran_from - truth["blocked_since"] - 0.25, ran_to - truth["blocked_since"] + 0.01)
+        assert blocked_for[0] <= early["state_seconds"] <= blocked_for[1], (blocked_for, early)
         assert early["futex"].startswith("0x")
 
         q = threads["queue-waiter"]

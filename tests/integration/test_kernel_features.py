@@ -6,7 +6,8 @@ import os
 import re
 import time
 
-from conftest import Profile, interpreters, need_bpf, require_interpreter, run_ebpfprof
+from conftest import (Profile, SchedStat, check_exact_states, interpreters, need_bpf, read_gc_log,
+                      require_interpreter, run_ebpfprof)
 
 RELEASE = os.uname().release
 
@@ -66,19 +67,29 @@ def thread_cells(stderr, name):
 
 
 def assert_thread_table(workloads, out, interp, *flags):
-    """thread_mix.py under --idle: the locker, blocked since before the
-    recording, mostly in lock wait; the spinners on the CPU and in GIL wait.
-    Returns ebpfprof's stderr."""
+    """thread_mix.py under --idle: the thread table's exact totals, through
+    the fallback, against each thread's own kernel account (schedstat): the
+    locker, blocked since before the recording, in lock wait but for its
+    runnable time; the spinners' on-CPU time and the rest GIL wait. Returns
+    ebpfprof's stderr."""
     mix = workloads(interp, "thread_mix.py", seconds=30)
     time.sleep(0.5)  # its locker blocks before the recording starts
-    res = run_ebpfprof("--pid", mix.pid, "-d", 2, "--idle", *flags, "-o", out(), check=True)
+    path, log = out(), out(".gc.jsonl")
+    stat = SchedStat(mix.pid)
+    try:
+        res = run_ebpfprof("--pid", mix.pid, "-d", 2, "--idle", "--gc-log", log, *flags, "-o", path,
+                           check=True)
+    finally:
+        stat.finish()
+    head, _, _ = read_gc_log(log)
+    threads = {t["name"]: t for t in Profile(path, check=False).doc["ebpfprof"]["threads"]}
+    for name, blocked in (("locker", ["lock-wait"]), ("spinner-1", ["gil-wait"]), ("spinner-2", ["gil-wait"])):
+        check_exact_states(threads[name], stat, head, blocked)
+    assert threads["spinner-1"]["states_s"]["gil-wait"] > 0.05, threads["spinner-1"]
+    # and the summary's table says the same
     locker = thread_cells(res.stderr, "locker")
-    assert len(locker) == 1 and len(locker[0]) == 9 and int(locker[0][4][1]) >= 80, res.stderr[-1500:]
-    spinners = thread_cells(res.stderr, r"spinner-\d")
-    assert len(spinners) == 2, res.stderr[-1500:]
-    for cells in spinners:  # columns: on-CPU, GC, GIL wait, ...
-        assert len(cells) == 9 and float(cells[0][0]) > 0.05 and float(cells[2][0]) > 0.05, \
-            res.stderr[-1500:]
+    assert len(locker) == 1 and len(locker[0]) == 9, res.stderr[-1500:]
+    assert abs(float(locker[0][4][0]) - threads["locker"]["states_s"]["lock-wait"]) <= 0.005, res.stderr[-1500:]
     return res.stderr
 
 

@@ -1,6 +1,7 @@
 """Several targets: --match REGEX profiles every CPython process whose command
 line matches, those running when ebpfprof starts and those started later, one
 profile (and GC log) per process; --pid takes a comma list."""
+import os
 import re
 import subprocess
 import time
@@ -14,9 +15,22 @@ def profiles_in(d):
 
 
 def check_own_profile(path, pid):
+    """The profile holds pid's threads and only them: each profile's tid is one
+    of pid's own (its /proc/PID/task, read while it runs), its main thread is
+    there under its Python name, and crunch_a ran in it."""
     p = Profile(path)
-    assert all(f"{pid}" in name or "Thread" in name for name in p.threads())
-    assert p.weight_with("crunch_a") > 0, f"{path}: no samples in crunch_a"
+    own = {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+    threads = {}
+    for name in p.threads():
+        if name.startswith("["):
+            continue
+        m = re.fullmatch(r'(?:.* )?Thread (\d+)(?: "(.*)")?', name)
+        assert m, f"{path}: a profile named {name!r}"
+        threads[int(m.group(1))] = m.group(2)
+    assert threads and set(threads) <= own, f"{path}: threads {threads} not all of {pid}'s {own}"
+    assert threads.get(pid) == "MainThread", f"{path}: {pid}'s main thread missing from {threads}"
+    main = p.profile(f'Thread {pid} "MainThread"')
+    assert p.weight_with("crunch_a", main) > 0, f"{path}: no samples in crunch_a"
     return p
 
 

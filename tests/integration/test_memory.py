@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import require_interpreter
+from conftest import cannot_run, require_interpreter
 
 
 def rss_anon_kib(pid):
@@ -61,13 +61,16 @@ def test_memory_does_not_grow_with_switches(workloads, tmp_path, extra):
     print(f"memory{extra}: {grown} bytes over {switched} switches: {grown / switched:.3f} B/switch, "
           f"{samples:.0f} samples: {grown / samples:.1f} B/sample")
     assert switched > 50000, switched
-    # 157 bytes per switch before; the profile's own samples remain
-    assert grown / switched < 8, (grown, switched, err)
+    # 157 bytes per switch before; 0.02-0.1 now, in the recording's first
+    # seconds (its stacks and threads first seen, its samples' log). What
+    # an hour may grow, 10 MiB, is held by the soak below: 12 s of it
+    # (35 KiB) are below the allocator's own steps.
+    assert grown / switched < 1, (grown, switched, err)
 
 
 def test_soak_ten_minutes(workloads, tmp_path):
     if not os.environ.get("EBPFPROF_SOAK"):
-        pytest.skip("10-minute test: run by `make soak`")
+        cannot_run("10-minute test: set EBPFPROF_SOAK=1 (make integration and make soak do)")
     grown, switched, samples, err = measure(workloads, tmp_path, 30, 600)
     per_hour = grown * 3600 / 600
     print(f"soak: {grown / 2**20:.2f} MiB in 600 s over {switched} switches, "

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "cannot_run.h"
 #include "remote.h"
 
 static volatile uint64_t marker = 0x1122334455667788ull;
@@ -91,7 +92,7 @@ static void test_reused_pid_is_not_read(void **state)
 
 	(void)state;
 	if (geteuid() != 0)
-		skip();
+		cannot_run("needs root (spawns a process at a chosen pid)");
 	for (tries = 0; tries < 20 && second < 0; tries++) {
 		first = spawn_sleeper(1);
 		usleep(20000);
@@ -102,7 +103,7 @@ static void test_reused_pid_is_not_read(void **state)
 		second = spawn_with_pid(first, 2);
 	}
 	if (second < 0)
-		skip();		/* the machine took the pid each time */
+		cannot_run("another process took the reused pid in 20 tries");
 	usleep(20000);
 	/* the pid is alive again, but it is not the process tracked */
 	assert_int_equal(remote_read_u64(second, (uintptr_t)&marker, &v), -1);

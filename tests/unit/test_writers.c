@@ -25,7 +25,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <jansson.h>
 #include <cmocka.h>
+#include "cannot_run.h"
 #include "analysis.h"
 #include "profile.h"
 #include "writer.h"
@@ -793,6 +795,52 @@ static void test_collapsed(void **state)
 	free(path);
 }
 
+/*
+ * Counts by hand: at 100 Hz (10 ms a period) a stack sampled three times at
+ * 4 ms each weighs 12 ms, one period; one sampled at 16 and 9 ms, 25 ms:
+ * 2.5 periods, rounded up to 3. Rounding each sample (at least 1) read
+ * 3 and 3: a thread sharing its CPU counted high.
+ */
+static void test_collapsed_rounds_per_line(void **state)
+{
+	static const uint64_t short_ms[] = { 4, 4, 4 }, long_ms[] = { 16, 9 };
+	uint32_t ab[2], ac[2];
+	struct profile p;
+	struct thread_profile *t;
+	struct sample s;
+	char *buf = NULL;
+	size_t len = 0, i;
+	uint64_t at = 0;
+	FILE *f;
+
+	(void)state;
+	profile_init(&p);
+	p.rate_hz = 100;
+	ab[0] = ac[0] = profile_frame(&p, "a", "m.py", 1, FRAME_PYTHON);
+	ab[1] = profile_frame(&p, "b", "m.py", 2, FRAME_PYTHON);
+	ac[1] = profile_frame(&p, "c", "m.py", 3, FRAME_PYTHON);
+	t = profile_thread(&p, 7, 7);
+	assert_non_null(t);
+	for (i = 0; i < 5; i++) {
+		memset(&s, 0, sizeof(s));
+		s.state = STATE_ON_CPU;
+		s.weight_ns = (i < 3 ? short_ms[i] : long_ms[i - 3]) * MS;
+		s.start_ns = at;
+		at += s.weight_ns;
+		s.frames = i < 3 ? ab : ac;
+		s.nframes = 2;
+		assert_int_equal(profile_add_sample(&p, t, &s), 0);
+	}
+	profile_sort(&p);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(collapsed_writer.write(&p, NULL, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(buf, "a (m.py:1);b (m.py:2) 1\na (m.py:1);c (m.py:3) 3\n");
+	free(buf);
+	profile_free(&p);
+}
+
 /* Without -t the threads' equal stacks are merged, as py-spy writes them;
  * several processes each get a root. */
 static void test_collapsed_roots(void **state)
@@ -1244,10 +1292,8 @@ static void test_write_file_owner_under_sudo(void **state)
 	struct stat st;
 	int fd;
 
-	if (geteuid() != 0) {
-		skip();
-		return;
-	}
+	if (geteuid() != 0)
+		cannot_run("needs root (chown to another user)");
 	snprintf(made, sizeof(made), "%s/made.json", fx->dir);
 	snprintf(roots, sizeof(roots), "%s/roots.json", fx->dir);
 	snprintf(theirs, sizeof(theirs), "%s/theirs.json", fx->dir);
@@ -1468,6 +1514,53 @@ static uint64_t golden_hash(const struct profile *p, const struct writer_options
 }
 
 /*
+ * The golden speedscope file read by another JSON reader (jansson), not only
+ * hashed: every thread of the profile has exactly one profile there, a
+ * timeline whose weights add up to its end, with a stack in some samples.
+ * (Its samples past the 30 s axis are cut, so their weights are not the
+ * model's: the hash below holds those.)
+ */
+static void check_speedscope_against_model(const struct profile *p, const struct writer_options *o)
+{
+	char *buf = NULL, name[64];
+	size_t len = 0, i, j, k;
+	json_error_t error;
+	json_t *doc, *prof, *w;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(speedscope_writer.write(p, o, f), 0);
+	assert_int_equal(fclose(f), 0);
+	doc = json_loads(buf, 0, &error);
+	assert_non_null(doc);
+	for (k = 0; k < p->nthreads; k++) {
+		const struct thread_profile *t = &p->threads[k];
+		double timeline = 0, stacked = 0;
+		int hits = 0;
+
+		snprintf(name, sizeof(name), "(pid %d) Thread %d", t->pid, t->tid);
+		json_array_foreach(json_object_get(doc, "profiles"), i, prof) {
+			const char *pn = json_string_value(json_object_get(prof, "name"));
+
+			if (!pn || !strstr(pn, name))
+				continue;
+			hits++;
+			json_array_foreach(json_object_get(prof, "weights"), j, w) {
+				timeline += json_number_value(w);
+				if (json_array_size(json_array_get(json_object_get(prof, "samples"), j)))
+					stacked += json_number_value(w);
+			}
+			assert_true(timeline == json_number_value(json_object_get(prof, "endValue")) -
+					       json_number_value(json_object_get(prof, "startValue")));
+		}
+		assert_int_equal(hits, 1);
+		assert_true(stacked > 0);
+	}
+	json_decref(doc);
+	free(buf);
+}
+
+/*
  * Every format's bytes from a large made-up profile, against what the writers
  * wrote before the profile's storage changed: a change of the storage or of
  * a writer's structure must not change the output.
@@ -1475,10 +1568,10 @@ static uint64_t golden_hash(const struct profile *p, const struct writer_options
 static void test_golden_outputs(void **state)
 {
 	static const uint64_t want[2][5] = {
-		{ 0xd727db82756377b9ull, 0x8f40426652d0af85ull, 0x60b4720da6220d70ull,
-		  0xed3b01a4782ba693ull, 0x0d38966d47382969ull },
-		{ 0x6a41415be370a5e5ull, 0xf965fe1ea82f46dbull, 0x1d56a8a045d70886ull,
-		  0x63c0ab4fc9c58540ull, 0xd826006f20b8ec80ull },
+		{ 0xd727db82756377b9ull, 0x8f40426652d0af85ull, 0x996b3e6aba3b4d58ull,
+		  0xd2da6165aaa7eb12ull, 0x0d38966d47382969ull },
+		{ 0x6a41415be370a5e5ull, 0xf965fe1ea82f46dbull, 0xfd36c20f8b16f9ddull,
+		  0xd3629228f766540bull, 0xd826006f20b8ec80ull },
 	};
 	struct profile p;
 	struct analysis a;
@@ -1489,6 +1582,7 @@ static void test_golden_outputs(void **state)
 	(void)state;
 	golden_profile(&p, &a);
 	o.analysis = &a;
+	check_speedscope_against_model(&p, &o);
 	for (round = 0; round < 2; round++) {
 		if (round) {	/* --idle's way: waits as samples, fitted */
 			assert_int_equal(analysis_add_idle_samples(&a, &p), 0);
@@ -1526,6 +1620,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_speedscope_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collapsed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collapsed_roots, setup, teardown),
+		cmocka_unit_test(test_collapsed_rounds_per_line),
 		cmocka_unit_test_setup_teardown(test_chrome, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pprof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_failures, setup, teardown),

@@ -16,6 +16,7 @@ from common import parse, write_truth
 args = parse({"--progress": {"help": "write the spinners' counter here"}})
 counter = [0]
 tids = {}
+blocked_since = [None]
 ready = threading.Barrier(6)
 
 
@@ -57,6 +58,8 @@ def sleeper():
 
 def blocked_forever(lock):
     note()
+    # the truth of "for how long": it last runs after this, in acquire()
+    blocked_since[0] = time.monotonic()
     lock.acquire()  # at:lock
 
 
@@ -81,7 +84,7 @@ for t in threads:
 ready.wait()
 time.sleep(0.3)  # let the waiters reach their syscalls
 tids["MainThread"] = threading.get_native_id()
-write_truth(args, {"tids": tids, "reader_local": "%s:%d" % conn.getsockname(),
+write_truth(args, {"tids": tids, "blocked_since": blocked_since[0], "reader_local": "%s:%d" % conn.getsockname(),
                    "reader_peer": "%s:%d" % conn.getpeername()})
 end = time.monotonic() + args.seconds
 while time.monotonic() < end:

@@ -9,6 +9,7 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 import common  # noqa: E402
 
 spent = {"nap_a": 0.0, "nap_b": 0.0, "nap_c": 0.0}
+sleeps = [0]
 
 
 def timed(name, seconds, times):
@@ -16,6 +17,7 @@ def timed(name, seconds, times):
     for _ in range(times):
         time.sleep(seconds)
     spent[name] += time.monotonic() - t0
+    sleeps[0] += times
 
 
 def nap_a():
@@ -35,12 +37,13 @@ def main():
     common.wait_for_go(args)
     for k in spent:
         spent[k] = 0.0
+    sleeps[0] = 0
     begin = time.monotonic()
     while time.monotonic() - begin < args.seconds:
         nap_a()
         nap_b()
         nap_c()
-    common.write_truth(args, {"spent": spent, "begin": begin, "end": time.monotonic()})
+    common.write_truth(args, {"spent": spent, "sleeps": sleeps[0], "begin": begin, "end": time.monotonic()})
 
 
 main()

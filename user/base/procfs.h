@@ -18,8 +18,9 @@ char procfs_task_state(pid_t pid, pid_t tid);
 long procfs_task_syscall(pid_t pid, pid_t tid, uint64_t *arg0);
 /* Same, with all six arguments. */
 long procfs_task_syscall_args(pid_t pid, pid_t tid, uint64_t args[6]);
-/* When the task last ran (se.exec_start of /proc/.../sched, on the
- * CLOCK_MONOTONIC axis in ns), or 0 if unknown. */
+/* When the task last ran, on the CLOCK_MONOTONIC axis in ns (se.exec_start
+ * of /proc/.../sched, moved from its CPU's task clock by that clock's lag),
+ * or 0 if unknown. Briefly runs the caller on that CPU to measure the lag. */
 uint64_t procfs_task_last_ran_ns(pid_t pid, pid_t tid);
 /* Calls fn(tid, ctx) for each task of pid now, until fn returns nonzero.
  * -1 if the task list cannot be read (the process is gone), else 0. */
