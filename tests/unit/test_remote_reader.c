@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "cannot_run.h"
 #include "remote.h"
 #include "remote_reader.h"
 
@@ -89,10 +90,10 @@ static void test_hung_pages_end_at_the_deadline(void **state)
 
 	(void)state;
 	if (geteuid() != 0)
-		skip();
+		cannot_run("needs root (userfaultfd for a page nobody serves)");
 	child = spawn_hung(&hung);
 	if (child < 0)
-		skip();
+		cannot_run("no userfaultfd here (a page nobody serves cannot be made)");
 	assert_int_equal(remote_track(child), 0);
 	assert_int_equal(remote_read_u64(child, (uintptr_t)&marker, &v), 0);
 	assert_int_equal(v, 0x5eed);
