@@ -24,6 +24,7 @@ void gil_blame_free(struct gil_blame *b)
 	free_stacks(b);
 	free(b->v);
 	free(b->unnamed);
+	free(b->timeless);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -53,6 +54,54 @@ static int unnamed_kept(struct gil_blame *b, uint64_t tstate)
 	return 1;
 }
 
+/* Neither spread over samples nor named later: only its sums are used
+ * (settle_unattributed, gil_blame_of), never its time. */
+static int is_timeless(const struct blame_chunk *c)
+{
+	return !c->gc && !c->tstate && (c->holder == GB_CHANGED || c->holder == GB_HANDOFF ||
+					c->holder == GB_UNKNOWN);
+}
+
+static int timeless_cmp(const struct blame_chunk *a, const struct blame_chunk *c)
+{
+	if (a->pid != c->pid)
+		return a->pid < c->pid ? -1 : 1;
+	if (a->waiter != c->waiter)
+		return a->waiter < c->waiter ? -1 : 1;
+	return (a->holder > c->holder) - (a->holder < c->holder);
+}
+
+/* Adds timeless chunk c to the first of its key (kept in place, so the
+ * order of first appearance, which the settled stacks follow, is kept). */
+static int add_timeless(struct gil_blame *b, const struct blame_chunk *c)
+{
+	size_t lo = 0, hi = b->ntimeless;
+	int cmp;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		cmp = timeless_cmp(&b->v[b->timeless[mid]], c);
+		if (!cmp) {
+			b->v[b->timeless[mid]].count += c->count;
+			b->v[b->timeless[mid]].ns += c->ns;
+			return 0;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (GROW_ARRAY(b->timeless, b->timeless_cap, b->ntimeless + 1) ||
+	    GROW_ARRAY(b->v, b->cap, b->n + 1))
+		return -1;
+	memmove(&b->timeless[lo + 1], &b->timeless[lo], (b->ntimeless - lo) * sizeof(*b->timeless));
+	b->timeless[lo] = b->n;
+	b->ntimeless++;
+	b->v[b->n++] = *c;
+	return 0;
+}
+
 int gil_blame_add(struct gil_blame *b, const struct blame_chunk *in)
 {
 	const struct blame_chunk *c = in;
@@ -72,6 +121,8 @@ int gil_blame_add(struct gil_blame *b, const struct blame_chunk *in)
 			b->folded_ns += in->ns;
 		}
 	}
+	if (is_timeless(c))
+		return add_timeless(b, c);
 	/* one drain's entries come together: an equal one is among the last */
 	for (i = b->n; i > 0 && b->n - i < 16 && b->v[i - 1].at_ns == c->at_ns; i--) {
 		struct blame_chunk *o = &b->v[i - 1];

@@ -66,6 +66,8 @@ struct gil_blame {
 	uint64_t *unnamed;		/* the distinct tstates of chunks, sorted */
 	size_t nunnamed, unnamed_cap;
 	uint64_t folded_count, folded_ns;	/* waits folded past GB_UNNAMED_MAX */
+	size_t *timeless;		/* indexes in v of the timeless chunks, by key */
+	size_t ntimeless, timeless_cap;
 	struct blame_stack *stacks;	/* from gil_blame_settle() */
 	size_t nstacks, stacks_cap;
 };
@@ -73,7 +75,10 @@ struct gil_blame {
 void gil_blame_free(struct gil_blame *b);
 /* Adds a chunk (merged into an equal one of the same drain); one behind a
  * PyThreadState past GB_UNNAMED_MAX distinct ones as behind a holder not
- * known. 0 or -1. */
+ * known. A timeless chunk (no holder thread nor PyThreadState, not behind a
+ * collection: its drain's time is never used) is merged into the first of
+ * its (pid, waiter, holder), whose at_ns stays the first drain's: a long
+ * recording keeps one per waiter and marker, not one per drain. 0 or -1. */
 int gil_blame_add(struct gil_blame *b, const struct blame_chunk *c);
 
 /*
