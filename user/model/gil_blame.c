@@ -187,6 +187,8 @@ static struct blame_recent *recent_of(struct gil_blame *b, int pid, int tid, int
 	return &b->recent[lo];
 }
 
+static int maybe_pass(struct gil_blame *b, uint64_t now);
+
 int gil_blame_note_sample(struct gil_blame *b, int pid, int tid, const struct sample *s,
 			  uint32_t stack)
 {
@@ -200,7 +202,8 @@ int gil_blame_note_sample(struct gil_blame *b, int pid, int tid, const struct sa
 		return -1;
 	r->v[r->n++] = (struct recent_sample){ .start = s->start_ns, .weight = s->weight_ns,
 					       .stack = stack, .kind = kind };
-	return 0;
+	/* also here: a recording without GIL waits must not keep its samples */
+	return maybe_pass(b, s->start_ns);
 }
 
 /* Forgets the samples no chunk still to spread can reach: those before the
@@ -218,6 +221,11 @@ static void prune_recent(struct gil_blame *b, uint64_t now)
 			if (r->v[j].start >= from)
 				r->v[k++] = r->v[j];
 		r->n = k;
+		if (!k) {	/* an ended thread keeps no buffer */
+			free(r->v);
+			r->v = NULL;
+			r->cap = 0;
+		}
 	}
 }
 
@@ -331,6 +339,16 @@ static int spread_pass(struct gil_blame *b, uint64_t now)
 	return rc;
 }
 
+/* A spreading pass every GB_PASS_NS; none while no sample was told (then
+ * everything is spread at the end, as for the unit tests and other users). */
+static int maybe_pass(struct gil_blame *b, uint64_t now)
+{
+	if (!b->nrecent || now < b->pass_ns + GB_PASS_NS)
+		return 0;
+	b->pass_ns = now;
+	return spread_pass(b, now);
+}
+
 /* Adds c, merged into an equal one of the same drain. */
 static int add_chunk(struct gil_blame *b, const struct blame_chunk *c)
 {
@@ -375,11 +393,7 @@ int gil_blame_add(struct gil_blame *b, const struct blame_chunk *in)
 		return add_timeless(b, c);
 	if (add_chunk(b, c))
 		return -1;
-	/* spreading needs the recorder's samples (none told: all at the end) */
-	if (!b->nrecent || c->at_ns < b->pass_ns + GB_PASS_NS)
-		return 0;
-	b->pass_ns = c->at_ns;
-	return spread_pass(b, c->at_ns);
+	return maybe_pass(b, c->at_ns);
 }
 
 const char *gil_blame_marker(int holder)
