@@ -34,11 +34,26 @@ void gil_blame_free(struct gil_blame *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* Opens a slot at `at` of a sorted array of *n items of `size` bytes: its
+ * address, or NULL (out of memory, the array unchanged). */
+static void *open_slot(void **v, size_t *cap, size_t *n, size_t at, size_t size)
+{
+	char *p;
+
+	if (grow_array(v, cap, *n + 1, size))
+		return NULL;
+	p = *v;
+	memmove(p + (at + 1) * size, p + at * size, (*n - at) * size);
+	(*n)++;
+	return p + at * size;
+}
+
 /* Whether tstate may be kept apart: among the distinct values kept, or
  * added to them while fewer than GB_UNNAMED_MAX. -1: out of memory. */
 static int unnamed_kept(struct gil_blame *b, uint64_t tstate)
 {
 	size_t lo = 0, hi = b->nunnamed;
+	uint64_t *slot;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -52,11 +67,11 @@ static int unnamed_kept(struct gil_blame *b, uint64_t tstate)
 		return 1;
 	if (b->nunnamed >= GB_UNNAMED_MAX)
 		return 0;
-	if (GROW_ARRAY(b->unnamed, b->unnamed_cap, b->nunnamed + 1))
+	slot = open_slot((void **)&b->unnamed, &b->unnamed_cap, &b->nunnamed, lo,
+			 sizeof(*b->unnamed));
+	if (!slot)
 		return -1;
-	memmove(&b->unnamed[lo + 1], &b->unnamed[lo], (b->nunnamed - lo) * sizeof(*b->unnamed));
-	b->unnamed[lo] = tstate;
-	b->nunnamed++;
+	*slot = tstate;
 	return 1;
 }
 
@@ -130,11 +145,12 @@ static size_t summary_find(const struct gil_blame *b, const struct blame_chunk *
 
 static int summary_insert(struct gil_blame *b, size_t at, size_t index)
 {
-	if (GROW_ARRAY(b->summary, b->summary_cap, b->nsummary + 1))
+	size_t *slot = open_slot((void **)&b->summary, &b->summary_cap, &b->nsummary, at,
+				 sizeof(*b->summary));
+
+	if (!slot)
 		return -1;
-	memmove(&b->summary[at + 1], &b->summary[at], (b->nsummary - at) * sizeof(*b->summary));
-	b->summary[at] = index;
-	b->nsummary++;
+	*slot = index;
 	return 0;
 }
 
@@ -165,26 +181,24 @@ static int add_timeless(struct gil_blame *b, const struct blame_chunk *c)
 static struct blame_recent *recent_of(struct gil_blame *b, int pid, int tid, int add)
 {
 	size_t lo = 0, hi = b->nrecent;
+	struct blame_recent *r;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct blame_recent *r = &b->recent[mid];
-
+		r = &b->recent[mid];
 		if (r->pid == pid && r->tid == tid)
-			return &b->recent[mid];
+			return r;
 		if (r->pid < pid || (r->pid == pid && r->tid < tid))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!add || GROW_ARRAY(b->recent, b->recent_cap, b->nrecent + 1))
+	if (!add)
 		return NULL;
-	memmove(&b->recent[lo + 1], &b->recent[lo], (b->nrecent - lo) * sizeof(*b->recent));
-	memset(&b->recent[lo], 0, sizeof(*b->recent));
-	b->recent[lo].pid = pid;
-	b->recent[lo].tid = tid;
-	b->nrecent++;
-	return &b->recent[lo];
+	r = open_slot((void **)&b->recent, &b->recent_cap, &b->nrecent, lo, sizeof(*b->recent));
+	if (r)
+		*r = (struct blame_recent){ .pid = pid, .tid = tid };
+	return r;
 }
 
 static int maybe_pass(struct gil_blame *b, uint64_t now);
@@ -243,6 +257,7 @@ static int spread_cmp(const struct blame_spread *a, int pid, int holder, int wai
 static int add_spread(struct gil_blame *b, const struct blame_chunk *c, uint32_t stack, double ns)
 {
 	size_t lo = 0, hi = b->nspread;
+	struct blame_spread *e;
 	int cmp;
 
 	while (lo < hi) {
@@ -258,12 +273,11 @@ static int add_spread(struct gil_blame *b, const struct blame_chunk *c, uint32_t
 		else
 			hi = mid;
 	}
-	if (GROW_ARRAY(b->spread, b->spread_cap, b->nspread + 1))
+	e = open_slot((void **)&b->spread, &b->spread_cap, &b->nspread, lo, sizeof(*b->spread));
+	if (!e)
 		return -1;
-	memmove(&b->spread[lo + 1], &b->spread[lo], (b->nspread - lo) * sizeof(*b->spread));
-	b->spread[lo] = (struct blame_spread){ .pid = c->pid, .holder = c->holder,
-					       .waiter = c->waiter, .stack = stack, .ns = ns };
-	b->nspread++;
+	*e = (struct blame_spread){ .pid = c->pid, .holder = c->holder, .waiter = c->waiter,
+				    .stack = stack, .ns = ns };
 	return 0;
 }
 
