@@ -187,12 +187,92 @@ static void test_rewritten_holders_are_bounded(void **state)
 	gil_blame_free(&b);
 }
 
+/* A minute of a holder (2) sampled every 10 ms in one of 3 functions,
+ * holding the GIL 4 times in 5, and 2 waiters (3, 4) behind it at every
+ * 50 ms drain (some with nothing of 2 in their window): told the samples as
+ * they come (early), or not (all at the end). */
+static void record_minute(struct profile *p, struct gil_blame *b, int early)
+{
+	uint32_t run = profile_frame(p, "run", "a.py", 1, FRAME_PYTHON), leaf[3];
+	struct thread_profile *tp;
+	uint64_t t, ns = 0;
+
+	leaf[0] = profile_frame(p, "tally", "a.py", 5, FRAME_PYTHON);
+	leaf[1] = profile_frame(p, "audit", "a.py", 9, FRAME_PYTHON);
+	leaf[2] = profile_frame(p, "idle", "a.py", 20, FRAME_PYTHON);
+	profile_thread(p, 1, 3);
+	profile_thread(p, 1, 4);
+	for (t = 0; t < 60000 * MS; t += 10 * MS) {
+		uint64_t i = t / (10 * MS);
+		int gap = i % 1000 >= 300 && i % 1000 < 330;	/* 300 ms without samples */
+
+		if (!gap) {
+			add(p, 2, t, i % 5 != 4, run, leaf[(i * 7 / 3) % 3]);
+			tp = profile_thread(p, 1, 2);
+			if (early)
+				assert_int_equal(gil_blame_note_sample(b, 1, 2, &(struct sample){
+					.start_ns = t, .weight_ns = 10 * MS, .state = STATE_ON_CPU,
+					.holds_gil = i % 5 != 4 }, tp->log.last_stack), 0);
+		}
+		if (i % 5 == 0) {
+			ns += 1;
+			chunk(b, 3, 2, 0, t, (ns * 7919) % (5 * MS) + 1);
+			chunk(b, 4, 2, 0, t, (ns * 104729) % (3 * MS) + 1);
+		}
+	}
+}
+
+/* Spread during the recording, the chunks stay few, and the stacks are
+ * those spread all at the end. */
+static void test_early_spread_is_the_same(void **state)
+{
+	(void)state;
+	struct profile p[2];
+	struct analysis a[2];
+	struct blame_share *v[2];
+	size_t i, n[2];
+
+	for (i = 0; i < 2; i++) {
+		profile_init(&p[i]);
+		analysis_init(&a[i]);
+		record_minute(&p[i], &a[i].blame, (int)i);
+	}
+	assert_int_equal(a[0].blame.n, 2400);
+	assert_true(a[1].blame.n < 200);
+	for (i = 0; i < 2; i++) {
+		profile_sort(&p[i]);
+		assert_int_equal(gil_blame_settle(&a[i].blame, &p[i], &a[i].gcs, &a[i].waits), 0);
+	}
+	assert_int_equal(a[0].blame.nstacks, a[1].blame.nstacks);
+	for (i = 0; i < a[0].blame.nstacks; i++) {
+		const struct blame_stack *x = &a[0].blame.stacks[i], *y = &a[1].blame.stacks[i];
+
+		assert_int_equal(x->waiter, y->waiter);
+		assert_int_equal(x->holder, y->holder);
+		assert_int_equal(x->nframes, y->nframes);
+		assert_memory_equal(x->frames, y->frames, x->nframes * sizeof(*x->frames));
+		assert_true(x->ns - y->ns < 1e-6 * x->ns && y->ns - x->ns < 1e-6 * x->ns);
+	}
+	for (i = 0; i < 2; i++)
+		n[i] = gil_blame_of(&a[i].blame, &p[i], 1, 3, 0, &v[i]);
+	assert_int_equal(n[0], 1);
+	assert_int_equal(n[1], 1);
+	assert_int_equal(v[0][0].ns, v[1][0].ns);
+	assert_int_equal(v[0][0].top_frame, v[1][0].top_frame);
+	for (i = 0; i < 2; i++) {
+		free(v[i]);
+		analysis_free(&a[i]);
+		profile_free(&p[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spread_adds_up),
 		cmocka_unit_test(test_gc_wait_goes_to_the_collector),
 		cmocka_unit_test(test_rewritten_holders_are_bounded),
+		cmocka_unit_test(test_early_spread_is_the_same),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

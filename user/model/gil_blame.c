@@ -21,10 +21,31 @@ static void free_stacks(struct gil_blame *b)
 
 void gil_blame_free(struct gil_blame *b)
 {
+	size_t i;
+
 	free_stacks(b);
 	free(b->v);
 	free(b->unnamed);
+	free(b->summary);
+	for (i = 0; i < b->nrecent; i++)
+		free(b->recent[i].v);
+	free(b->recent);
+	free(b->spread);
 	memset(b, 0, sizeof(*b));
+}
+
+/* Opens a slot at `at` of a sorted array of *n items of `size` bytes: its
+ * address, or NULL (out of memory, the array unchanged). */
+static void *open_slot(void **v, size_t *cap, size_t *n, size_t at, size_t size)
+{
+	char *p;
+
+	if (grow_array(v, cap, *n + 1, size))
+		return NULL;
+	p = *v;
+	memmove(p + (at + 1) * size, p + at * size, (*n - at) * size);
+	(*n)++;
+	return p + at * size;
 }
 
 /* Whether tstate may be kept apart: among the distinct values kept, or
@@ -32,6 +53,7 @@ void gil_blame_free(struct gil_blame *b)
 static int unnamed_kept(struct gil_blame *b, uint64_t tstate)
 {
 	size_t lo = 0, hi = b->nunnamed;
+	uint64_t *slot;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -45,33 +67,307 @@ static int unnamed_kept(struct gil_blame *b, uint64_t tstate)
 		return 1;
 	if (b->nunnamed >= GB_UNNAMED_MAX)
 		return 0;
-	if (GROW_ARRAY(b->unnamed, b->unnamed_cap, b->nunnamed + 1))
+	slot = open_slot((void **)&b->unnamed, &b->unnamed_cap, &b->nunnamed, lo,
+			 sizeof(*b->unnamed));
+	if (!slot)
 		return -1;
-	memmove(&b->unnamed[lo + 1], &b->unnamed[lo], (b->nunnamed - lo) * sizeof(*b->unnamed));
-	b->unnamed[lo] = tstate;
-	b->nunnamed++;
+	*slot = tstate;
 	return 1;
 }
 
-int gil_blame_add(struct gil_blame *b, const struct blame_chunk *in)
-{
-	const struct blame_chunk *c = in;
-	struct blame_chunk folded;
-	size_t i;
-	int kept;
+/* What a holder did that a wait can be spread over. */
+enum item_kind {
+	IT_GIL = 1 << 0,	/* an on-CPU sample holding the GIL */
+	IT_CPU = 1 << 1,	/* an on-CPU sample not seen holding it */
+	IT_GC_SAMPLE = 1 << 2,	/* a sample inside a collection (its stack has [GC]) */
+	IT_GC = 1 << 3,		/* a collection, timed exactly, with its stack */
+};
 
-	if (in->holder == GB_UNKNOWN && in->tstate) {
-		kept = unnamed_kept(b, in->tstate);
-		if (kept < 0)
-			return -1;
-		if (!kept) {
-			folded = *in;
-			folded.tstate = 0;
-			c = &folded;
-			b->folded_count += in->count;
-			b->folded_ns += in->ns;
+#define IT_SAMPLES	(IT_GIL | IT_CPU | IT_GC_SAMPLE)
+
+/* A sample's kind; 0: not running (--idle's off-CPU samples). */
+static int sample_kind(const struct sample *s)
+{
+	if (s->state == STATE_ON_CPU)
+		return s->holds_gil ? IT_GIL : IT_CPU;
+	return s->state == STATE_GC ? IT_GC_SAMPLE : 0;
+}
+
+/* Neither spread over samples nor named later: only its sums are used
+ * (settle_unattributed, gil_blame_of), never its time. */
+static int is_timeless(const struct blame_chunk *c)
+{
+	return !c->gc && !c->tstate && (c->holder == GB_CHANGED || c->holder == GB_HANDOFF ||
+					c->holder == GB_UNKNOWN);
+}
+
+/* Whether c stands for all the chunks of its key (see gil_blame.h). */
+static int is_summary(const struct blame_chunk *c)
+{
+	return is_timeless(c) || (c->holder > 0 && c->at_ns >= GB_AT_WHOLE);
+}
+
+static int summary_cmp(const struct blame_chunk *a, const struct blame_chunk *c)
+{
+	uint64_t at_a = a->holder > 0 ? a->at_ns : 0, at_c = c->holder > 0 ? c->at_ns : 0;
+
+	if (a->pid != c->pid)
+		return a->pid < c->pid ? -1 : 1;
+	if (a->waiter != c->waiter)
+		return a->waiter < c->waiter ? -1 : 1;
+	if (a->holder != c->holder)
+		return a->holder < c->holder ? -1 : 1;
+	return (at_a > at_c) - (at_a < at_c);
+}
+
+/* Where c's key is (*found) or goes in b->summary. */
+static size_t summary_find(const struct gil_blame *b, const struct blame_chunk *c, int *found)
+{
+	size_t lo = 0, hi = b->nsummary;
+	int cmp;
+
+	*found = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		cmp = summary_cmp(&b->v[b->summary[mid]], c);
+		if (!cmp) {
+			*found = 1;
+			return mid;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int summary_insert(struct gil_blame *b, size_t at, size_t index)
+{
+	size_t *slot = open_slot((void **)&b->summary, &b->summary_cap, &b->nsummary, at,
+				 sizeof(*b->summary));
+
+	if (!slot)
+		return -1;
+	*slot = index;
+	return 0;
+}
+
+static void fold(struct blame_chunk *into, const struct blame_chunk *c)
+{
+	into->count += c->count;
+	into->ns += c->ns;
+}
+
+/* Adds timeless chunk c to the first of its key (kept in place, so the
+ * order of first appearance, which the settled stacks follow, is kept). */
+static int add_timeless(struct gil_blame *b, const struct blame_chunk *c)
+{
+	int found;
+	size_t at = summary_find(b, c, &found);
+
+	if (found) {
+		fold(&b->v[b->summary[at]], c);
+		return 0;
+	}
+	if (GROW_ARRAY(b->v, b->cap, b->n + 1) || summary_insert(b, at, b->n))
+		return -1;
+	b->v[b->n++] = *c;
+	return 0;
+}
+
+/* The recent samples of (pid, tid); add: made when missing (NULL: no memory). */
+static struct blame_recent *recent_of(struct gil_blame *b, int pid, int tid, int add)
+{
+	size_t lo = 0, hi = b->nrecent;
+	struct blame_recent *r;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		r = &b->recent[mid];
+		if (r->pid == pid && r->tid == tid)
+			return r;
+		if (r->pid < pid || (r->pid == pid && r->tid < tid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!add)
+		return NULL;
+	r = open_slot((void **)&b->recent, &b->recent_cap, &b->nrecent, lo, sizeof(*b->recent));
+	if (r)
+		*r = (struct blame_recent){ .pid = pid, .tid = tid };
+	return r;
+}
+
+static int maybe_pass(struct gil_blame *b, uint64_t now);
+
+int gil_blame_note_sample(struct gil_blame *b, int pid, int tid, const struct sample *s,
+			  uint32_t stack)
+{
+	struct blame_recent *r;
+	int kind = sample_kind(s);
+
+	if (!kind)
+		return 0;
+	r = recent_of(b, pid, tid, 1);
+	if (!r || GROW_ARRAY(r->v, r->cap, r->n + 1))
+		return -1;
+	r->v[r->n++] = (struct recent_sample){ .start = s->start_ns, .weight = s->weight_ns,
+					       .stack = stack, .kind = kind };
+	/* also here: a recording without GIL waits must not keep its samples */
+	return maybe_pass(b, s->start_ns);
+}
+
+/* Forgets the samples no chunk still to spread can reach: those before the
+ * window of a chunk drained GB_LATE_NS ago (a second more for late ones). */
+static void prune_recent(struct gil_blame *b, uint64_t now)
+{
+	uint64_t keep = GB_WINDOW_BEFORE_NS + GB_WINDOW_AFTER_NS + 2 * GB_LATE_NS;
+	uint64_t from = now > keep ? now - keep : 0;
+	size_t i, j, k;
+
+	for (i = 0; i < b->nrecent; i++) {
+		struct blame_recent *r = &b->recent[i];
+
+		for (j = k = 0; j < r->n; j++)
+			if (r->v[j].start >= from)
+				r->v[k++] = r->v[j];
+		r->n = k;
+		if (!k) {	/* an ended thread keeps no buffer */
+			free(r->v);
+			r->v = NULL;
+			r->cap = 0;
 		}
 	}
+}
+
+static int spread_cmp(const struct blame_spread *a, int pid, int holder, int waiter, uint32_t stack)
+{
+	if (a->pid != pid)
+		return a->pid < pid ? -1 : 1;
+	if (a->holder != holder)
+		return a->holder < holder ? -1 : 1;
+	if (a->waiter != waiter)
+		return a->waiter < waiter ? -1 : 1;
+	return (a->stack > stack) - (a->stack < stack);
+}
+
+static int add_spread(struct gil_blame *b, const struct blame_chunk *c, uint32_t stack, double ns)
+{
+	size_t lo = 0, hi = b->nspread;
+	struct blame_spread *e;
+	int cmp;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		cmp = spread_cmp(&b->spread[mid], c->pid, c->holder, c->waiter, stack);
+		if (!cmp) {
+			b->spread[mid].ns += ns;
+			return 0;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	e = open_slot((void **)&b->spread, &b->spread_cap, &b->nspread, lo, sizeof(*b->spread));
+	if (!e)
+		return -1;
+	*e = (struct blame_spread){ .pid = c->pid, .holder = c->holder, .waiter = c->waiter,
+				    .stack = stack, .ns = ns };
+	return 0;
+}
+
+static int in_window(const struct recent_sample *s, int kinds, uint64_t from, uint64_t to)
+{
+	return (s->kind & kinds) && s->start >= from && s->start < to;
+}
+
+/* Spreads chunk c over its holder's samples in its window as place_chunk
+ * would at the end, and marks it GB_AT_SPREAD; GB_AT_WHOLE with none. */
+static int spread_early(struct gil_blame *b, struct blame_chunk *c)
+{
+	static const int tiers[] = { IT_GIL, IT_SAMPLES };
+	const struct blame_recent *r = recent_of(b, c->pid, c->holder, 0);
+	uint64_t from = c->at_ns > GB_WINDOW_BEFORE_NS ? c->at_ns - GB_WINDOW_BEFORE_NS : 0;
+	uint64_t to = c->at_ns + GB_WINDOW_AFTER_NS;
+	double total;
+	size_t i;
+	int t, rc = 0;
+
+	for (t = 0; t < 2; t++) {
+		for (total = 0, i = 0; r && i < r->n; i++)
+			if (in_window(&r->v[i], tiers[t], from, to))
+				total += (double)r->v[i].weight;
+		if (!(total > 0))
+			continue;
+		for (i = 0; i < r->n; i++)
+			if (in_window(&r->v[i], tiers[t], from, to) &&
+			    add_spread(b, c, r->v[i].stack, (double)c->ns * (double)r->v[i].weight / total))
+				rc = -1;
+		c->at_ns = GB_AT_SPREAD;
+		return rc;
+	}
+	c->at_ns = GB_AT_WHOLE;
+	return 0;
+}
+
+/* Whether c's holder's samples around it are surely in. */
+static int spread_due(const struct blame_chunk *c, uint64_t now)
+{
+	return c->holder > 0 && !c->gc && c->at_ns < GB_AT_WHOLE &&
+	       c->at_ns + GB_WINDOW_AFTER_NS + GB_LATE_NS <= now;
+}
+
+/* Spreads the chunks that are due, each into the summary of its key; a
+ * new summary takes its first chunk's place, so the order of first
+ * appearance (which the settled stacks follow) stays. */
+static int spread_pass(struct gil_blame *b, uint64_t now)
+{
+	size_t i, j = 0, at;
+	int found, rc = 0;
+
+	for (i = 0; i < b->n; i++) {
+		struct blame_chunk c = b->v[i];
+
+		if (spread_due(&c, now) && spread_early(b, &c))
+			rc = -1;	/* what could not be kept is lost, as a record */
+		if (is_summary(&c)) {
+			at = summary_find(b, &c, &found);
+			if (found && b->summary[at] != i) {
+				fold(&b->v[b->summary[at]], &c);
+				continue;
+			}
+			if (found)
+				b->summary[at] = j;
+			else if (summary_insert(b, at, j))
+				rc = -1;
+		}
+		b->v[j++] = c;
+	}
+	b->n = j;
+	prune_recent(b, now);
+	return rc;
+}
+
+/* A spreading pass every GB_PASS_NS; none while no sample was told (then
+ * everything is spread at the end, as for the unit tests and other users). */
+static int maybe_pass(struct gil_blame *b, uint64_t now)
+{
+	if (!b->nrecent || now < b->pass_ns + GB_PASS_NS)
+		return 0;
+	b->pass_ns = now;
+	return spread_pass(b, now);
+}
+
+/* Adds c, merged into an equal one of the same drain. */
+static int add_chunk(struct gil_blame *b, const struct blame_chunk *c)
+{
+	size_t i;
+
 	/* one drain's entries come together: an equal one is among the last */
 	for (i = b->n; i > 0 && b->n - i < 16 && b->v[i - 1].at_ns == c->at_ns; i--) {
 		struct blame_chunk *o = &b->v[i - 1];
@@ -87,6 +383,31 @@ int gil_blame_add(struct gil_blame *b, const struct blame_chunk *in)
 		return -1;
 	b->v[b->n++] = *c;
 	return 0;
+}
+
+int gil_blame_add(struct gil_blame *b, const struct blame_chunk *in)
+{
+	const struct blame_chunk *c = in;
+	struct blame_chunk folded;
+	int kept;
+
+	if (in->holder == GB_UNKNOWN && in->tstate) {
+		kept = unnamed_kept(b, in->tstate);
+		if (kept < 0)
+			return -1;
+		if (!kept) {
+			folded = *in;
+			folded.tstate = 0;
+			c = &folded;
+			b->folded_count += in->count;
+			b->folded_ns += in->ns;
+		}
+	}
+	if (is_timeless(c))
+		return add_timeless(b, c);
+	if (add_chunk(b, c))
+		return -1;
+	return maybe_pass(b, c->at_ns);
 }
 
 const char *gil_blame_marker(int holder)
@@ -143,24 +464,17 @@ void gil_blame_name_collectors(struct gil_blame *b, const struct interval_list *
 	}
 }
 
-/* What a holder did that a wait can be spread over. */
-enum item_kind {
-	IT_GIL = 1 << 0,	/* an on-CPU sample holding the GIL */
-	IT_CPU = 1 << 1,	/* an on-CPU sample not seen holding it */
-	IT_GC_SAMPLE = 1 << 2,	/* a sample inside a collection (its stack has [GC]) */
-	IT_GC = 1 << 3,		/* a collection, timed exactly, with its stack */
-};
-
-#define IT_SAMPLES	(IT_GIL | IT_CPU | IT_GC_SAMPLE)
-
 struct item {
 	uint64_t start, end;
 	const uint32_t *frames;
 	uint32_t nframes;
 	int gen;		/* IT_GC: its generation */
 	int kind;
+	uint32_t stack;		/* a sample's stack store id; IT_GC: NO_STACK */
 	double w;
 };
+
+#define NO_STACK	UINT32_MAX
 
 /* A holder's chunks are spread over its items: its samples, its collections. */
 struct holder_work {
@@ -191,34 +505,44 @@ static int add_item(struct holder_work *w, const struct item *it)
 	return 0;
 }
 
+/* The holder's samples as items, with their stack ids (read from its log
+ * alongside: the early spread names stacks by id). */
+static int sample_items(struct holder_work *w, const struct thread_profile *t)
+{
+	struct sample_log_reader rd;
+	struct sample_record rec;
+	size_t i;
+
+	w->samples = profile_thread_samples(w->p, t);
+	if (!w->samples)
+		return -1;
+	sample_log_reader_init(&rd, &t->log);
+	for (i = 0; i < t->nsamples; i++) {
+		const struct sample *s = &w->samples[i];
+		struct item it = { .start = s->start_ns, .end = sample_end(s), .frames = s->frames,
+				   .nframes = s->nframes, .gen = -1, .w = s->weight_ns,
+				   .kind = sample_kind(s), .stack = NO_STACK };
+
+		if (sample_log_read(&rd, &rec))
+			it.stack = rec.stack;
+		if (it.kind && add_item(w, &it))
+			return -1;
+	}
+	return 0;
+}
+
 static int collect_items(struct holder_work *w, const struct interval_list *gcs)
 {
 	const struct thread_profile *t = profile_find_thread(w->p, w->pid, w->holder);
 	size_t i;
 
-	if (t && t->nsamples) {
-		w->samples = profile_thread_samples(w->p, t);
-		if (!w->samples)
-			return -1;
-		for (i = 0; i < t->nsamples; i++) {
-			const struct sample *s = &w->samples[i];
-			struct item it = { .start = s->start_ns, .end = sample_end(s), .frames = s->frames,
-					   .nframes = s->nframes, .gen = -1, .w = s->weight_ns };
-
-			if (s->state == STATE_ON_CPU)
-				it.kind = s->holds_gil ? IT_GIL : IT_CPU;
-			else if (s->state == STATE_GC)
-				it.kind = IT_GC_SAMPLE;
-			else
-				continue;	/* --idle's off-CPU samples: not running */
-			if (add_item(w, &it))
-				return -1;
-		}
-	}
+	if (t && t->nsamples && sample_items(w, t))
+		return -1;
 	for (i = 0; gcs && i < gcs->n; i++) {
 		const struct interval *g = &gcs->v[i];
 		struct item it = { .start = g->start_ns, .end = g->end_ns, .frames = g->frames,
 				   .nframes = g->nframes, .gen = g->generation, .kind = IT_GC,
+				   .stack = NO_STACK,
 				   .w = g->end_ns > g->start_ns ? g->end_ns - g->start_ns : 1 };
 
 		if (g->pid == w->pid && g->tid == w->holder && add_item(w, &it))
@@ -276,14 +600,17 @@ static void place_chunk(struct holder_work *w, const struct blame_chunk *c, size
 	uint64_t from = c->at_ns > GB_WINDOW_BEFORE_NS ? c->at_ns - GB_WINDOW_BEFORE_NS : 0;
 	uint64_t to = c->at_ns + GB_WINDOW_AFTER_NS;
 
-	for (whole = 0; whole < 2; whole++)
+	if (c->at_ns == GB_AT_SPREAD)
+		return;		/* place_spread() */
+	for (whole = c->at_ns == GB_AT_WHOLE; whole < 2; whole++)
 		for (i = 0; i < ntiers; i++)
 			if (spread(w, slot, (double)c->ns, tiers[i], from, to, whole))
 				return;
 	w->unplaced[slot] += (double)c->ns;
 }
 
-static size_t slot_of(struct holder_work *w, int waiter, int gc)
+/* The slot of (waiter, gc); (size_t)-1: none. */
+static size_t slot_find(const struct holder_work *w, int waiter, int gc)
 {
 	size_t i;
 
@@ -292,9 +619,18 @@ static size_t slot_of(struct holder_work *w, int waiter, int gc)
 	for (i = 0; i < w->nslots; i++)
 		if (w->slots[i].waiter == waiter && w->slots[i].gc == gc)
 			return i;
+	return (size_t)-1;
+}
+
+static size_t slot_of(struct holder_work *w, int waiter, int gc)
+{
+	size_t i = slot_find(w, waiter, gc);
+
+	if (i != (size_t)-1)
+		return i;
 	if (GROW_ARRAY(w->slots, w->slots_cap, w->nslots + 1))
 		return (size_t)-1;
-	w->slots[w->nslots].waiter = waiter;
+	w->slots[w->nslots].waiter = w->merged ? 0 : waiter;
 	w->slots[w->nslots].gc = gc;
 	return w->nslots++;
 }
@@ -435,6 +771,43 @@ static void wait_holder_stack(const struct holder_work *w, struct interval *iv)
 	iv->holder_nframes = best->nframes;
 }
 
+/* The holder's early-spread amounts, each on an item of its stack (the
+ * stacks are then summed over items alike). */
+static int place_spread(const struct gil_blame *b, struct holder_work *w)
+{
+	uint32_t top = 0;
+	size_t i, slot, *item_of;
+
+	for (i = 0; i < b->nspread; i++)
+		if (b->spread[i].pid == w->pid && b->spread[i].holder == w->holder &&
+		    b->spread[i].stack > top)
+			top = b->spread[i].stack;
+	item_of = malloc(((size_t)top + 1) * sizeof(*item_of));
+	if (!item_of)
+		return -1;
+	for (i = 0; i <= top; i++)
+		item_of[i] = (size_t)-1;
+	for (i = w->nitems; i > 0; i--)
+		if (w->items[i - 1].stack <= top)
+			item_of[w->items[i - 1].stack] = i - 1;
+	for (i = 0; i < b->nspread; i++) {
+		const struct blame_spread *e = &b->spread[i];
+
+		if (e->pid != w->pid || e->holder != w->holder)
+			continue;
+		/* its summary chunk made the slot */
+		slot = slot_find(w, e->waiter, 0);
+		if (slot == (size_t)-1)
+			continue;
+		if (item_of[e->stack] != (size_t)-1)
+			w->acc[item_of[e->stack] * w->nslots + slot] += e->ns;
+		else
+			w->unplaced[slot] += e->ns;
+	}
+	free(item_of);
+	return 0;
+}
+
 static int settle_holder(struct gil_blame *b, struct holder_work *w, const struct interval_list *gcs,
 			 struct interval_list *waits)
 {
@@ -464,6 +837,8 @@ static int settle_holder(struct gil_blame *b, struct holder_work *w, const struc
 		slot = slot_of(w, b->v[i].waiter, b->v[i].gc);
 		place_chunk(w, &b->v[i], slot);
 	}
+	if (b->nspread && place_spread(b, w))
+		return -1;
 	for (i = 0; waits && i < waits->n; i++)
 		if (waits->v[i].pid == w->pid && waits->v[i].holder == w->holder &&
 		    !waits->v[i].holder_frames)

@@ -41,6 +41,19 @@ struct interval_list;
  * folded into "[GIL holder unknown]" (and counted in folded_*). */
 #define GB_UNNAMED_MAX		4096
 
+/* A chunk behind a holder thread, not behind a collection, is spread over
+ * its holder's samples during the recording once they are surely in (its
+ * window has passed by GB_LATE_NS: ring buffer and drain delays), when the
+ * recorder tells its samples (gil_blame_note_sample): a long recording then
+ * keeps its totals per (waiter, holder, stack), not a chunk per drain. Its
+ * amounts go to a summary chunk of its (pid, waiter, holder) whose at_ns
+ * says what is left to do at the end: */
+#define GB_AT_SPREAD	UINT64_MAX		/* nothing: already spread */
+#define GB_AT_WHOLE	(UINT64_MAX - 1)	/* spread over the whole recording
+						 * (no sample in its window) */
+#define GB_LATE_NS	1000000000ull
+#define GB_PASS_NS	1000000000ull		/* how often it spreads */
+
 struct blame_chunk {
 	int pid, waiter;
 	int holder;		/* the holder's tid, or GB_* */
@@ -60,12 +73,37 @@ struct blame_stack {
 	double ns;
 };
 
+/* A holder thread's samples of the last few seconds, to spread chunks over. */
+struct blame_recent {
+	int pid, tid;
+	struct recent_sample {
+		uint64_t start, weight;
+		uint32_t stack;		/* the profile's stack store id */
+		int kind;		/* enum item_kind (gil_blame.c) */
+	} *v;
+	size_t n, cap;
+};
+
+/* Spread amounts of one waiter behind one holder running one stack. */
+struct blame_spread {
+	int pid, holder, waiter;
+	uint32_t stack;
+	double ns;
+};
+
 struct gil_blame {
 	struct blame_chunk *v;
 	size_t n, cap;
 	uint64_t *unnamed;		/* the distinct tstates of chunks, sorted */
 	size_t nunnamed, unnamed_cap;
 	uint64_t folded_count, folded_ns;	/* waits folded past GB_UNNAMED_MAX */
+	size_t *summary;		/* indexes in v of the summary chunks, by key */
+	size_t nsummary, summary_cap;
+	struct blame_recent *recent;	/* by (pid, tid); none: nothing spread early */
+	size_t nrecent, recent_cap;
+	struct blame_spread *spread;	/* by (pid, holder, waiter, stack) */
+	size_t nspread, spread_cap;
+	uint64_t pass_ns;		/* the last spreading pass */
 	struct blame_stack *stacks;	/* from gil_blame_settle() */
 	size_t nstacks, stacks_cap;
 };
@@ -73,8 +111,15 @@ struct gil_blame {
 void gil_blame_free(struct gil_blame *b);
 /* Adds a chunk (merged into an equal one of the same drain); one behind a
  * PyThreadState past GB_UNNAMED_MAX distinct ones as behind a holder not
- * known. 0 or -1. */
+ * known. A timeless chunk (no holder thread nor PyThreadState, not behind a
+ * collection: its drain's time is never used) is merged into the first of
+ * its (pid, waiter, holder), whose at_ns stays the first drain's: a long
+ * recording keeps one per waiter and marker, not one per drain. 0 or -1. */
 int gil_blame_add(struct gil_blame *b, const struct blame_chunk *c);
+/* A sample of thread (pid, tid) whose stack is the profile's `stack`
+ * (its log's last_stack once added), for spreading early; 0 or -1. */
+int gil_blame_note_sample(struct gil_blame *b, int pid, int tid, const struct sample *s,
+			  uint32_t stack);
 
 /*
  * Spreads every chunk over its holder's samples and collections (gcs) into

@@ -441,6 +441,15 @@ static uint32_t native_stack(struct recorder *r, struct rec_process *p,
 	return add_gc_marker(r, ev, n);
 }
 
+/* A sample just added: GIL waits behind its thread are spread over it
+ * during the recording, not all kept until the end (gil_blame.h). */
+static void note_blame_sample(struct recorder *r, const struct thread_profile *tp,
+			      const struct sample *s)
+{
+	if (gil_blame_note_sample(&r->analysis.blame, tp->pid, tp->tid, s, tp->log.last_stack))
+		r->failed++;
+}
+
 static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 {
 	struct rec_process *p = find_process(r, ev->pid);
@@ -472,8 +481,10 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	s.start_ns = s.start_ns > s.weight_ns ? s.start_ns - s.weight_ns : 0;
 	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
 	tp = profile_thread(&r->profile, ev->pid, ev->tid);
-	if (tp && !profile_add_sample(&r->profile, tp, &s))
+	if (tp && !profile_add_sample(&r->profile, tp, &s)) {
 		r->kept++;
+		note_blame_sample(r, tp, &s);
+	}
 }
 
 /* Interns the sample's stack in the stack table under a hash of its frame
@@ -525,6 +536,8 @@ static void add_sampled(struct recorder *r, const struct ep_offcpu_record *rec,
 	s.nframes = analysis_idle_markers(&r->profile, r->ids, s.nframes, state, gen);
 	if (profile_add_sample(&r->profile, tp, &s))
 		r->failed++;
+	else
+		note_blame_sample(r, tp, &s);
 }
 
 /* An interval over the threshold: kept whole, in pieces when part of a GIL
@@ -610,6 +623,17 @@ static int holder_tid(struct recorder *r, int pid, int waiter, __u64 holder)
 	return GB_UNKNOWN;
 }
 
+static int is_own_tstate(struct recorder *r, int pid, int tid, uint64_t tstate)
+{
+	struct rec_process *p = find_process(r, pid);
+	size_t i;
+
+	for (i = 0; p && i < p->nthreads; i++)
+		if (p->threads[i].tid == tid)
+			return p->threads[i].tstate == tstate;
+	return 0;
+}
+
 /* A GIL wait's time under its holder, as drained now. */
 static void on_blame(struct recorder *r, const struct ep_totals_key *key, const struct ep_totals *val)
 {
@@ -618,8 +642,11 @@ static void on_blame(struct recorder *r, const struct ep_totals_key *key, const 
 				 .ns = val->ns };
 
 	c.holder = holder_tid(r, key->pid, key->tid, key->holder);
-	if (c.holder == GB_UNKNOWN && key->holder != EP_BLAME_UNKNOWN)
-		c.tstate = key->holder;		/* named at the end if a sample shows it */
+	/* named at the end if a sample shows it; the waiter's own PyThreadState
+	 * (it waited behind itself) stays unknown: no time stamp to keep */
+	if (c.holder == GB_UNKNOWN && key->holder != EP_BLAME_UNKNOWN &&
+	    !is_own_tstate(r, key->pid, key->tid, key->holder))
+		c.tstate = key->holder;
 	if (gil_blame_add(&r->analysis.blame, &c))
 		r->failed++;
 }
