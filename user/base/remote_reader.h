@@ -17,10 +17,14 @@
 #include <sys/types.h>
 
 /* How long one read may wait for a page: one from swap or disk takes
- * milliseconds. A reader that was only waiting for a CPU (a loaded
- * machine) gets up to REMOTE_READ_GRACE times as long. */
-#define REMOTE_READ_TIMEOUT_NS	(250ull * 1000000)
-#define REMOTE_READ_GRACE	8
+ * milliseconds, but a read also sleeps on the target's mmap lock while the
+ * target maps or unmaps (a starting interpreter does it all the time), and
+ * on a loaded host the holder may wait long for a CPU: at 250 ms a launched
+ * target's first read was given up on once in a loaded test run, and the
+ * recording refused. A reader that was only waiting for a CPU gets up to
+ * REMOTE_READ_GRACE times as long. */
+#define REMOTE_READ_TIMEOUT_NS	(1000ull * 1000000)
+#define REMOTE_READ_GRACE	4
 /* Readers killed but not yet gone (a wait not even SIGKILL ends): past
  * this many, reads fail at once rather than start another. */
 #define REMOTE_STUCK_MAX	8
