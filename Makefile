@@ -124,7 +124,7 @@ fuzz_linetable_SRCS     := user/cpython/py_linetable.c
 fuzz_elf_SRCS           := user/base/elf_syms.c
 fuzz_elf_LIBS           := -lelf
 fuzz_debug_offsets_SRCS := user/cpython/py_debug_offsets.c user/cpython/py_layout_table.c user/base/remote.c \
-			   user/base/remote_reader.c \
+			   user/base/remote_reader.c user/base/procfs.c user/base/line_read.c user/base/clock.c \
 			   user/base/grow.c
 fuzz_pystr_SRCS         := user/cpython/py_str.c user/base/utf8.c
 fuzz_json_SRCS          := user/base/json.c user/base/printable.c user/base/utf8.c

@@ -79,6 +79,18 @@ char procfs_task_state(pid_t pid, pid_t tid)
 	return fields ? fields[1] : 0;
 }
 
+uint64_t procfs_cpu_ns(pid_t pid)
+{
+	char buf[1024], *fields = stat_after_comm(pid, 0, buf, sizeof(buf));
+	unsigned long long utime, stime;
+
+	/* fields 14 and 15, utime and stime, in clock ticks */
+	if (!fields || sscanf(fields, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			      &utime, &stime) != 2)
+		return 0;
+	return (utime + stime) * (1000000000ull / sysconf(_SC_CLK_TCK));
+}
+
 long procfs_task_syscall(pid_t pid, pid_t tid, uint64_t *arg0)
 {
 	uint64_t args[6];

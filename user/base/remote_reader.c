@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "procfs.h"
 #include "remote_reader.h"
 
 #ifndef P_PIDFD
@@ -213,25 +214,6 @@ static void note_bad_range(pid_t pid, uint64_t addr, uint64_t len)
 		nbad++;
 }
 
-/* The one-letter state of the reader (R running or waiting for a CPU; D,
- * S: asleep), or 0. */
-static char reader_state(void)
-{
-	char path[64], buf[256], *paren;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)reader.pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	paren = strrchr(buf, ')');
-	return paren && paren[1] == ' ' ? paren[2] : 0;
-}
-
 enum reader_verdict {
 	READER_BUSY,		/* only waiting for a CPU: more time */
 	READER_STUCK,		/* asleep in its read: a page that does not come */
@@ -243,7 +225,8 @@ enum reader_verdict {
  * yet, or the reader runnable), which gets more time, up to the hard limit. */
 static enum reader_verdict judge_reader(uint32_t req, uint64_t now, uint64_t hard_deadline)
 {
-	char state = reader_state();
+	/* R running or waiting for a CPU; D, S asleep; 0 gone */
+	char state = procfs_task_state(reader.pid, 0);
 
 	if (!state || state == 'Z' || state == 'X')
 		return READER_GONE;

@@ -25,6 +25,7 @@
 #include "native_proto.h"
 #include "native_unwind.h"
 #include "printable.h"
+#include "procfs.h"
 
 /* /proc/PID/maps is read again at most this often, when a pc falls in no file
  * reported (a library loaded since). */
@@ -268,28 +269,6 @@ static int send_file(struct native_unwinder *u, uint32_t id)
 	return rc;
 }
 
-/* CPU time process pid has used (ns), from /proc/PID/stat; 0 if unknown. */
-static uint64_t cpu_ns_of(pid_t pid)
-{
-	char path[64], buf[1024], *after;
-	unsigned long long utime, stime;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	after = strrchr(buf, ')');	/* comm may hold anything but this */
-	if (!after || sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			     &utime, &stime) != 2)
-		return 0;
-	return (utime + stime) * (1000000000ull / sysconf(_SC_CLK_TCK));
-}
-
 /* How long a question has taken: its wall-time end, and the helper's CPU
  * time when it was first found slow (read only then: most questions are
  * answered in microseconds, and reading /proc costs as much). */
@@ -315,7 +294,7 @@ static const char *wait_message(struct native_unwinder *u, struct question *q)
 		now = monotonic_ns();
 		if (now >= q->wall_end_ns)
 			return "did not answer within 5 s";
-		cpu = cpu_ns_of(u->cage.pid);
+		cpu = procfs_cpu_ns(u->cage.pid);
 		if (!q->slow) {
 			q->slow = 1;
 			q->cpu0_ns = cpu;
