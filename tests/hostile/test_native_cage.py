@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EBPFPROF, Profile, cannot_run
+from conftest import EBPFPROF, Profile, cannot_run, peak_rss_kib, with_peak_rss
 
 HERE = Path(__file__).resolve().parent
 RECORD_SECONDS = 2
@@ -248,9 +248,11 @@ class Traced:
     def __init__(self, tmp_path, args, timeout, trace=True):
         self.log = tmp_path / f"strace-{time.monotonic_ns()}.log"
         outf, errf = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+        rss = tmp_path / f"rss-{time.monotonic_ns()}.txt"
         cmd = [str(EBPFPROF), *map(str, args)]
         if trace:
             cmd = ["strace", "-f", "-qq", "-o", str(self.log), "-e", f"trace={OPENS}", *cmd]
+        cmd = with_peak_rss(cmd, rss)
         t0 = time.monotonic()
         with open(outf, "w") as o, open(errf, "w") as e:
             proc = subprocess.Popen(cmd, stdout=o, stderr=e, start_new_session=True)
@@ -259,7 +261,7 @@ class Traced:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
-                self.peak_kib = usage.ru_maxrss
+                self.peak_kib = peak_rss_kib(rss)
                 break
             time.sleep(0.05)
         self.seconds = time.monotonic() - t0
@@ -486,4 +488,6 @@ def test_dump_native_lets_go_of_a_thread_that_did_not_stop_in_time(tmp_path):
     assert res.returncode == 0, res.stderr
     assert took <= GRACE_SECONDS, f"dump --native took {took:.1f} s"
     away = float(re.search(r"away=([\d.]+)", line).group(1))
-    assert 0.6 <= away < 0.9, f"a 0.6 s wait took {away:.2f} s: the thread stayed stopped"
+    # main kept it stopped until dump ended (1.2 s and more); a loaded
+    # machine delays the target's own wake-up by tenths of a second
+    assert 0.6 <= away < 1.05, f"a 0.6 s wait took {away:.2f} s: the thread stayed stopped"

@@ -31,6 +31,21 @@ def cannot_run(reason):
     pytest.skip(reason)
 
 
+def with_peak_rss(cmd, path):
+    """cmd run under GNU time, which writes its peak RSS (KiB: the largest
+    of the process and its descendants) to path. Not wait4's ru_maxrss of a
+    child of pytest: a forked child counts its parent's pages until it
+    execs, so in a long session every child read as large as pytest
+    (334 MiB) and failed a 256 MiB bound."""
+    return ["/usr/bin/time", "-f", "%M", "-o", str(path), *map(str, cmd)]
+
+
+def peak_rss_kib(path):
+    """What with_peak_rss wrote (its last line: time adds a line when the
+    command was killed by a signal)."""
+    return int(Path(path).read_text().split()[-1])
+
+
 def need_bpf():
     if os.geteuid() != 0:
         cannot_run("needs root (BPF, perf events, reading another process's memory)")

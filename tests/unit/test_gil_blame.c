@@ -187,6 +187,43 @@ static void test_rewritten_holders_are_bounded(void **state)
 	gil_blame_free(&b);
 }
 
+/* The same target cycling through 1000 values, all kept apart, over ten
+ * minutes of drains while the recorder tells its samples (so the spreading
+ * passes run): a value no sample names is a chunk per waiter and value
+ * once its drain is GB_UNNAMED_AGE_NS old, not a chunk per drain, and the
+ * waits still add up exactly. */
+static void test_recycled_unnamed_holders_stay_bounded(void **state)
+{
+	struct gil_blame b = { 0 };
+	struct blame_share *v;
+	uint64_t drain, k, at, total = 0;
+	size_t n;
+
+	(void)state;
+	for (drain = 1; drain <= 12000; drain++) {	/* 50 ms each */
+		at = drain * 50 * MS;
+		assert_int_equal(gil_blame_note_sample(&b, 1, 2, &(struct sample){
+			.start_ns = at, .weight_ns = 10 * MS, .state = STATE_ON_CPU, .holds_gil = 1 }, 0), 0);
+		for (k = 0; k < 4; k++) {
+			struct blame_chunk c = { .pid = 1, .waiter = 7, .holder = GB_UNKNOWN,
+						 .tstate = 0x10000 + 64 * ((drain * 4 + k) % 1000),
+						 .at_ns = at, .count = 1, .ns = 1000 + k };
+
+			assert_int_equal(gil_blame_add(&b, &c), 0);
+			total += c.ns;
+		}
+	}
+	assert_int_equal(b.folded_count, 0);
+	/* 1000 summaries, and the last GB_UNNAMED_AGE_NS of drains (4 a drain) */
+	assert_true(b.n <= 1000 + 4 * (GB_UNNAMED_AGE_NS + GB_PASS_NS) / (50 * MS));
+	n = gil_blame_of(&b, NULL, 1, 7, 0, &v);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].holder, GB_UNKNOWN);
+	assert_int_equal(v[0].ns, total);
+	free(v);
+	gil_blame_free(&b);
+}
+
 /* A minute of a holder (2) sampled every 10 ms in one of 3 functions,
  * holding the GIL 4 times in 5, and 2 waiters (3, 4) behind it at every
  * 50 ms drain (some with nothing of 2 in their window): told the samples as
@@ -272,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_spread_adds_up),
 		cmocka_unit_test(test_gc_wait_goes_to_the_collector),
 		cmocka_unit_test(test_rewritten_holders_are_bounded),
+		cmocka_unit_test(test_recycled_unnamed_holders_stay_bounded),
 		cmocka_unit_test(test_early_spread_is_the_same),
 	};
 

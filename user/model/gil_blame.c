@@ -101,10 +101,16 @@ static int is_timeless(const struct blame_chunk *c)
 					c->holder == GB_UNKNOWN);
 }
 
+/* Behind a PyThreadState not (yet) named, not behind a collection. */
+static int is_unnamed(const struct blame_chunk *c)
+{
+	return !c->gc && c->holder == GB_UNKNOWN && c->tstate;
+}
+
 /* Whether c stands for all the chunks of its key (see gil_blame.h). */
 static int is_summary(const struct blame_chunk *c)
 {
-	return is_timeless(c) || (c->holder > 0 && c->at_ns >= GB_AT_WHOLE);
+	return is_timeless(c) || ((c->holder > 0 || is_unnamed(c)) && c->at_ns >= GB_AT_WHOLE);
 }
 
 static int summary_cmp(const struct blame_chunk *a, const struct blame_chunk *c)
@@ -117,6 +123,8 @@ static int summary_cmp(const struct blame_chunk *a, const struct blame_chunk *c)
 		return a->waiter < c->waiter ? -1 : 1;
 	if (a->holder != c->holder)
 		return a->holder < c->holder ? -1 : 1;
+	if (a->tstate != c->tstate)
+		return a->tstate < c->tstate ? -1 : 1;
 	return (at_a > at_c) - (at_a < at_c);
 }
 
@@ -335,6 +343,8 @@ static int spread_pass(struct gil_blame *b, uint64_t now)
 
 		if (spread_due(&c, now) && spread_early(b, &c))
 			rc = -1;	/* what could not be kept is lost, as a record */
+		if (is_unnamed(&c) && c.at_ns < GB_AT_WHOLE && c.at_ns + GB_UNNAMED_AGE_NS <= now)
+			c.at_ns = GB_AT_WHOLE;
 		if (is_summary(&c)) {
 			at = summary_find(b, &c, &found);
 			if (found && b->summary[at] != i) {

@@ -53,6 +53,12 @@ struct interval_list;
 						 * (no sample in its window) */
 #define GB_LATE_NS	1000000000ull
 #define GB_PASS_NS	1000000000ull		/* how often it spreads */
+/* A chunk behind a PyThreadState no sample has named this long after its
+ * drain goes to a summary of its (pid, waiter, PyThreadState), GB_AT_WHOLE
+ * (spread over the holder's whole recording if it is named at the end):
+ * a target rewriting its GIL's last holder with values that never name a
+ * thread then keeps a chunk per value and waiter, not one per drain. */
+#define GB_UNNAMED_AGE_NS	5000000000ull
 
 struct blame_chunk {
 	int pid, waiter;
