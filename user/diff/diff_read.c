@@ -218,8 +218,11 @@ static void note_unknown_state(struct recording *r, const char *name)
 	size_t used = strlen(list), n = strlen(name);
 	const char *at;
 
-	for (at = strstr(list, name); at; at = strstr(at + 1, name))
-		if ((at == list || at[-2] == ',') && (at[n] == ',' || !at[n]))
+	/* the list is "a, b, c": a name counts only as a whole entry (a match
+	 * inside another, or one character in, must not look before list) */
+	for (at = strstr(list, name); n && at; at = strstr(at + 1, name))
+		if ((at == list || (at - list >= 2 && at[-2] == ',' && at[-1] == ' ')) &&
+		    (at[n] == ',' || !at[n]))
 			return;
 	if (used + n + 3 < sizeof(r->unknown_states))
 		snprintf(list + used, sizeof(r->unknown_states) - used, "%s%s", used ? ", " : "", name);
