@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EBPFPROF, Profile, cannot_run, peak_rss_kib, with_peak_rss
+from conftest import EBPFPROF, Profile, cannot_run, peak_rss_kib, start_ready, with_peak_rss
 
 HERE = Path(__file__).resolve().parent
 RECORD_SECONDS = 2
@@ -227,15 +227,8 @@ HOSTILE_LIBS = {"altlink-fifo": altlink_fifo_lib, "no-section-headers": no_secti
 
 
 def start_target(lib, seconds, *extra):
-    proc = subprocess.Popen([_python(), str(HERE / "target_native_module.py"), str(lib), "--seconds",
-                             str(seconds), *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise AssertionError(f"target did not start: {line!r} {proc.stderr.read()}")
-    time.sleep(0.3)
-    return proc
+    return start_ready([_python(), HERE / "target_native_module.py", lib, "--seconds", seconds, *extra],
+                       stdin=subprocess.PIPE)
 
 
 class Traced:

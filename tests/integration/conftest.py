@@ -31,6 +31,19 @@ def cannot_run(reason):
     pytest.skip(reason)
 
 
+def start_ready(argv, env=None, stdin=None):
+    """A target that prints "ready" on stdout once set up (the native
+    tests' apps and hostile modules), started and waited for."""
+    proc = subprocess.Popen([str(a) for a in argv], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise AssertionError(f"target did not start: {line!r} {proc.stderr.read()}")
+    time.sleep(0.3)
+    return proc
+
+
 def with_peak_rss(cmd, path):
     """cmd run under GNU time, which writes its peak RSS (KiB: the largest
     of the process and its descendants) to path. Not wait4's ru_maxrss of a

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Profile, cannot_run, require_interpreter, run_ebpfprof
+from conftest import Profile, cannot_run, require_interpreter, run_ebpfprof, start_ready
 
 HERE = Path(__file__).resolve().parent
 FILL_SHARE = 0.25   # knap.c: FILL_UNITS / (FILL_UNITS + SCAN_UNITS)
@@ -55,20 +55,11 @@ def build_extension(interp, dest):
     return so
 
 
-def start(argv, env=None):
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise AssertionError(f"target did not start: {line!r} {proc.stderr.read()}")
-    time.sleep(0.3)
-    return proc
 
 
 def record_native(argv, path, env=None):
     """Starts argv, records it with --native for 4 s into path, ends it."""
-    proc = start(argv, env)
+    proc = start_ready(argv, env)
     try:
         # 1000 Hz for 5 s: on a loaded machine the target may get a fifth of
         # a CPU, still ~1000 samples, so the split's standard error stays
@@ -148,7 +139,7 @@ def test_zlib_deflate_under_compress(name, tmp_path):
 def test_dump_native_shows_each_threads_native_frames(name, tmp_path):
     interp = require_interpreter(name)
     build_extension(interp, tmp_path)
-    proc = start(interp.argv + [str(HERE / "app.py")],
+    proc = start_ready(interp.argv + [str(HERE / "app.py")],
                  env={"KNAP_DIR": str(tmp_path), "KNAP_SLEEPER": "1"})
     try:
         res = run_ebpfprof("dump", "--native", "--json", "-p", proc.pid)
@@ -178,7 +169,7 @@ def test_extension_swapped_after_load_is_read_as_mapped(swap, tmp_path):
     mapped (through /proc/PID/map_files), and nothing hangs."""
     interp = require_interpreter("debian-3.11")
     so = build_extension(interp, tmp_path)
-    proc = start(interp.argv + [str(HERE / "app.py")], env={"KNAP_DIR": str(tmp_path)})
+    proc = start_ready(interp.argv + [str(HERE / "app.py")], env={"KNAP_DIR": str(tmp_path)})
     try:
         so.unlink()
         if swap == "replaced":
