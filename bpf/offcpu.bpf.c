@@ -766,7 +766,10 @@ int BPF_PROG(offcpu_thread_exit, struct task_struct *task)
 	return 0;
 }
 
-static __always_inline void apply_task_op(struct task_struct *task, const struct ep_task_op *op)
+/* 1 if the operation was applied: a restart only to the interval userspace
+ * read (the thread has not been on a CPU since), which is then userspace's
+ * to deliver up to its cut, and not the switch-in's. */
+static __always_inline int apply_task_op(struct task_struct *task, const struct ep_task_op *op)
 {
 	struct ep_offcpu_task *st;
 
@@ -780,15 +783,17 @@ static __always_inline void apply_task_op(struct task_struct *task, const struct
 		else if (!st->pid || (st->primed && !st->on_ts)) {
 			__builtin_memcpy(st, &op->seed, sizeof(*st));
 			st->ran_ns = task->se.sum_exec_runtime;
+			return 1;
 		}
-		return;
+		return 0;
 	}
 	st = task_state_get(task, 0);
 	/* the same interval as userspace read (it has not run since) */
-	if (st && st->off_ts == op->expect_off_ts) {
-		st->off_ts = op->off_ts;
-		st->gc_clock_out = op->gc_clock_out;
-	}
+	if (!st || st->off_ts != op->expect_off_ts)
+		return 0;
+	st->off_ts = op->off_ts;
+	st->gc_clock_out = op->gc_clock_out;
+	return 1;
 }
 
 /* Applies the operation queued for each thread of the process (then
@@ -798,7 +803,7 @@ int offcpu_task_io(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
 	/* struct ep_task_dump's head (the whole is more than a BPF stack) */
-	struct { __u32 tid, pad; } head = { 0 };
+	struct { __u32 tid, applied; } head = { 0 };
 	struct ep_offcpu_task *st;
 	struct ep_task_op *op;
 	__u32 tid;
@@ -810,7 +815,7 @@ int offcpu_task_io(struct bpf_iter__task *ctx)
 		return 0;
 	op = bpf_map_lookup_elem(&offcpu_task_ops, &tid);
 	if (op) {
-		apply_task_op(task, op);
+		head.applied = apply_task_op(task, op);
 		bpf_map_delete_elem(&offcpu_task_ops, &tid);
 	}
 	st = task_state_get(task, 0);

@@ -508,7 +508,7 @@ struct ep_task_op {
 
 struct ep_task_dump {
 	__u32 tid;		/* in the profiler's PID namespace */
-	__u32 pad;
+	__u32 applied;		/* 1: this run applied the thread's queued operation */
 	struct ep_offcpu_task st;
 };
 

@@ -102,3 +102,36 @@ def test_rotate_option_errors():
                          (["--rotate", "5", "--keep", "0", "--pid", "1"], "invalid --keep: 0")):
         res = subprocess.run([str(EBPFPROF), *args], capture_output=True, text=True, timeout=30)
         assert res.returncode == 2 and needle in res.stderr.splitlines()[0], res.stderr
+
+
+def test_cut_periods_account_each_moment_once(workloads, tmp_path):
+    """80 threads napping 10 ms, cut into periods on request (the first right
+    after attaching): in every period, each napper's states add up to the
+    period's window. Stacks walked during a cut take long enough that naps
+    end meanwhile; those were counted twice (once by the cut, once by the
+    switch-in) or in the period before (0.12 s a thread)."""
+    interp = require_interpreter("debian-3.11")
+    w = workloads(interp, "many_nappers.py", seconds=60)
+    time.sleep(0.5)
+    rec = subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "--rotate", "3600", "-d", "5", "--idle",
+                            "--gc-log", str(tmp_path / "gc.jsonl"), "-o", str(tmp_path / "p.speedscope.json")],
+                           stderr=subprocess.PIPE, text=True)
+    time.sleep(0.8)
+    for _ in range(12):
+        rec.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    profiles = sorted(tmp_path.glob("p-*.speedscope.json"))
+    logs = sorted(tmp_path.glob("gc-*.jsonl"))
+    assert len(profiles) >= 8 and len(profiles) == len(logs), err
+    for path, log in zip(profiles, logs):
+        head, _, _ = read_gc_log(log)
+        nappers = [t for t in Profile(path, check=False).doc["ebpfprof"]["threads"]
+                   if t["name"].startswith("nap-")]
+        assert len(nappers) == 80, path.name
+        for t in nappers:
+            # one nap (10 ms) may go missing where the interval's cut and
+            # the thread's wake-up meet; 0.03 s is three
+            assert abs(sum(t["states_s"].values()) - head["duration_s"]) <= 0.03, \
+                (path.name, t["name"], t["states_s"], head["duration_s"])

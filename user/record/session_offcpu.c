@@ -179,14 +179,12 @@ int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task 
 }
 
 /* A GIL wait's time, plain and behind a collection, under its holder
- * (ep_gil_blame() of the GIL at its start and now), as the kernel would. */
-static void deliver_blame(struct session *s, const struct ep_offcpu_task *st, uint64_t plain_ns,
-			  uint64_t gc_ns)
+ * (ep_gil_blame() of the GIL at its start and at its end), as the kernel would. */
+static void deliver_blame(struct session *s, const struct ep_offcpu_task *st,
+			  const struct ep_gil_seen *end, uint64_t plain_ns, uint64_t gc_ns)
 {
-	uint64_t addr;
-	struct ep_gil_seen now = gil_now(s, st->pid, &addr);
 	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .flags = EP_TK_BLAME,
-				     .holder = ep_gil_blame(&st->gil_out, &now) };
+				     .holder = ep_gil_blame(&st->gil_out, end) };
 	struct ep_totals val = { 1, 0 };
 
 	if (!s->on_totals)
@@ -203,28 +201,61 @@ static void deliver_blame(struct session *s, const struct ep_offcpu_task *st, ui
 	}
 }
 
-/* Thread st->tid is off the CPU now: delivers its interval up to now as the
- * kernel would at its switch-in (record with its stack, and totals). keep:
- * the interval goes on from now (--rotate's cut: st gets its new start),
- * else it is closed (st->off_ts 0). */
-static void deliver_open_interval(struct session *s, struct ep_offcpu_task *st, uint64_t now,
+/* An interval open at a cut: the thread's storage as read, what it is up
+ * to the cut, and what the kernel is to be told. */
+struct open_interval {
+	struct ep_offcpu_task st;
+	uint64_t gc_ns;			/* its part behind a collection */
+	struct ep_gil_seen gil_end;	/* the GIL at the cut, for a GIL wait's blame */
+	__u32 tid;
+	int applied;			/* the kernel took the cut: ours to deliver */
+	struct ep_task_op op;
+};
+
+static int is_gil_wait(const struct ep_offcpu_task *st)
+{
+	return st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC;
+}
+
+/* Thread iv->st.tid is off the CPU at now: what the kernel would find at
+ * its switch-in (its time behind a collection, the GIL), and the restart
+ * that cuts the interval at now. keep: the interval goes on from now (--rotate's cut), else it is
+ * closed (off_ts 0). */
+static void prepare_open_interval(struct session *s, struct open_interval *iv, uint64_t now,
 				  int keep)
 {
+	struct ep_offcpu_task *st = &iv->st;
+	uint64_t clock_now = 0, addr;
+	int have_clock;
+
+	/* the kernel's switch-in arithmetic (ep_gil_wait_*), on a clock that
+	 * must have moved forward: a read here is not ordered with the probes */
+	have_clock = !gc_clock_now(s, st->pid, now, &clock_now);
+	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) && have_clock &&
+	    clock_now > st->gc_clock_out)
+		iv->gc_ns = clock_now - st->gc_clock_out;
+	EP_GIL_WAIT_GC_CAP(iv->gc_ns, now - st->off_ts);
+	if (is_gil_wait(st) && !(st->flags & EP_IV_OWN_GC))
+		iv->gil_end = gil_now(s, st->pid, &addr);
+	iv->op = (struct ep_task_op){ .op = EP_TASK_RESTART, .expect_off_ts = st->off_ts,
+				      .off_ts = keep ? now : 0, .gc_clock_out = st->gc_clock_out };
+	if (keep && EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) && have_clock)
+		iv->op.gc_clock_out = clock_now;
+}
+
+/* Delivers an interval the kernel let us cut at now, as the kernel would
+ * have at the thread's switch-in: its record with its stack (its stack is
+ * taken when it returns to user mode: walked from here), and totals. */
+static void deliver_open_interval(struct session *s, struct open_interval *iv, uint64_t now)
+{
+	struct ep_offcpu_task *st = &iv->st;
 	struct ep_offcpu_record rec;
 	struct ep_totals_key key;
 	struct ep_totals val = { 1, 0 };
-	uint64_t gc_ns = 0, clock_now;
-	pid_t pid = st->pid;
+	uint64_t gc_ns = iv->gc_ns;
 
-	/* its stack is taken when it returns to user mode: walk it from here */
 	if (!st->stack_id && (st->flags & EP_IV_STACK_LATER) && s->stack_of_blocked)
 		s->stack_of_blocked(s->ctx, st->pid, st->tid, &st->stack_id);
-	/* the kernel's switch-in arithmetic (ep_gil_wait_*), on a clock that
-	 * must have moved forward: a read here is not ordered with the probes */
-	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) &&
-	    !gc_clock_now(s, pid, now, &clock_now) && clock_now > st->gc_clock_out)
-		gc_ns = clock_now - st->gc_clock_out;
-	EP_GIL_WAIT_GC_CAP(gc_ns, now - st->off_ts);
 	rec = (struct ep_offcpu_record){
 		.kind = EP_EV_OFFCPU, .pid = st->pid, .tid = st->tid, .reason = st->reason,
 		.flags = st->flags | EP_IV_EXACT | EP_IV_OPEN, .gc_gen = st->gc_gen,
@@ -242,20 +273,14 @@ static void deliver_open_interval(struct session *s, struct ep_offcpu_task *st, 
 		val.ns = rec.weight_ns - gc_ns;
 		s->on_totals(s->ctx, &key, &val);
 	}
-	if ((st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC) && !(st->flags & EP_IV_OWN_GC)) {
+	if (is_gil_wait(st) && !(st->flags & EP_IV_OWN_GC)) {
 		uint64_t blame_gc = gc_ns;
 
 		EP_GIL_WAIT_BLAME_GC(st->reason, rec.weight_ns, blame_gc);
-		deliver_blame(s, st, rec.weight_ns - blame_gc, blame_gc);
+		deliver_blame(s, st, &iv->gil_end, rec.weight_ns - blame_gc, blame_gc);
 	}
 	if (s->on_event)
 		s->on_event(s->ctx, &rec, sizeof(rec));
-	/* closed here: the kernel must not count it again when the thread runs,
-	 * or, at a cut, only what comes after it */
-	st->off_ts = keep ? now : 0;
-	if (keep && EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) &&
-	    !gc_clock_now(s, pid, now, &clock_now))
-		st->gc_clock_out = clock_now;
 }
 
 struct closing {
@@ -263,58 +288,96 @@ struct closing {
 	pid_t pid;
 	uint64_t now;
 	int keep;
-	struct closed {			/* what the kernel is to be told */
-		__u32 tid;
-		struct ep_task_op op;
-	} *closed;
-	size_t nclosed, closed_cap;
+	struct open_interval *open;
+	size_t nopen, open_cap;
+	size_t next;		/* where note_applied looks first */
 	int failed;
 };
 
-static void close_dumped(void *arg, const void *rec)
+static void find_open(void *arg, const void *rec)
 {
 	struct closing *c = arg;
 	const struct ep_task_dump *d = rec;
-	struct ep_offcpu_task st = d->st;
-	struct closed *out;
+	struct open_interval *iv;
 
 	/* a GIL wait ended, its holder not yet settled (the thread has not
 	 * returned to user mode): at the end, nothing else will */
-	if (!c->keep && (pid_t)st.pid == c->pid && (st.blame_ns[0] || st.blame_ns[1]))
-		deliver_blame(c->s, &st, st.blame_ns[0], st.blame_ns[1]);
-	if (!st.off_ts || (pid_t)st.pid != c->pid || c->now <= st.off_ts)
+	if (!c->keep && (pid_t)d->st.pid == c->pid && (d->st.blame_ns[0] || d->st.blame_ns[1])) {
+		uint64_t addr;
+		struct ep_gil_seen end = gil_now(c->s, c->pid, &addr);
+
+		deliver_blame(c->s, &d->st, &end, d->st.blame_ns[0], d->st.blame_ns[1]);
+	}
+	if (!d->st.off_ts || (pid_t)d->st.pid != c->pid || c->now <= d->st.off_ts)
 		return;
-	if (GROW_ARRAY(c->closed, c->closed_cap, c->nclosed + 1)) {
+	if (GROW_ARRAY(c->open, c->open_cap, c->nopen + 1)) {
 		c->failed = 1;
 		return;
 	}
-	out = &c->closed[c->nclosed++];
-	*out = (struct closed){ .tid = d->tid,
-				.op = { .op = EP_TASK_RESTART, .expect_off_ts = st.off_ts } };
-	deliver_open_interval(c->s, &st, c->now, c->keep);
-	out->op.off_ts = st.off_ts;
-	out->op.gc_clock_out = st.gc_clock_out;
+	iv = &c->open[c->nopen++];
+	memset(iv, 0, sizeof(*iv));
+	iv->st = d->st;
+	iv->tid = d->tid;
+	prepare_open_interval(c->s, iv, c->now, c->keep);
 }
 
-/* Reads the storage of pid's threads, delivers the intervals open now, then
- * has the kernel close them (or, keep, restart them now): two iterator runs,
- * the second applying what the first found. */
-static void close_open_intervals(struct session *s, pid_t pid, int keep)
+static void note_applied(void *arg, const void *rec)
 {
-	struct closing c = { .s = s, .pid = pid, .now = monotonic_ns(), .keep = keep };
+	struct closing *c = arg;
+	const struct ep_task_dump *d = rec;
+	size_t i, at;
+
+	/* the second run meets the threads in the first's order: one step
+	 * each, not a search (a pool of thousands of threads) */
+	if (!d->applied)
+		return;
+	for (i = 0; i < c->nopen; i++) {
+		at = (c->next + i) % c->nopen;
+		if (c->open[at].tid == d->tid) {
+			c->open[at].applied = 1;
+			c->next = at + 1;
+			return;
+		}
+	}
+}
+
+/*
+ * Reads the storage of pid's threads and has the kernel cut the intervals
+ * open now (closed, or with keep restarted now): two iterator runs, the
+ * second applying what the first found. A thread that ran between the two
+ * has had its interval delivered by its switch-in, up to then: delivering
+ * it here too counted it twice (a sleeper waking meanwhile had 4.2 s of
+ * states in a 4 s window).
+ */
+static void cut_open_intervals(struct session *s, struct closing *c)
+{
 	int fd = bpf_map__fd(s->skel->maps.offcpu_task_ops);
 	size_t i;
 
-	if (task_io(s, pid, close_dumped, &c))
-		c.failed = 1;
-	for (i = 0; i < c.nclosed; i++)
-		if (bpf_map_update_elem(fd, &c.closed[i].tid, &c.closed[i].op, BPF_ANY))
-			c.failed = 1;
-	if (c.nclosed && task_io(s, pid, NULL, NULL))
-		c.failed = 1;
-	if (c.failed)
+	if (task_io(s, c->pid, find_open, c))
+		c->failed = 1;
+	for (i = 0; i < c->nopen; i++)
+		if (bpf_map_update_elem(fd, &c->open[i].tid, &c->open[i].op, BPF_ANY))
+			c->failed = 1;
+	if (c->nopen && task_io(s, c->pid, note_applied, c))
+		c->failed = 1;
+}
+
+/* Delivers what cut_open_intervals cut. Only after the kernel's totals are
+ * drained: the stacks walked here take a millisecond or more a thread, and
+ * what the kernel adds meanwhile is the next period's (80 threads moved
+ * 0.12 s each of sleep from a period to the one before). */
+static void deliver_cut_intervals(struct session *s, struct closing *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nopen; i++)
+		if (c->open[i].applied)
+			deliver_open_interval(s, &c->open[i], c->now);
+	if (c->failed)
 		s->drain_failed++;
-	free(c.closed);
+	free(c->open);
+	c->open = NULL;
 }
 
 /* Reads and deletes one entry of a hash map: in one step from Linux 5.14;
@@ -406,9 +469,10 @@ void session_drain_all(struct session *s)
 void session_remove_process(struct session *s, pid_t pid)
 {
 	struct drain_iter *it = session_find_iter(s, pid);
+	struct closing c = { .s = s, .pid = pid, .now = monotonic_ns(), .keep = 0 };
 	__u32 key = pid;
 
-	close_open_intervals(s, pid, 0);
+	cut_open_intervals(s, &c);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key);
 	if (it) {
@@ -418,16 +482,19 @@ void session_remove_process(struct session *s, pid_t pid)
 	}
 	drain_all_tasks(s);
 	drain_totals(s);
+	deliver_cut_intervals(s, &c);
 }
 
 void session_cut_period(struct session *s, pid_t pid)
 {
 	struct drain_iter *it = session_find_iter(s, pid);
+	struct closing c = { .s = s, .pid = pid, .now = monotonic_ns(), .keep = 1 };
 
-	close_open_intervals(s, pid, 1);
+	cut_open_intervals(s, &c);
 	if (it)
 		session_drain_task_totals(s, it);
 	drain_all_tasks(s);
 	drain_totals(s);
+	deliver_cut_intervals(s, &c);
 }
 
