@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -221,7 +222,31 @@ def debugdata_bomb_lib(tmp_path):
     return so, [], []
 
 
-HOSTILE_LIBS = {"altlink-fifo": altlink_fifo_lib, "no-section-headers": no_section_headers_lib,
+SHF_COMPRESSED, ELFCOMPRESS_ZLIB = 0x800, 1
+COMPRESSED_SIZE = 1 << 30
+
+
+def compressed_bomb_lib(tmp_path):
+    """With -g, and .debug_line replaced by an SHF_COMPRESSED section whose
+    header (Elf64_Chdr) says 1 GiB and whose zlib stream holds 1 GiB of
+    zeros in 1 MiB: libdw inflates every compressed debug section when it
+    opens the module's DWARF (the issue's 1032x)."""
+    so = _plain_lib(tmp_path, "libcompressed.so", "-g")
+    packer = zlib.compressobj(9)
+    chunk = bytes(1 << 20)
+    stream = b"".join(packer.compress(chunk) for _ in range(COMPRESSED_SIZE >> 20)) + packer.flush()
+    bomb = tmp_path / "debug_line.bin"
+    bomb.write_bytes(struct.pack("<IIQQ", ELFCOMPRESS_ZLIB, 0, COMPRESSED_SIZE, 1) + stream)
+    subprocess.run(["objcopy", "--update-section", f".debug_line={bomb}", str(so)], check=True)
+    data = bytearray(so.read_bytes())
+    *_, shdr = _sections(data)[".debug_line"]
+    flags, = struct.unpack_from("<Q", data, shdr + 8)
+    struct.pack_into("<Q", data, shdr + 8, flags | SHF_COMPRESSED)
+    so.write_bytes(bytes(data))
+    return so, [], []
+
+
+HOSTILE_LIBS = {"altlink-fifo": altlink_fifo_lib, "compressed-bomb": compressed_bomb_lib, "no-section-headers": no_section_headers_lib,
                 "hidden-dynsym": hidden_dynsym_lib, "debugdata-bomb": debugdata_bomb_lib,
                 "remember-state": remember_state_lib}
 
