@@ -248,6 +248,37 @@ int py_instance_view(struct py_reader *c, uint64_t obj, struct py_dict_view *v)
 	return py_keys_view(c, keys, values, v);
 }
 
+int py_long_u64(struct py_reader *c, uint64_t obj, uint64_t *ident)
+{
+	const struct py_obj_layout *O = c->O;
+	uint64_t type, flags, ndigits;
+	uint32_t digit[3];
+	int64_t size;
+	int i;
+
+	if (py_obj_type_flags(c, obj, &type, &flags) || !(flags & TPF_LONG_SUBCLASS) ||
+	    py_rd(c, obj + O->long_size, &size, sizeof(size)))
+		return -1;
+	if (O->long_tagged) {
+		if ((size & LONG_SIGN_MASK) == LONG_SIGN_NEGATIVE)
+			return -1;
+		ndigits = (uint64_t)size >> LONG_NON_SIZE_BITS;
+	} else {
+		if (size < 0)
+			return -1;
+		ndigits = size;
+	}
+	if (ndigits > 3 || py_rd(c, obj + O->long_digits, digit, ndigits * 4))
+		return -1;
+	*ident = 0;
+	for (i = (int)ndigits - 1; i >= 0; i--) {
+		if (digit[i] >> LONG_SHIFT || (i == 2 && digit[i] >> (64 - 2 * LONG_SHIFT)))
+			return -1;
+		*ident = *ident << LONG_SHIFT | digit[i];
+	}
+	return 0;
+}
+
 int py_reader_init(struct py_reader *c, pid_t pid, const struct py_layout *L, unsigned reads)
 {
 	c->pid = pid;

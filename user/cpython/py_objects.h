@@ -66,6 +66,9 @@ int py_instance_view(struct py_reader *c, uint64_t obj, struct py_dict_view *v);
  * module is not loaded or lacks attr, -1 if unreadable. */
 int py_module_attr(struct py_reader *c, uint64_t interp, const char *module, const char *attr,
 		   uint64_t *value);
+/* An int object that is non-negative and below 2**64 (a thread ident, a
+ * task counter): 0 and *out, or -1. */
+int py_long_u64(struct py_reader *c, uint64_t obj, uint64_t *out);
 /* The ob_type's tp_name as a NUL-terminated string (printable ASCII only,
  * cut to len - 1); 0, or -1 if unreadable. */
 int py_type_name(struct py_reader *c, uint64_t obj, char *out, size_t len);

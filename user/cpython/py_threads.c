@@ -16,37 +16,6 @@
  * need tens of thousands; this stops garbage at well under a second. */
 #define READS_MAX		(1u << 18)
 
-/* threading's keys are get_ident() values: non-negative, below 2**64. */
-static int read_ident(struct py_reader *c, uint64_t obj, uint64_t *ident)
-{
-	const struct py_obj_layout *O = c->O;
-	uint64_t type, flags, ndigits;
-	uint32_t digit[3];
-	int64_t size;
-	int i;
-
-	if (py_obj_type_flags(c, obj, &type, &flags) || !(flags & TPF_LONG_SUBCLASS) ||
-	    py_rd(c, obj + O->long_size, &size, sizeof(size)))
-		return -1;
-	if (O->long_tagged) {
-		if ((size & LONG_SIGN_MASK) == LONG_SIGN_NEGATIVE)
-			return -1;
-		ndigits = (uint64_t)size >> LONG_NON_SIZE_BITS;
-	} else {
-		if (size < 0)
-			return -1;
-		ndigits = size;
-	}
-	if (ndigits > 3 || py_rd(c, obj + O->long_digits, digit, ndigits * 4))
-		return -1;
-	*ident = 0;
-	for (i = (int)ndigits - 1; i >= 0; i--) {
-		if (digit[i] >> LONG_SHIFT || (i == 2 && digit[i] >> (64 - 2 * LONG_SHIFT)))
-			return -1;
-		*ident = *ident << LONG_SHIFT | digit[i];
-	}
-	return 0;
-}
 
 struct names {
 	struct py_thread_name *out;
@@ -64,14 +33,14 @@ static int add_thread(struct py_reader *c, uint64_t key, uint64_t thread, void *
 	if (nm->n >= nm->max)
 		return 1;
 	t = &nm->out[nm->n];
-	if (read_ident(c, key, &t->ident) || py_instance_view(c, thread, &attrs) ||
+	if (py_long_u64(c, key, &t->ident) || py_instance_view(c, thread, &attrs) ||
 	    py_view_lookup(c, &attrs, "_name", &name) != 1 ||
 	    py_obj_type_flags(c, name, &type, &flags) || !(flags & TPF_UNICODE_SUBCLASS) ||
 	    py_symbolizer_read_str(c->pid, c->L, name, t->name, sizeof(t->name)))
 		return 0;
 	/* before 3.11 the thread state lacks the tid: Thread._native_id has it */
 	t->native_id = 0;
-	if (py_view_lookup(c, &attrs, "_native_id", &native) == 1 && !read_ident(c, native, &tid) &&
+	if (py_view_lookup(c, &attrs, "_native_id", &native) == 1 && !py_long_u64(c, native, &tid) &&
 	    tid > 0 && tid <= INT32_MAX)
 		t->native_id = (int)tid;
 	nm->n++;
