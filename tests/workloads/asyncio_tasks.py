@@ -1,8 +1,8 @@
 """Named asyncio tasks, each held at one await for --seconds: a sleeper, a
 reader of a socket whose server never answers (a listening socket nobody
 accepts on), a task awaiting a gather of two children, a Queue.get and a
-CPU-bound coroutine that never yields. The truth file is written once they
-are all in place, just before the CPU-bound one starts burning."""
+CPU-bound coroutine that never yields. The CPU-bound one writes the truth
+file once they are all in place, just before it starts burning."""
 import asyncio
 import socket
 import time
@@ -45,7 +45,8 @@ def burn_until(deadline):
     return n
 
 
-async def cpu(seconds):
+async def cpu(seconds, names):
+    write_truth(args, {"tasks": names + ["cpu"]})  # everyone else is in place
     return burn_until(time.monotonic() + seconds)
 
 
@@ -59,8 +60,7 @@ async def main():
              asyncio.create_task(gatherer(event), name="gatherer"),
              asyncio.create_task(consumer(queue), name="consumer")]
     await asyncio.sleep(0.3)
-    write_truth(args, {"tasks": [t.get_name() for t in tasks]})
-    await asyncio.create_task(cpu(args.seconds), name="cpu")
+    await asyncio.create_task(cpu(args.seconds, [t.get_name() for t in tasks]), name="cpu")
 
 
 asyncio.run(main())

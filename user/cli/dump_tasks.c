@@ -144,14 +144,16 @@ static void print_task_text(FILE *f, const struct py_tasks *all, const struct sh
 			printable(name_of(all, t->awaited_by[i]) ?: "?", name, sizeof(name)));
 }
 
-static void json_names(FILE *f, const struct py_tasks *all, const uint64_t *addrs, int n)
+/* [{"name": ..., "address": "0x..."}, ...] */
+static void json_tasks(FILE *f, const struct py_tasks *all, const uint64_t *addrs, int n)
 {
 	int i;
 
 	fputc('[', f);
 	for (i = 0; i < n; i++) {
-		fputs(i ? ", " : "", f);
+		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
 		json_write_string(f, name_of(all, addrs[i]) ?: "");
+		fprintf(f, ", \"address\": \"0x%llx\"}", (unsigned long long)addrs[i]);
 	}
 	fputc(']', f);
 }
@@ -183,11 +185,11 @@ static void print_task_json(FILE *f, const struct py_tasks *all, const struct sh
 	json_write_string(f, t->await_type);
 	fputs(", \"tasks\": ", f);
 	if (t->await_kind == PY_AWAIT_TASK)
-		json_names(f, all, &t->await_obj, 1);
+		json_tasks(f, all, &t->await_obj, 1);
 	else
-		json_names(f, all, t->children, t->await_kind == PY_AWAIT_GATHER ? t->nchildren : 0);
+		json_tasks(f, all, t->children, t->await_kind == PY_AWAIT_GATHER ? t->nchildren : 0);
 	fputs("}, \"awaited_by\": ", f);
-	json_names(f, all, t->awaited_by, t->nawaited_by);
+	json_tasks(f, all, t->awaited_by, t->nawaited_by);
 	fprintf(f, ", \"truncated\": %s, \"stack\": [", t->truncated ? "true" : "false");
 	for (i = 0; s->frames && i < t->nframes; i++) {
 		fputs(i ? ",\n      " : "\n      ", f);
