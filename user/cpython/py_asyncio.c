@@ -450,11 +450,13 @@ static int walk_sets(struct walk *w, char *err, size_t errlen)
 		snprintf(err, errlen, "asyncio.tasks.%s is not a WeakSet", w->A->list);
 		return -1;
 	}
-	py_set_for_each(&w->r, data, add_weak_entry, w);
+	if (py_set_for_each(&w->r, data, add_weak_entry, w) == PY_SET_CUT)
+		w->out->truncated = 1;
 	if (w->A->minor >= 12 &&
 	    py_module_attr(&w->r, interp, "asyncio.tasks", "_eager_tasks", &eager) == 1 &&
-	    py_type_is(&w->r, eager, "set"))
-		py_set_for_each(&w->r, eager, add_task_entry, w);
+	    py_type_is(&w->r, eager, "set") &&
+	    py_set_for_each(&w->r, eager, add_task_entry, w) == PY_SET_CUT)
+		w->out->truncated = 1;
 	return 0;
 }
 

@@ -369,11 +369,14 @@ int py_set_for_each(struct py_reader *c, uint64_t set, py_entry_fn fn, void *arg
 	uint64_t mask, table, buf[SET_CHUNK * 2], i, k, j;
 	int r;
 
+	uint64_t slots;
+
 	if (py_rd_u64(c, set + SET_MASK, &mask) || py_rd_u64(c, set + SET_TABLE, &table) ||
-	    mask >= PY_SET_MAX || (mask & (mask + 1)) || !table)
+	    (mask & (mask + 1)) || !table)
 		return -1;
-	for (i = 0; i <= mask; i += k) {
-		k = mask + 1 - i < SET_CHUNK ? mask + 1 - i : SET_CHUNK;
+	slots = mask < PY_SET_MAX ? mask + 1 : PY_SET_MAX;
+	for (i = 0; i < slots; i += k) {
+		k = slots - i < SET_CHUNK ? slots - i : SET_CHUNK;
 		if (py_rd(c, table + i * SET_ENTRY, buf, k * SET_ENTRY))
 			return -1;
 		for (j = 0; j < k; j++) {
@@ -384,7 +387,7 @@ int py_set_for_each(struct py_reader *c, uint64_t set, py_entry_fn fn, void *arg
 				return r;
 		}
 	}
-	return 0;
+	return slots <= mask ? PY_SET_CUT : 0;
 }
 
 /* PyListObject: ob_size at 16, ob_item at 24. */

@@ -74,9 +74,11 @@ int py_long_u64(struct py_reader *c, uint64_t obj, uint64_t *out);
 int py_type_name(struct py_reader *c, uint64_t obj, char *out, size_t len);
 /* 1 if obj's type or one of its first bases is named `name`. */
 int py_type_is(struct py_reader *c, uint64_t obj, const char *name);
-/* Calls fn(c, key, 0, arg) for each key of a set or frozenset (at most
- * PY_SET_MAX slots looked at), until fn returns nonzero: that, 0, or -1. */
+/* Calls fn(c, key, 0, arg) for each key of a set or frozenset until fn
+ * returns nonzero: that, 0, or -1. Only the first PY_SET_MAX slots are
+ * looked at: PY_SET_CUT when the table has more. */
 #define PY_SET_MAX	(1u << 20)
+#define PY_SET_CUT	(-2)
 int py_set_for_each(struct py_reader *c, uint64_t set, py_entry_fn fn, void *arg);
 /* Up to max items of a list; the count read, or -1. */
 int py_list_items(struct py_reader *c, uint64_t list, uint64_t *items, int max);

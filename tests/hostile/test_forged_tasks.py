@@ -1,0 +1,63 @@
+"""Issue 31: a forged asyncio task list costs dump --tasks a bounded walk,
+said as truncated, and never a hang, a crash or a lie about the tasks it
+could read."""
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EBPFPROF, cannot_run, require_interpreter, start_ready
+
+HERE = Path(__file__).resolve().parent
+WALK_MAX_S = 10  # the walk's own budget is 3 s; the rest is start-up on a loaded machine
+
+
+def dump_tasks(pid):
+    t0 = time.monotonic()
+    res = subprocess.run([str(EBPFPROF), "dump", "--tasks", "--json", "--pid", str(pid)],
+                         capture_output=True, text=True, timeout=60)
+    return res, time.monotonic() - t0
+
+
+def start(interp, mode):
+    script = HERE / "target_forged_tasks.py"
+    if interp.chroot:
+        inside = Path(interp.chroot) / "tmp" / script.name
+        inside.write_text(script.read_text())
+        return start_ready(interp.argv + [f"/tmp/{script.name}", mode])
+    return start_ready(interp.argv + [script, mode])
+
+
+@pytest.mark.parametrize("interp_name", ["chroot-3.14", "chroot-3.15"])
+def test_a_task_list_cycle_is_walked_once(interp_name):
+    target = start(require_interpreter(interp_name), "cycle")
+    try:
+        res, took = dump_tasks(target.pid)
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        names = [t["name"] for t in doc["tasks"]]
+        assert len(names) == len(set(names)), names
+        assert {"nap-0", "nap-1"} <= set(names), names
+        assert doc["truncated"], doc
+        assert took < WALK_MAX_S, took
+    finally:
+        target.kill()
+        target.wait()
+
+
+def test_a_million_entries_that_are_no_task_cost_a_bounded_walk():
+    target = start(require_interpreter("debian-3.11"), "huge")
+    try:
+        res, took = dump_tasks(target.pid)
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        names = [t["name"] for t in doc["tasks"]]
+        assert len(names) == len(set(names)), names
+        assert all(t["state"] in ("running", "suspended") for t in doc["tasks"])
+        assert "Task-1" in names and doc["truncated"], doc  # the running one comes from _current_tasks
+        assert took < WALK_MAX_S, took
+    finally:
+        target.kill()
+        target.wait()
