@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cannot_run, require_interpreter, run_ebpfprof
+from test_dask import cluster  # noqa: F401 (the fixture: dask-scheduler, two workers, a client)
 
 # task -> (await text, innermost coroutine frame)
 EXPECTED = {
@@ -125,3 +126,20 @@ def test_dump_tasks_without_asyncio_says_none(workloads):
 def test_dump_tasks_and_native_refused():
     res = run_ebpfprof("dump", "--tasks", "--native", "--pid", os.getpid())
     assert res.returncode != 0 and "cannot be combined" in res.stderr, res.stderr
+
+
+def test_dump_tasks_names_dask_schedulers_comm_handlers(cluster):
+    """A real asyncio program: a Dask scheduler with two workers and a client
+    whose tasks run. Each comm is a task in Server._handle_comm; the
+    workers' and the client's streams wait in TCP.read on a Future."""
+    client, _, scheduler_pid = cluster
+    futures = client.map(time.sleep, [0.2] * 40, pure=False)
+    time.sleep(1)
+    _, tasks = dump_tasks(scheduler_pid)
+    handlers = [t for t in tasks.values() if any(f["function"] == "Server._handle_comm" for f in t["stack"])]
+    assert handlers, tasks
+    reading = [t for t in handlers if t["stack"][0]["function"] == "TCP.read"]
+    assert reading and all(t["await"]["kind"] == "future" for t in reading), handlers
+    functions = {f["function"] for t in handlers for f in t["stack"]}
+    assert {"Scheduler.add_client", "Scheduler.handle_worker"} <= functions, functions
+    client.gather(futures)
