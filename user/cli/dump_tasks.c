@@ -208,7 +208,8 @@ static void print_all(FILE *f, const struct py_target *t, const struct py_tasks 
 		fprintf(f, "{\"pid\": %d, \"python\": \"%d.%d.%d\", \"source\": ", t->pid,
 			t->major, t->minor, t->micro);
 		json_write_string(f, all->source ? all->source : "");
-		fprintf(f, ", \"truncated\": %s,\n  \"tasks\": [\n", all->truncated ? "true" : "false");
+		fprintf(f, ", \"truncated\": %s, \"reads\": %lu,\n  \"tasks\": [\n",
+			all->truncated ? "true" : "false", all->reads);
 		for (i = 0; i < all->n; i++) {
 			fputs(i ? ",\n" : "", f);
 			print_task_json(f, all, &shown[i]);

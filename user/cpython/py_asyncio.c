@@ -59,6 +59,14 @@ static const struct aio_layout aio_layouts[] = {
 #define THREADS_MAX	4096
 #define TIME_CHECK_EVERY 64
 
+/* Code objects are shared by every task running the same coroutine: their
+ * check and ident are read once a walk. */
+struct code_seen {
+	uint64_t code;
+	uint32_t ident;
+};
+#define CODE_CACHE	1024
+
 struct walk {
 	const struct py_target *t;
 	const struct aio_layout *A;
@@ -69,6 +77,7 @@ struct walk {
 	uint64_t *seen;			/* open-addressing set of task addresses */
 	size_t seen_cap;
 	unsigned calls;
+	struct code_seen *codes;	/* CODE_CACHE of them */
 };
 
 static const struct aio_layout *aio_layout_for(int minor)
@@ -123,27 +132,45 @@ static void task_name(struct walk *w, uint64_t task, char *out, size_t len)
 		snprintf(out, len, "Task-%llu", (unsigned long long)counter);
 }
 
+/* 0 and the ident of a code object (checked to be one), or -1. */
+static int code_ident(struct walk *w, uint64_t code, uint32_t *ident)
+{
+	const struct ep_proc_cfg *c = &w->t->cfg;
+	struct code_seen *e = &w->codes[(code >> 4) % CODE_CACHE];
+	int32_t firstlineno = 0;
+	uint64_t filename = 0;
+
+	if (code && e->code == code) {
+		*ident = e->ident;
+		return 0;
+	}
+	if (!code || !py_type_is(&w->r, code, "code"))
+		return -1;
+	py_rd(&w->r, code + c->code_firstlineno, &firstlineno, sizeof(firstlineno));
+	py_rd_u64(&w->r, code + c->code_filename, &filename);
+	*e = (struct code_seen){ .code = code, .ident = ep_code_ident(firstlineno, filename) };
+	*ident = e->ident;
+	return 0;
+}
+
 /* The frame of generator gen: its code and instruction into *f, and the
  * object its value stack holds await_slot below the top (0 if none). */
 static int coro_frame(struct walk *w, uint64_t gen, struct py_coro_frame *f, uint64_t *awaited)
 {
 	const struct ep_proc_cfg *c = &w->t->cfg;
 	uint8_t buf[EP_FRAME_READ_MAX + 16] = { 0 };
-	uint64_t frame = gen + w->A->gen_iframe, filename = 0, top = 0, slot;
-	int32_t firstlineno = 0, stacktop;
+	uint64_t frame = gen + w->A->gen_iframe, top = 0, slot;
+	int32_t stacktop;
 	int64_t instr;
 
 	*awaited = 0;
 	if (c->frame_read_size > EP_FRAME_READ_MAX || py_rd(&w->r, frame, buf, c->frame_read_size))
 		return -1;
 	f->code = ep_frame_code(c, buf);
-	if (!f->code || !py_type_is(&w->r, f->code, "code"))
+	if (code_ident(w, f->code, &f->ident))
 		return -1;
 	instr = ep_frame_instr_offset(c, buf, f->code);
 	f->instr = instr < 0 || !ep_frame_started(c, instr) ? ~0u : (uint32_t)instr;
-	py_rd(&w->r, f->code + c->code_firstlineno, &firstlineno, sizeof(firstlineno));
-	py_rd_u64(&w->r, f->code + c->code_filename, &filename);
-	f->ident = ep_code_ident(firstlineno, filename);
 	if (w->A->frame_stacktop >= 0) {
 		if (py_rd(&w->r, frame + w->A->frame_stacktop, &stacktop, sizeof(stacktop)) ||
 		    stacktop < w->A->await_slot || stacktop > VALUE_STACK_MAX)
@@ -174,22 +201,32 @@ static void gather_children(struct walk *w, uint64_t fut, struct py_task *task)
 	task->nchildren = n > 0 ? n : 0;
 }
 
-/* What the innermost coroutine awaits: the future behind its iterator. */
-static void classify_await(struct walk *w, uint64_t obj, struct py_task *task)
+/* obj's ob_type, or 0. */
+static uint64_t type_of(struct walk *w, uint64_t obj)
+{
+	uint64_t type;
+
+	return obj && !py_rd_u64(&w->r, obj + OB_TYPE, &type) ? type : 0;
+}
+
+/* What the innermost coroutine awaits (of type `type`): the future behind
+ * its iterator. */
+static void classify_await(struct walk *w, uint64_t obj, uint64_t type, struct py_task *task)
 {
 	uint64_t fut;
 
 	py_type_name(&w->r, obj, task->await_type, sizeof(task->await_type));
 	task->await_obj = obj;
 	task->await_kind = PY_AWAIT_OTHER;
-	if (!py_type_is(&w->r, obj, FUTURE_ITER) ||
-	    py_rd_u64(&w->r, obj + FUTURE_ITER_FUT, &fut) || !py_type_is(&w->r, fut, FUTURE_TYPE))
+	if (!py_type_chain_is(&w->r, type, FUTURE_ITER) ||
+	    py_rd_u64(&w->r, obj + FUTURE_ITER_FUT, &fut) || !(type = type_of(w, fut)) ||
+	    !py_type_chain_is(&w->r, type, FUTURE_TYPE))
 		return;
 	py_type_name(&w->r, fut, task->await_type, sizeof(task->await_type));
 	task->await_obj = fut;
-	if (py_type_is(&w->r, fut, TASK_TYPE)) {
+	if (py_type_chain_is(&w->r, type, TASK_TYPE)) {
 		task->await_kind = PY_AWAIT_TASK;
-	} else if (py_type_is(&w->r, fut, "_GatheringFuture")) {
+	} else if (py_type_chain_is(&w->r, type, "_GatheringFuture")) {
 		task->await_kind = PY_AWAIT_GATHER;
 		gather_children(w, fut, task);
 	} else {
@@ -197,9 +234,10 @@ static void classify_await(struct walk *w, uint64_t obj, struct py_task *task)
 	}
 }
 
-static int is_generator(struct walk *w, uint64_t obj)
+static int is_generator(struct walk *w, uint64_t type)
 {
-	return py_type_is(&w->r, obj, "coroutine") || py_type_is(&w->r, obj, "generator");
+	return py_type_chain_is(&w->r, type, "coroutine") ||
+	       py_type_chain_is(&w->r, type, "generator");
 }
 
 /* The task's coroutines from its own down to the innermost, then stored
@@ -208,10 +246,11 @@ static int is_generator(struct walk *w, uint64_t obj)
 static void await_chain(struct walk *w, uint64_t coro, struct py_task *task)
 {
 	struct py_coro_frame chain[PY_TASK_DEPTH];
-	uint64_t awaited = 0;
+	uint64_t awaited = 0, type;
 	int n = 0, i;
 
-	while (coro && is_generator(w, coro)) {
+	type = type_of(w, coro);
+	while (type && is_generator(w, type)) {
 		if (n == PY_TASK_DEPTH) {
 			task->truncated = 1;
 			break;
@@ -222,8 +261,9 @@ static void await_chain(struct walk *w, uint64_t coro, struct py_task *task)
 		if (task->running)
 			break;
 		coro = awaited;
-		if (coro && !is_generator(w, coro)) {
-			classify_await(w, coro, task);
+		type = type_of(w, coro);
+		if (type && !is_generator(w, type)) {
+			classify_await(w, coro, type, task);
 			break;
 		}
 	}
@@ -478,7 +518,12 @@ int py_asyncio_tasks(const struct py_target *t, struct py_tasks *out, char *err,
 	}
 	w.seen_cap = 2 * PY_TASKS_MAX + 1;
 	w.seen = calloc(w.seen_cap, sizeof(*w.seen));
-	if (!w.seen) {
+	w.r.types = calloc(PY_TYPE_CACHE, sizeof(*w.r.types));
+	w.codes = calloc(CODE_CACHE, sizeof(*w.codes));
+	if (!w.seen || !w.r.types || !w.codes) {
+		free(w.seen);
+		free(w.r.types);
+		free(w.codes);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -495,6 +540,9 @@ int py_asyncio_tasks(const struct py_target *t, struct py_tasks *out, char *err,
 		r = walk_sets(&w, err, errlen);
 	}
 	free(w.seen);
+	free(w.r.types);
+	free(w.codes);
+	out->reads = PY_TASKS_READS - w.r.reads_left;
 	if (r < 0) {
 		py_asyncio_tasks_free(out);
 		return -1;

@@ -62,6 +62,7 @@ struct py_tasks {
 	size_t n, cap;
 	int truncated;			/* stopped at a bound: more tasks may exist */
 	const char *source;		/* where the list was found */
+	unsigned long reads;		/* of target memory, for the walk */
 };
 
 /*

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Plain Python objects of a target, read from outside (py_objects.h). */
+#include <stdio.h>
 #include <string.h>
 #include "py_objects.h"
 #include "py_str.h"
@@ -285,6 +286,7 @@ int py_reader_init(struct py_reader *c, pid_t pid, const struct py_layout *L, un
 	c->L = L;
 	c->O = py_obj_layout_for_version(L->major, L->minor);
 	c->reads_left = reads;
+	c->types = NULL;
 	return c->O ? 0 : -1;
 }
 
@@ -310,19 +312,20 @@ int py_module_attr(struct py_reader *c, uint64_t interp, const char *module, con
 #define TYPE_NAME_MAX	64
 #define TYPE_BASES_MAX	8
 
-static int type_name_at(struct py_reader *c, uint64_t type, char *out, size_t len)
+/* Reads the name of type into out (TYPE_NAME_MAX bytes); 0 or -1. */
+static int read_type_name(struct py_reader *c, uint64_t type, char *out)
 {
 	char buf[TYPE_NAME_MAX];
-	uint64_t name;
+	uint64_t name, room;
 	size_t i;
 
-	if (len < 1 || py_rd_u64(c, type + TP_NAME, &name) || !name)
+	if (py_rd_u64(c, type + TP_NAME, &name) || !name)
 		return -1;
 	/* tp_name may end within a few bytes of an unmapped page: read less then */
-	if (py_rd(c, name, buf, sizeof(buf)) &&
-	    py_rd(c, name, buf, 4096 - (name & 4095) < sizeof(buf) ? 4096 - (name & 4095) : 1))
+	room = 4096 - (name & 4095);
+	if (py_rd(c, name, buf, sizeof(buf)) && py_rd(c, name, buf, room < sizeof(buf) ? room : 1))
 		return -1;
-	for (i = 0; i + 1 < len && i < sizeof(buf) && buf[i]; i++) {
+	for (i = 0; i + 1 < sizeof(buf) && buf[i]; i++) {
 		if (buf[i] < 0x20 || buf[i] > 0x7e)
 			return -1;
 		out[i] = buf[i];
@@ -331,30 +334,64 @@ static int type_name_at(struct py_reader *c, uint64_t type, char *out, size_t le
 	return 0;
 }
 
+/* The name and base of type, from the reader's cache or read into it. */
+static const struct py_type_seen *type_seen(struct py_reader *c, uint64_t type,
+					    struct py_type_seen *tmp)
+{
+	struct py_type_seen *e = tmp;
+
+	if (c->types) {
+		e = &c->types[(type >> 4) % PY_TYPE_CACHE];
+		if (e->type == type)
+			return e;
+	}
+	e->type = type;
+	e->base = 0;
+	if (read_type_name(c, type, e->name)) {
+		e->name[0] = 0;
+		return e;
+	}
+	py_rd_u64(c, type + TP_BASE, &e->base);
+	return e;
+}
+
 int py_type_name(struct py_reader *c, uint64_t obj, char *out, size_t len)
 {
+	const struct py_type_seen *e;
+	struct py_type_seen tmp;
 	uint64_t type;
 
-	return !obj || py_rd_u64(c, obj + OB_TYPE, &type) ? -1 : type_name_at(c, type, out, len);
+	if (!obj || !len || py_rd_u64(c, obj + OB_TYPE, &type) || !type)
+		return -1;
+	e = type_seen(c, type, &tmp);
+	if (!e->name[0])
+		return -1;
+	snprintf(out, len, "%s", e->name);
+	return 0;
+}
+
+int py_type_chain_is(struct py_reader *c, uint64_t type, const char *name)
+{
+	const struct py_type_seen *e;
+	struct py_type_seen tmp;
+	int i;
+
+	for (i = 0; type && i < TYPE_BASES_MAX; i++) {
+		e = type_seen(c, type, &tmp);
+		if (!e->name[0])
+			return 0;
+		if (!strcmp(e->name, name))
+			return 1;
+		type = e->base;
+	}
+	return 0;
 }
 
 int py_type_is(struct py_reader *c, uint64_t obj, const char *name)
 {
-	char tn[TYPE_NAME_MAX];
 	uint64_t type;
-	int i;
 
-	if (!obj || py_rd_u64(c, obj + OB_TYPE, &type))
-		return 0;
-	for (i = 0; type && i < TYPE_BASES_MAX; i++) {
-		if (type_name_at(c, type, tn, sizeof(tn)))
-			return 0;
-		if (!strcmp(tn, name))
-			return 1;
-		if (py_rd_u64(c, type + TP_BASE, &type))
-			return 0;
-	}
-	return 0;
+	return obj && !py_rd_u64(c, obj + OB_TYPE, &type) && py_type_chain_is(c, type, name);
 }
 
 /* PySetObject (setobject.h, 3.8 to 3.15): fill, used, mask, table; entries

@@ -28,11 +28,19 @@
 #define LONG_SIGN_NEGATIVE	2
 #define LONG_NON_SIZE_BITS	3		/* lv_tag >> this = digit count */
 
+/* A type's name and base, as read once in a walk (types outlive it). */
+struct py_type_seen {
+	uint64_t type, base;
+	char name[64];		/* "" if unreadable */
+};
+#define PY_TYPE_CACHE	256
+
 struct py_reader {
 	pid_t pid;
 	const struct py_layout *L;
 	const struct py_obj_layout *O;
 	unsigned reads_left;	/* garbage can chain big dicts: cap the whole call */
+	struct py_type_seen *types;	/* PY_TYPE_CACHE of them, or NULL: no cache */
 };
 
 /* The live part of a dict: entries and, for a split table, its values. */
@@ -74,6 +82,8 @@ int py_long_u64(struct py_reader *c, uint64_t obj, uint64_t *out);
 int py_type_name(struct py_reader *c, uint64_t obj, char *out, size_t len);
 /* 1 if obj's type or one of its first bases is named `name`. */
 int py_type_is(struct py_reader *c, uint64_t obj, const char *name);
+/* The same for a type already read (obj's ob_type). */
+int py_type_chain_is(struct py_reader *c, uint64_t type, const char *name);
 /* Calls fn(c, key, 0, arg) for each key of a set or frozenset until fn
  * returns nonzero: that, 0, or -1. Only the first PY_SET_MAX slots are
  * looked at: PY_SET_CUT when the table has more. */
