@@ -232,7 +232,7 @@ int dump_tasks(FILE *f, const struct py_target *t, int json, char *err, size_t e
 	struct shown_task *shown;
 	struct py_tasks all;
 
-	if (py_asyncio_tasks(t, &all, err, errlen))
+	if (py_asyncio_tasks(t, 0, &all, err, errlen))
 		return -1;
 	shown = calloc(all.n ? all.n : 1, sizeof(*shown));
 	if (!shown || symbolize(t, &all, shown)) {

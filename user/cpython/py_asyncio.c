@@ -77,6 +77,7 @@ struct walk {
 	uint64_t *seen;			/* open-addressing set of task addresses */
 	size_t seen_cap;
 	unsigned calls;
+	unsigned flags;
 	struct code_seen *codes;	/* CODE_CACHE of them */
 };
 
@@ -299,7 +300,7 @@ static void read_awaited_by(struct walk *w, uint64_t addr, struct py_task *task)
 static int add_task(struct walk *w, uint64_t addr, int running)
 {
 	struct py_task *task;
-	uint64_t coro;
+	uint64_t coro = 0;
 	int off;
 
 	if (over_budget(w))
@@ -314,6 +315,12 @@ static int add_task(struct walk *w, uint64_t addr, int running)
 	task_name(w, addr, task->name, sizeof(task->name));
 	off = w->A->task_coro >= 0 ? w->A->task_coro : (int)w->off.task_coro;
 	if (!py_rd_u64(&w->r, addr + off, &coro))
+		task->coro = coro;
+	if (w->flags & PY_TASKS_NAMES_ONLY) {
+		w->out->n++;
+		return 0;
+	}
+	if (coro)
 		await_chain(w, coro, task);
 	if (w->A->task_coro < 0)
 		read_awaited_by(w, addr, task);
@@ -500,9 +507,17 @@ static int walk_sets(struct walk *w, char *err, size_t errlen)
 	return 0;
 }
 
-int py_asyncio_tasks(const struct py_target *t, struct py_tasks *out, char *err, size_t errlen)
+int py_asyncio_gen_iframe(int minor)
 {
-	struct walk w = { .t = t, .out = out };
+	const struct aio_layout *A = aio_layout_for(minor);
+
+	return A ? A->gen_iframe : -1;
+}
+
+int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks *out,
+		     char *err, size_t errlen)
+{
+	struct walk w = { .t = t, .out = out, .flags = flags };
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -527,7 +542,8 @@ int py_asyncio_tasks(const struct py_target *t, struct py_tasks *out, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	w.deadline_ns = monotonic_ns() + PY_TASKS_BUDGET_NS;
+	w.deadline_ns = monotonic_ns() +
+			(flags & PY_TASKS_NAMES_ONLY ? PY_TASKS_QUICK_NS : PY_TASKS_BUDGET_NS);
 	if (!w.A->list) {
 		/* no .AsyncioDebug mapped: asyncio was never imported */
 		if (!py_asyncio_offsets_read(t, &w.off)) {

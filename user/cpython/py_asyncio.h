@@ -43,6 +43,7 @@ struct py_coro_frame {
 
 struct py_task {
 	uint64_t addr;
+	uint64_t coro;			/* its coroutine (task_coro) */
 	char name[PY_TASK_NAME];	/* UTF-8 from the target: not printable yet */
 	int running;			/* some thread's running task */
 	int nframes;			/* coroutine frames, innermost first */
@@ -65,11 +66,19 @@ struct py_tasks {
 	unsigned long reads;		/* of target memory, for the walk */
 };
 
+/* Names and coroutines only (no await chains, no awaiters), within
+ * PY_TASKS_QUICK_NS: for a recording's <task NAME> frames. */
+#define PY_TASKS_NAMES_ONLY	1u
+#define PY_TASKS_QUICK_NS	(200ull * 1000000)
+
 /*
  * Every task of target t (prepared: t->interp_addr set). 0 (n may be 0:
  * asyncio not imported, or no task), or -1 with err saying why in one line.
  */
-int py_asyncio_tasks(const struct py_target *t, struct py_tasks *out, char *err, size_t errlen);
+int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks *out,
+		     char *err, size_t errlen);
+/* Where a generator or coroutine of 3.minor keeps its frame (gi_iframe), or -1. */
+int py_asyncio_gen_iframe(int minor);
 void py_asyncio_tasks_free(struct py_tasks *tasks);
 /* The task at addr, or NULL. */
 const struct py_task *py_asyncio_task_at(const struct py_tasks *tasks, uint64_t addr);
