@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cannot_run, require_interpreter, run_ebpfprof
+from conftest import Profile, cannot_run, require_interpreter, run_ebpfprof
 from test_dask import cluster  # noqa: F401 (the fixture: dask-scheduler, two workers, a client)
 
 # task -> (await text, innermost coroutine frame)
@@ -78,6 +78,26 @@ def test_dump_tasks_names_each_task_and_what_it_awaits(interp_name, workloads, t
     text = run_ebpfprof("dump", "--tasks", "--pid", w.pid, check=True).stdout
     assert re.search(r'Task "reader" \(0x[0-9a-f]+\): suspended \[await StreamReader.read\]', text), text
     assert 'Task "cpu" (' in text and "awaited by Task \"gatherer\"" in text, text
+
+
+@pytest.mark.parametrize("interp_name", INTERPRETERS)
+def test_samples_of_a_running_task_carry_its_task_frame(interp_name, workloads, tmp_path, out):
+    """>= 90% of the CPU-bound task's samples have <task cpu> right between
+    the loop's Handle._run and the task's coroutine; no other task shows."""
+    interp = require_interpreter(interp_name)
+    w = start_tasks(workloads, interp, tmp_path)
+    path = out()
+    run_ebpfprof("--pid", w.pid, "-d", 2, "-o", path, check=True)
+    stacks = list(Profile(path).stacks())
+    in_cpu = [(names, wt) for names, wt in stacks if "burn_until" in [n.split(" ")[0] for n in names]]
+    assert in_cpu, stacks[:5]
+    tagged = 0
+    for names, wt in in_cpu:
+        at = [n.split(" ")[0] for n in names].index("cpu")
+        if names[at - 1] == "<task cpu>" and names[at - 2].startswith("Handle._run"):
+            tagged += wt
+    assert tagged >= 0.9 * sum(wt for _, wt in in_cpu), in_cpu[:3]
+    assert {n for names, _ in stacks for n in names if n.startswith("<task ")} == {"<task cpu>"}
 
 
 def chroot_python(interp):
