@@ -4,7 +4,9 @@ that only a reader from outside walks the forgery. Prints "ready" once forged.
   cycle  (3.14+) the second task's list node points at itself: a cycle that
          never comes back to the thread state's head;
   huge   (before 3.14) a million ints added to the set under the WeakSet of
-         all tasks: a million entries that are no weak reference."""
+         all tasks: a million entries that are no weak reference;
+  names  nothing forged, but task names with terminal controls, newlines,
+         ';' and a bidi override, one of them running (a CPU-bound task)."""
 import asyncio
 import ctypes
 import sys
@@ -35,7 +37,28 @@ def forge_huge():
     holder.data.update(range(1_000_000))
 
 
+NAMES = ["a;b\nc\x1b[31mred\u202eevil", "x;y\nz\x1b]0;title\x07"]
+
+
+def burn():
+    while True:
+        pass
+
+
+async def spin():
+    print("ready", flush=True)
+    burn()
+
+
+async def names():
+    asyncio.create_task(nap(), name=NAMES[0])
+    await asyncio.sleep(0.1)
+    await asyncio.create_task(spin(), name=NAMES[1])
+
+
 async def main():
+    if mode == "names":
+        return await names()
     tasks = [asyncio.create_task(nap(), name=f"nap-{i}") for i in range(3)]
     await asyncio.sleep(0.1)
     forge_cycle(tasks) if mode == "cycle" else forge_huge()

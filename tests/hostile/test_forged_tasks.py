@@ -2,6 +2,7 @@
 said as truncated, and never a hang, a crash or a lie about the tasks it
 could read."""
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -57,3 +58,27 @@ def test_a_task_list_cycle_is_walked_once(interp_name):
 def test_a_million_entries_that_are_no_task_cost_a_bounded_walk():
     # the running task comes from _current_tasks, before the set is walked
     assert "Task-1" in walk_forged("debian-3.11", "huge")
+
+
+def test_task_names_from_the_target_stay_text(out):
+    """Names are the target's: dump's text shows their controls escaped, its
+    JSON keeps them exact, a recording's <task> frame keeps its one line."""
+    target = start(require_interpreter("debian-3.11"), "names")
+    names = ["a;b\nc\x1b[31mred\u202eevil", "x;y\nz\x1b]0;title\x07"]
+    try:
+        res, _ = dump_tasks(target.pid)
+        assert res.returncode == 0, res.stderr
+        assert set(names) <= {t["name"] for t in json.loads(res.stdout)["tasks"]}
+        text = subprocess.run([str(EBPFPROF), "dump", "--tasks", "--pid", str(target.pid)],
+                              capture_output=True, text=True, check=True).stdout
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
+        assert 'Task "a;b\\x0ac\\x1b[31mred' in text, text
+        path = out(".txt")
+        subprocess.run([str(EBPFPROF), "--pid", str(target.pid), "-d", "2", "-f", "collapsed", "-o", str(path)],
+                       capture_output=True, check=True)
+        lines = path.read_text().splitlines()
+        assert all(re.fullmatch(r"[^\x00-\x1f]* \d+", line) for line in lines), lines
+        assert any(";<task x,y z ]0,title >;spin " in line for line in lines), lines
+    finally:
+        target.kill()
+        target.wait()
