@@ -30,9 +30,9 @@ CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 # user/ in layers, lowest first: each folder includes its own headers and
 # those of the folders before it (scripts/check-layers.sh holds it to that)
-USER_DIRS  := base cpython native model output diff history record live cli
+USER_DIRS  := base cpython native model output diff history push record live cli
 INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
-LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lsqlite3 -lm
+LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lsqlite3 -lcurl -lpthread -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
