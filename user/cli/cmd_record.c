@@ -298,10 +298,15 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->push.spool_dir = arg;
 		break;
 	case OPT_SPOOL_MAX_MB:
-		if (parse_ulong(arg, 1, 1024 * 1024, &v))
-			argp_error(state, "invalid --spool-max-mb: %s (MB, 1 to 1048576)", arg);
-		o->push.spool_max_bytes = (uint64_t)v << 20;
+	{
+		double mb;
+
+		/* fractions too: a bound of a few periods, for tests */
+		if (parse_real(arg, 0.001, 0, 1024 * 1024, &mb))
+			argp_error(state, "invalid --spool-max-mb: %s (MB, 0.001 to 1048576)", arg);
+		o->push.spool_max_bytes = (uint64_t)(mb * 1048576);
 		break;
+	}
 	case OPT_PUSH_BASIC_AUTH_FILE:
 		o->push.basic_auth_file = arg;
 		break;
