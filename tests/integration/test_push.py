@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EBPFPROF, require_interpreter, run_ebpfprof
+from conftest import EBPFPROF, ROOT, require_interpreter, run_ebpfprof
 
 LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NAME = re.compile(r"(?P<app>[^{}=,]+)\{(?P<labels>[^{}]*)\}\Z")
@@ -293,6 +293,28 @@ def test_app_name_and_subprocess_each_pushed(workloads, ingest, tmp_path):
     assert all(len(rs) >= 2 for rs in by_pid.values()), {p: len(rs) for p, rs in by_pid.items()}
 
 
+def test_match_pushes_each_process_and_writes_no_file(workloads, ingest, tmp_path):
+    """--match with --push and no -o (the node agent's way): every matching
+    process's periods are pushed under its own pid, and no profile file is
+    written anywhere."""
+    interp = require_interpreter("debian-3.11")
+    marker = tmp_path / "push-match-marker"
+    ws = [workloads(interp, "two_hot.py", seconds=30, truth=f"{marker}-{i}") for i in range(2)]
+    server = ingest()
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    res = subprocess.run([str(EBPFPROF), "--match", re.escape(str(marker)), "--rotate", "2", "-d", "5",
+                          "--push", server.url, "--spool", cwd / "spool"],
+                         capture_output=True, text=True, timeout=60, cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    assert not server.errors, server.errors
+    pids = sorted(int(r["labels"]["pid"]) for r in server.requests)
+    assert sorted({*pids}) == sorted(w.pid for w in ws), (pids, res.stderr)
+    assert all(pids.count(w.pid) >= 2 for w in ws), pids
+    assert [p.name for p in cwd.iterdir()] == ["spool"], list(cwd.iterdir())
+    assert not list((cwd / "spool").iterdir())
+
+
 def test_backend_down_for_two_periods_then_up(workloads, ingest, tmp_path):
     """Nothing listens for the first two periods: the recording goes on, and
     those periods arrive once the server is up, before the later ones."""
@@ -428,3 +450,50 @@ def test_bad_push_options(workloads, tmp_path):
     one_line_error(run_ebpfprof("--pid", w.pid, "--rotate", 1, "--push", url, "--spool", open_dir),
                    "writable by no one else")
     assert not list(real.iterdir())
+
+
+def test_node_agent_manifest_least_privilege_and_push(tmp_path):
+    """deploy/kubernetes/ebpfprof-node-agent.yaml: a DaemonSet with the
+    sidecar's privileges and no more (podman 4.3 cannot play a DaemonSet:
+    its fields are checked here), pushing to a configurable URL with a
+    token from a Secret mounted 0400, and its arguments are accepted by
+    ebpfprof itself."""
+    yaml = pytest.importorskip("yaml")
+    agent = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "ebpfprof-node-agent.yaml").read_text())
+    sidecar = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "ebpfprof-sidecar.yaml").read_text())
+    assert agent["kind"] == "DaemonSet"
+    pod = agent["spec"]["template"]["spec"]
+    assert pod["hostPID"] is True and pod["automountServiceAccountToken"] is False
+    assert "hostNetwork" not in pod and "hostIPC" not in pod
+    (c,) = pod["containers"]
+    side = next(x for x in sidecar["spec"]["containers"] if x["name"] == "ebpfprof")
+    sec = c["securityContext"]
+    for key in ("privileged", "allowPrivilegeEscalation", "capabilities", "seccompProfile"):
+        assert sec[key] == side["securityContext"][key], key
+    assert sec["capabilities"] == {"drop": ["ALL"], "add": ["BPF", "PERFMON", "SYS_PTRACE"]}
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["btf"]["readOnly"] and mounts["push-credentials"]["readOnly"]
+    assert vols["push-credentials"]["secret"]["defaultMode"] == 0o400
+    assert all("hostPath" not in v or v["hostPath"]["path"] in ("/sys/kernel/btf", "/var/lib/ebpfprof/spool")
+               for v in vols.values()), vols
+    env = {e["name"]: e for e in c["env"]}
+    args = c["args"]
+    assert args[args.index("--push") + 1] == "$(PUSH_URL)" and env["PUSH_URL"]["value"].startswith("http")
+    assert "-o" not in args and "--rotate" in args
+    # the arguments, their variables filled in, are ebpfprof's: parsed up to
+    # the point where a real run needs the token file and a target
+    token = tmp_path / "token"
+    token.write_text("t\n")
+    token.chmod(0o400)
+    values = {"PUSH_URL": "http://127.0.0.1:9", "PUSH_MATCH": "no-such-process-[0-9]{40}",
+              "CLUSTER": "c1", "NODE_NAME": "node-1"}
+    filled = [re.sub(r"\$\((\w+)\)", lambda m: values[m[1]], a) for a in args]
+    filled[filled.index("--push-token-file") + 1] = str(token)
+    filled[filled.index("--spool") + 1] = str(tmp_path / "spool")
+    filled[filled.index("--rotate") + 1] = "1"
+    res = run_ebpfprof(*filled, "-d", 1)
+    assert res.returncode == 0, res.stderr
+    # the agent checks the credentials itself, before any process matches
+    token.chmod(0o444)
+    one_line_error(run_ebpfprof(*filled, "-d", 1), "others may access it")

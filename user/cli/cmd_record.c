@@ -775,7 +775,9 @@ static int record_several(struct options *o)
 {
 	const char **base = calloc(o->nforward + 2, sizeof(*base));
 	struct proc_matcher matcher;
-	struct multi_opts mo = { .base_argv = base, .outdir = o->output ? o->output : ".",
+	/* --push without -o: the recordings write no profile files */
+	struct multi_opts mo = { .base_argv = base,
+				 .outdir = o->output ? o->output : o->push.url ? NULL : ".",
 				 .suffix = o->writer->suffix, .gc_log_dir = o->gc_log,
 				 .duration = o->duration, .pids = o->pids, .npids = o->npids,
 				 .pattern = o->match };
@@ -793,7 +795,16 @@ static int record_several(struct options *o)
 			die(err);
 	if (preflight_btf(err, sizeof(err)) || preflight_privileges(err, sizeof(err)))
 		die(err);
-	prepare_dir(mo.outdir);
+	if (mo.outdir)
+		prepare_dir(mo.outdir);
+	if (o->push.url) {
+		struct pusher check;
+
+		/* credentials and spool refused now, not by each recording */
+		if (pusher_open(&check, &o->push, err, sizeof(err)))
+			die(err);
+		pusher_close(&check);
+	}
 	if (mo.gc_log_dir)
 		prepare_dir(mo.gc_log_dir);
 	if (o->match) {
