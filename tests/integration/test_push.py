@@ -234,10 +234,15 @@ def test_every_period_arrives_labelled(workloads, ingest, tmp_path):
     server = ingest()
     rec = push_run(w.pid, "--push", server.url, "--tag", "env=test", "--tag", "team=perf-1")
     _, err = rec.communicate(timeout=60)
+    ended = time.monotonic()
     assert rec.returncode == 0, err
     assert not server.errors, server.errors
     reqs = server.requests
     assert periods_of(err) == 4 and len(reqs) == 4, (err, len(reqs))
+    # each as its period ends (at 2, 4 and 6 s), not all at the end (7 s)
+    before_end = [ended - r["at"] for r in reqs]
+    assert before_end[0] > 4.5 and all(1.5 < a - b < 2.5 for a, b in zip(before_end, before_end[1:3])), \
+        before_end
     assert "push: 4 of 4 requests sent" in err, err
     comm = Path(f"/proc/{w.pid}/comm").read_text().strip()
     host = socket.gethostname()
@@ -381,6 +386,26 @@ def test_backend_down_for_good_spool_stays_bounded(workloads, tmp_path):
     # the newest kept, the oldest dropped
     assert seqs == list(range(added - left + 1, added + 1)), seqs
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
+
+
+def test_hung_backend_never_holds_the_recording(workloads, tmp_path):
+    """A backend that takes the connection and never answers: every period
+    is still cut on time, and the end waits for it at most the last round's
+    10 s (the request under way abandoned), its periods counted as not sent."""
+    interp = require_interpreter("debian-3.11")
+    w = workloads(interp, "two_hot.py", seconds=60)
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(16)         # the kernel completes the handshakes; no one reads
+        start = time.monotonic()
+        rec = push_run(w.pid, "--push", f"http://127.0.0.1:{hung.getsockname()[1]}", duration=5, rotate=1)
+        _, err = rec.communicate(timeout=60)
+        took = time.monotonic() - start
+    assert rec.returncode == 0, err
+    secs = [float(x) for x in re.findall(r"^ebpfprof: period \d+: ([\d.]+) s", err, re.M)]
+    assert len(secs) == 4 and all(0.8 < x < 1.3 for x in secs), err
+    assert 5 + 9 < took < 5 + 14, took
+    assert re.search(r"push: 0 of 5 requests sent to \S+, 5 not sent \(lost: no --spool\); last error: ", err), err
 
 
 def test_auth_from_files(workloads, ingest, tmp_path):

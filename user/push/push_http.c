@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "clock.h"
 #include "push_http.h"
 #include "states.h"
 #include "writer.h"
@@ -136,6 +137,25 @@ static size_t discard_body(char *data, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
+void push_http_abort_at(struct push_http *h, uint64_t ns)
+{
+	__atomic_store_n(&h->abort_at_ns, ns, __ATOMIC_RELAXED);
+}
+
+/* libcurl calls it about once a second, and as data moves: non-zero aborts. */
+static int past_deadline(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			 curl_off_t ulnow)
+{
+	struct push_http *h = ctx;
+	uint64_t at = __atomic_load_n(&h->abort_at_ns, __ATOMIC_RELAXED);
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return at && monotonic_ns() > at;
+}
+
 static void set_options(struct push_http *h, CURL *c, const char *url)
 {
 	curl_easy_reset(c);
@@ -147,6 +167,9 @@ static void set_options(struct push_http *h, CURL *c, const char *url)
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "ebpfprof/" EP_VERSION);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_body);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, past_deadline);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	if (h->userpwd) {
 		curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 		curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);

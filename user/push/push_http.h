@@ -10,6 +10,7 @@
 #ifndef EP_PUSH_HTTP_H
 #define EP_PUSH_HTTP_H
 #include <stddef.h>
+#include <stdint.h>
 
 #define PUSH_CONNECT_TIMEOUT_S	10
 #define PUSH_REQUEST_TIMEOUT_S	30
@@ -21,6 +22,7 @@ struct push_http {
 	char *auth_header;	/* "Authorization: Bearer ...", or NULL */
 	char *sample_types;	/* the sample_type_config JSON */
 	void *curl;
+	uint64_t abort_at_ns;	/* CLOCK_MONOTONIC; 0: none (atomic) */
 };
 
 enum push_result { PUSH_OK, PUSH_RETRY, PUSH_REJECTED };
@@ -42,6 +44,9 @@ int push_http_bearer(struct push_http *h, const char *path, char *err, size_t le
 /* Sends one request; err says why it failed. */
 enum push_result push_http_post(struct push_http *h, const char *query, const void *body,
 				size_t blen, char *err, size_t len);
+/* A request still under way at CLOCK_MONOTONIC ns (and any after) fails at
+ * once: the end of a recording waits for the network only so long. Any thread. */
+void push_http_abort_at(struct push_http *h, uint64_t ns);
 void push_http_free(struct push_http *h);
 
 #endif

@@ -47,22 +47,21 @@ int pusher_open(struct pusher *p, const struct push_config *cfg, char *err, size
 	return spool_open(&p->spool, cfg->spool_dir, cfg->spool_max_bytes, err, len);
 }
 
-/* Sleeps until woken or ms have passed; 1 if asked to stop. */
-static int nap(struct pusher *p, unsigned ms)
+/* Sleeps ms, or less: until the last round, or (for_new) a request spooled
+ * since the count was seen (before the spool was found empty: none is
+ * missed). A back-off (!for_new) is not cut short by new periods. */
+static void nap(struct pusher *p, unsigned ms, int for_new, unsigned long seen)
 {
 	struct timespec until;
 	uint64_t t = monotonic_ns() + (uint64_t)ms * 1000000ull;
-	int stop;
 
 	until.tv_sec = t / 1000000000ull;
 	until.tv_nsec = t % 1000000000ull;
 	pthread_mutex_lock(&p->lock);
-	while (!p->stopping && !p->final_round && monotonic_ns() < t &&
+	while (!p->final_round && !(for_new && p->submitted != seen) && monotonic_ns() < t &&
 	       pthread_cond_timedwait(&p->wake, &p->lock, &until) != ETIMEDOUT)
 		;
-	stop = p->stopping;
 	pthread_mutex_unlock(&p->lock);
-	return stop;
 }
 
 /* Sends the oldest request: 1 sent or rejected (go on), 0 nothing to send,
@@ -76,7 +75,7 @@ static int send_oldest(struct pusher *p)
 	int got = spool_take_oldest(&p->spool, &seq, &query, &body, &len);
 
 	if (got <= 0)
-		return got < 0 ? 1 : 0;
+		return got < 0 ? 1 : 0;	/* an unreadable file was dropped: the next */
 	r = push_http_post(&p->http, query, body, len, err, sizeof(err));
 	spool_done(&p->spool, seq, r == PUSH_OK ? SPOOL_SENT : r == PUSH_REJECTED ? SPOOL_REJECTED : SPOOL_RETRY);
 	free(query);
@@ -98,12 +97,14 @@ static void *push_loop(void *arg)
 	struct pusher *p = arg;
 	unsigned backoff = PUSH_BACKOFF_MIN_MS;
 	uint64_t final_deadline = 0;
+	unsigned long seen;
 	int rc;
 
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		if (p->final_round && !final_deadline)
 			final_deadline = monotonic_ns() + PUSH_FINAL_S * 1000000000ull;
+		seen = p->submitted;
 		pthread_mutex_unlock(&p->lock);
 		rc = send_oldest(p);
 		if (final_deadline && (rc <= 0 || monotonic_ns() > final_deadline))
@@ -112,8 +113,7 @@ static void *push_loop(void *arg)
 			backoff = PUSH_BACKOFF_MIN_MS;
 			continue;
 		}
-		if (nap(p, rc < 0 ? backoff : 3600 * 1000))
-			break;
+		nap(p, rc < 0 ? backoff : 3600 * 1000, rc == 0, seen);
 		if (rc < 0)
 			backoff = backoff * 2 > PUSH_BACKOFF_MAX_MS ? PUSH_BACKOFF_MAX_MS : backoff * 2;
 	}
@@ -227,6 +227,7 @@ static void push_process(struct pusher *p, const struct profile *prof,
 		query = request_query(p, pr, from_s, until_s);
 		if (query && !spool_add(&p->spool, query, body, len)) {
 			pthread_mutex_lock(&p->lock);
+			p->submitted++;
 			pthread_cond_signal(&p->wake);
 			pthread_mutex_unlock(&p->lock);
 		}
@@ -261,6 +262,8 @@ void pusher_stop(struct pusher *p)
 	p->final_round = 1;
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
+	/* a request under way when the round's time is up is abandoned */
+	push_http_abort_at(&p->http, monotonic_ns() + PUSH_FINAL_S * 1000000000ull);
 	pthread_join(p->thread, NULL);
 	p->started = 0;
 }

@@ -55,7 +55,8 @@ struct pusher {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	int started, stopping, final_round;
+	int started, final_round;
+	unsigned long submitted;	/* requests spooled: wakes an idle thread */
 	unsigned long retries;
 	char last_error[256];
 };

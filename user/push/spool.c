@@ -191,7 +191,8 @@ int spool_take_oldest(struct spool *s, unsigned long *seq, char **query, char **
 	*query = *body = NULL;
 	rc = read_request(path, s->max_bytes + QUERY_MAX + 64, query, body, len);
 	if (rc) {
-		spool_done(s, *seq, SPOOL_REJECTED);
+		/* replaced or damaged behind our back: dropped, never sent */
+		spool_done(s, *seq, SPOOL_UNREADABLE);
 		return -1;
 	}
 	return 1;
@@ -213,8 +214,10 @@ void spool_done(struct spool *s, unsigned long seq, enum spool_outcome outcome)
 		s->n--;
 		if (outcome == SPOOL_SENT)
 			s->sent++;
-		else
+		else if (outcome == SPOOL_REJECTED)
 			s->rejected++;
+		else
+			s->dropped++;
 		break;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -47,8 +47,8 @@ int spool_add(struct spool *s, const char *query, const void *body, size_t len);
  * (then dropped and counted). */
 int spool_take_oldest(struct spool *s, unsigned long *seq, char **query, char **body, size_t *len);
 /* The request in flight is done: delivered (sent), refused for good by the
- * backend (rejected), or still to be sent (retry: kept). */
-enum spool_outcome { SPOOL_SENT, SPOOL_REJECTED, SPOOL_RETRY };
+ * backend (rejected), unreadable (dropped), or still to be sent (retry: kept). */
+enum spool_outcome { SPOOL_SENT, SPOOL_REJECTED, SPOOL_UNREADABLE, SPOOL_RETRY };
 void spool_done(struct spool *s, unsigned long seq, enum spool_outcome outcome);
 size_t spool_pending(struct spool *s);
 /* Closes; a temporary spool's files and directory are removed. */
