@@ -125,6 +125,9 @@ int pusher_start(struct pusher *p, char *err, size_t len)
 	sigset_t all, old;
 	int rc;
 
+	/* only where the requests are sent: not in --match's parent, which
+	 * opens the spool only to check it */
+	spool_adopt(&p->spool);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&p->thread, NULL, push_loop, p);
@@ -273,7 +276,10 @@ void pusher_print(struct pusher *p, FILE *f)
 	struct spool *s = &p->spool;
 	size_t pending = spool_pending(s);
 
-	fprintf(f, "ebpfprof: push: %lu of %lu requests sent to %s", s->sent, s->added, p->http.url);
+	fprintf(f, "ebpfprof: push: %lu of %lu requests sent to %s", s->sent, s->added + s->adopted,
+		p->http.url);
+	if (s->adopted)
+		fprintf(f, " (%lu of them left by an earlier run)", s->adopted);
 	if (s->rejected)
 		fprintf(f, ", %lu refused by it", s->rejected);
 	if (s->dropped)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 #include "atomic_file.h"
 #include "grow.h"
+#include "procfs.h"
 #include "spool.h"
 
 #define SPOOL_MAGIC	"ebpfprof-push 1\n"
@@ -108,28 +111,34 @@ int spool_add(struct spool *s, const char *query, const void *body, size_t len)
 	size_t bytes = strlen(SPOOL_MAGIC) + strlen(query) + 1 + len;
 	char path[4096];
 	unsigned long seq;
-	int rc;
+	int rc = -1;
 
+	/* room made before the file appears: the directory never holds
+	 * more than the bound, not even for a moment */
 	pthread_mutex_lock(&s->lock);
 	seq = s->next_seq++;
 	s->added++;
+	while (s->bytes + bytes > s->max_bytes && !drop_oldest(s))
+		;
+	if (bytes <= s->max_bytes)
+		s->bytes += bytes;
 	pthread_mutex_unlock(&s->lock);
 	entry_path(s, seq, path, sizeof(path));
 	/* written unlocked: the pusher may send meanwhile */
-	rc = atomic_file_write_private(path, write_request, &r);
+	if (bytes <= s->max_bytes)
+		rc = atomic_file_write_private(path, write_request, &r);
 	pthread_mutex_lock(&s->lock);
 	if (rc || GROW_ARRAY(s->entries, s->cap, s->n + 1)) {
 		if (!rc)
 			unlink(path);
-		s->failed_writes++;
+		if (bytes <= s->max_bytes)
+			s->bytes -= bytes;
+		s->failed_writes += bytes <= s->max_bytes;
 		s->dropped++;
 		pthread_mutex_unlock(&s->lock);
 		return -1;
 	}
 	s->entries[s->n++] = (struct spool_entry){ seq, bytes };
-	s->bytes += bytes;
-	while (s->bytes > s->max_bytes && !drop_oldest(s))
-		;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -221,6 +230,118 @@ void spool_done(struct spool *s, unsigned long seq, enum spool_outcome outcome)
 		break;
 	}
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* A request file left by another ebpfprof, which is gone. */
+struct leftover {
+	char name[64];
+	struct timespec mtime;
+	unsigned long seq;
+	size_t bytes;
+};
+
+/* Is pid an ebpfprof still running (whose files are its own to send)? */
+static int writer_alive(pid_t pid)
+{
+	char comm[32] = "";
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 0;
+	procfs_comm(pid, pid, comm, sizeof(comm));
+	return !strcmp(comm, "ebpfprof");
+}
+
+/* "push-PID-SEQ" of another, gone, writer: a regular file of ours, bounded. */
+static int leftover_of(const struct spool *s, int dfd, const char *name, struct leftover *l)
+{
+	char again[64];
+	struct stat st;
+	int pid;
+
+	if (sscanf(name, "push-%d-%lu", &pid, &l->seq) != 2 || pid <= 0 || pid == getpid())
+		return -1;
+	snprintf(again, sizeof(again), "push-%d-%010lu", pid, l->seq);
+	if (strcmp(again, name) || writer_alive(pid))
+		return -1;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (uint64_t)st.st_size > s->max_bytes + QUERY_MAX + 64)
+		return -1;
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	l->mtime = st.st_mtim;
+	l->bytes = st.st_size;
+	return 0;
+}
+
+/* ".push-PID-SEQ.XXXXXX": the temporary file of a write a writer gone
+ * never finished (killed mid-write); removed. */
+static void remove_abandoned_temp(int dfd, const char *name)
+{
+	unsigned long seq;
+	struct stat st;
+	int pid, len = 0;
+
+	if (sscanf(name, ".push-%d-%lu.%*6[A-Za-z0-9]%n", &pid, &seq, &len) != 2 || !len ||
+	    name[len] || pid <= 0 || pid == getpid() || writer_alive(pid))
+		return;
+	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+	    st.st_uid == geteuid())
+		unlinkat(dfd, name, 0);
+}
+
+static int leftover_cmp(const void *a, const void *b)
+{
+	const struct leftover *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Renames a leftover to our next name (another process may take it first:
+ * then it is theirs) and queues it. Locked. */
+static void adopt_one(struct spool *s, const struct leftover *l)
+{
+	char from[4096], to[4096];
+	unsigned long seq = s->next_seq;
+
+	snprintf(from, sizeof(from), "%s/%s", s->dir, l->name);
+	entry_path(s, seq, to, sizeof(to));
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) ||
+	    GROW_ARRAY(s->entries, s->cap, s->n + 1))
+		return;
+	s->next_seq++;
+	s->entries[s->n++] = (struct spool_entry){ seq, l->bytes };
+	s->bytes += l->bytes;
+	s->adopted++;
+}
+
+int spool_adopt(struct spool *s)
+{
+	struct leftover *found = NULL, l;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (s->temporary || !(d = opendir(s->dir)))
+		return 0;
+	while ((de = readdir(d)) && n < SPOOL_ADOPT_MAX) {
+		remove_abandoned_temp(dirfd(d), de->d_name);
+		if (leftover_of(s, dirfd(d), de->d_name, &l) || GROW_ARRAY(found, cap, n + 1))
+			continue;
+		found[n++] = l;
+	}
+	closedir(d);
+	qsort(found, n, sizeof(*found), leftover_cmp);
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n; i++)
+		adopt_one(s, &found[i]);
+	while (s->bytes > s->max_bytes && !drop_oldest(s))
+		;
+	pthread_mutex_unlock(&s->lock);
+	free(found);
+	return 0;
 }
 
 size_t spool_pending(struct spool *s)

@@ -9,7 +9,8 @@
  * symlink), owned by the effective user and writable by no one else, and
  * files are opened with O_NOFOLLOW and must be regular files of ours. The
  * bound (bytes) drops the oldest requests first; every drop is counted.
- * Files of other processes or earlier runs are never touched.
+ * Another ebpfprof's files are left alone while it runs; once it is gone
+ * (an earlier run, a recording that crashed), spool_adopt() takes them over.
  * Thread-safe: the recording adds, the pusher thread takes.
  */
 #ifndef EP_SPOOL_H
@@ -34,13 +35,21 @@ struct spool {
 	unsigned long next_seq;
 	unsigned long in_flight;	/* seq the pusher is sending; 0: none */
 	unsigned long added, dropped, sent, rejected, failed_writes;
+	unsigned long adopted;		/* left by a writer gone, taken over */
 };
 
 /* dir NULL: a private temporary directory, removed at spool_close. 0, or -1
  * with a one-line reason in err. */
 int spool_open(struct spool *s, const char *dir, uint64_t max_bytes, char *err, size_t len);
-/* Stores a request; drops the oldest beyond the bound (never the one being
- * sent unless it is all there is). 0, or -1 (disk full: counted too). */
+/* Takes over the requests another ebpfprof left in the directory and is no
+ * longer running to send (at most SPOOL_ADOPT_MAX), oldest first, ahead of
+ * this run's, within the bound. Each is renamed to one of our names first:
+ * two runs starting together never both send one. */
+#define SPOOL_ADOPT_MAX	65536
+int spool_adopt(struct spool *s);
+/* Stores a request, first dropping the oldest to make room within the bound
+ * (never the one being sent unless it is all there is). 0, or -1 (larger
+ * than the bound alone, disk full: dropped and counted too). */
 int spool_add(struct spool *s, const char *query, const void *body, size_t len);
 /* The oldest request, read back into *query and *body (malloc'ed), marked
  * as in flight: 1, 0 if the spool is empty, -1 if it could not be read
