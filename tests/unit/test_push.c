@@ -42,6 +42,8 @@ static void series_name_cleans_values(void **state)
 	(void)state;
 	push_series_name(out, sizeof(out), "my app{x}", labels, 4);
 	assert_string_equal(out, "my_app_x_{pid=42,env=a_b_c_d_e_f,url=x:1/y@z+w}");
+	push_series_name(out, sizeof(out), "a:b@c+d/e.f-g", NULL, 0);
+	assert_string_equal(out, "a_b_c_d/e.f-g{}");
 	push_series_name(out, sizeof(out), "", NULL, 0);
 	assert_string_equal(out, "python{}");
 }

@@ -39,7 +39,8 @@ const char *push_tag_invalid(const char *tag)
 	return NULL;
 }
 
-void push_label_value(char *out, size_t len, const char *value)
+/* value into out, every character not in keep (nor a letter or digit) as '_' */
+static void clean(char *out, size_t len, const char *value, const char *keep)
 {
 	size_t n = 0;
 
@@ -48,26 +49,32 @@ void push_label_value(char *out, size_t len, const char *value)
 	for (; *value && n + 1 < len && n < PUSH_LABEL_VALUE_MAX; value++) {
 		unsigned char c = *value;
 
-		out[n++] = isalnum(c) || strchr("-_.:/@+", c) ? c : '_';
+		out[n++] = (c < 0x80 && isalnum(c)) || (c && strchr(keep, c)) ? c : '_';
 	}
 	out[n] = '\0';
+}
+
+void push_label_value(char *out, size_t len, const char *value)
+{
+	clean(out, len, value, "-_.:/@+");
 }
 
 void push_series_name(char *out, size_t len, const char *app,
 		      const struct push_label *labels, size_t n)
 {
-	char clean[PUSH_LABEL_VALUE_MAX + 1];
+	char name[PUSH_LABEL_VALUE_MAX + 1], value[PUSH_LABEL_VALUE_MAX + 1];
 	size_t used;
 	int first = 1;
 
-	push_label_value(clean, sizeof(clean), app);
-	used = snprintf(out, len, "%s{", clean[0] ? clean : "python");
+	/* an application name takes fewer characters than a value */
+	clean(name, sizeof(name), app, "-_./");
+	used = snprintf(out, len, "%s{", name[0] ? name : "python");
 	for (size_t i = 0; i < n && i < PUSH_MAX_LABELS && used < len; i++) {
 		if (!labels[i].value || !labels[i].value[0])
 			continue;
-		push_label_value(clean, sizeof(clean), labels[i].value);
+		push_label_value(value, sizeof(value), labels[i].value);
 		used += snprintf(out + used, len - used, "%s%s=%s", first ? "" : ",",
-				 labels[i].name, clean);
+				 labels[i].name, value);
 		first = 0;
 	}
 	if (used < len)

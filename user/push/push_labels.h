@@ -30,9 +30,10 @@ const char *push_tag_invalid(const char *tag);
 /* value with every character the name syntax could misread as '_', cut to
  * PUSH_LABEL_VALUE_MAX: letters, digits and -_.:/@+ are kept. */
 void push_label_value(char *out, size_t len, const char *value);
-/* "APP{k=v,...}" into out (len >= PUSH_NAME_MAX); app and values cleaned
- * by push_label_value(), labels in the order given, those with an empty
- * value left out. */
+/* "APP{k=v,...}" into out (len >= PUSH_NAME_MAX): in app every character
+ * but letters, digits and -_./ as '_' (an application name's), values
+ * cleaned by push_label_value(), labels in the order given, those with an
+ * empty value left out. */
 void push_series_name(char *out, size_t len, const char *app,
 		      const struct push_label *labels, size_t n);
 /* From a /proc/PID/cgroup text: the container id (64 hex digits) and the
