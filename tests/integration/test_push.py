@@ -12,6 +12,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import stat
 import subprocess
 import threading
@@ -102,10 +103,11 @@ class Ingest:
     """Records every request; a request that breaks the contract is noted
     in self.errors (the tests assert there are none)."""
 
-    def __init__(self, port=0):
+    def __init__(self, port=0, tls=None):
         self.requests, self.errors = [], []
         self.lock = threading.Lock()
         self.port = port
+        self.tls = tls          # (certificate, key): https
         self.server = None
 
     def start(self):
@@ -137,6 +139,10 @@ class Ingest:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.port = self.server.server_address[1]
+        if self.tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*map(str, self.tls))
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
@@ -147,7 +153,7 @@ class Ingest:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def check(self, method, path, headers, body):
         url = urllib.parse.urlsplit(path)
@@ -199,8 +205,8 @@ class Ingest:
 def ingest():
     servers = []
 
-    def make(port=0, start=True):
-        s = Ingest(port)
+    def make(port=0, start=True, tls=None):
+        s = Ingest(port, tls)
         servers.append(s)
         return s.start() if start else s
 
@@ -456,6 +462,27 @@ def test_auth_from_files(workloads, ingest, tmp_path):
                  "--push-basic-auth-file", basic, check=True)
     want = "Basic " + base64.b64encode(b"agent:pa:ss").decode()
     assert [r["headers"].get("Authorization") for r in server.requests[3:]] == [want, want]
+
+
+def test_tls_verified_as_curl_does(workloads, ingest, tmp_path):
+    """https: a server whose certificate no trusted CA signed gets nothing
+    (the error says why); trusted through --push-ca-file, every period."""
+    interp = require_interpreter("debian-3.11")
+    w = workloads(interp, "two_hot.py", seconds=30)
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                           "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    server = ingest(tls=(cert, key))
+    res = run_ebpfprof("--pid", w.pid, "--rotate", 1, "-d", 2.5, "--push", server.url, check=True)
+    assert not server.requests
+    m = re.search(r"push: 0 of 3 requests sent to \S+, 3 not sent \(lost: no --spool\); last error: (.+)", res.stderr)
+    assert m and "certificate" in m.group(1).lower(), res.stderr
+    res = run_ebpfprof("--pid", w.pid, "--rotate", 1, "-d", 2.5, "--push", server.url, "--push-ca-file", cert,
+                       check=True)
+    assert not server.errors and len(server.requests) == 3, (server.errors, res.stderr)
+    assert "push: 3 of 3 requests sent" in res.stderr
 
 
 def one_line_error(res, text):

@@ -130,6 +130,18 @@ int push_http_bearer(struct push_http *h, const char *path, char *err, size_t le
 	return rc < 0 ? -1 : 0;
 }
 
+int push_http_ca_file(struct push_http *h, const char *path, char *err, size_t len)
+{
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || access(path, R_OK)) {
+		snprintf(err, len, "--push-ca-file %s: not a readable regular file", path);
+		return -1;
+	}
+	h->ca_file = strdup(path);
+	return h->ca_file ? 0 : -1;
+}
+
 static size_t discard_body(char *data, size_t size, size_t n, void *ctx)
 {
 	(void)data;
@@ -170,6 +182,8 @@ static void set_options(struct push_http *h, CURL *c, const char *url)
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, past_deadline);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	if (h->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
 	if (h->userpwd) {
 		curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 		curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
@@ -253,6 +267,7 @@ void push_http_free(struct push_http *h)
 		explicit_bzero(h->auth_header, strlen(h->auth_header));
 	free(h->userpwd);
 	free(h->auth_header);
+	free(h->ca_file);
 	free(h->sample_types);
 	free(h->url);
 	memset(h, 0, sizeof(*h));

@@ -20,6 +20,7 @@ struct push_http {
 	char *url;		/* ".../ingest", no trailing '/' doubled */
 	char *userpwd;		/* basic auth, or NULL */
 	char *auth_header;	/* "Authorization: Bearer ...", or NULL */
+	char *ca_file;		/* --push-ca-file, or NULL: the system's */
 	char *sample_types;	/* the sample_type_config JSON */
 	void *curl;
 	uint64_t abort_at_ns;	/* CLOCK_MONOTONIC; 0: none (atomic) */
@@ -41,6 +42,9 @@ int push_read_secret(const char *path, const char *what, char *out, size_t outle
 		     char *err, size_t len);
 int push_http_basic_auth(struct push_http *h, const char *path, char *err, size_t len);
 int push_http_bearer(struct push_http *h, const char *path, char *err, size_t len);
+/* https: trust the PEM certificates of path (a readable regular file) instead
+ * of the system's. 0, or -1 with a one-line reason. */
+int push_http_ca_file(struct push_http *h, const char *path, char *err, size_t len);
 /* Sends one request; err says why it failed. */
 enum push_result push_http_post(struct push_http *h, const char *query, const void *body,
 				size_t blen, char *err, size_t len);

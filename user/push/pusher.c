@@ -44,6 +44,8 @@ int pusher_open(struct pusher *p, const struct push_config *cfg, char *err, size
 		return -1;
 	if (cfg->token_file && push_http_bearer(&p->http, cfg->token_file, err, len))
 		return -1;
+	if (cfg->ca_file && push_http_ca_file(&p->http, cfg->ca_file, err, len))
+		return -1;
 	return spool_open(&p->spool, cfg->spool_dir, cfg->spool_max_bytes, err, len);
 }
 

@@ -34,6 +34,7 @@ struct push_config {
 	const char *spool_dir;		/* NULL: a temporary one */
 	uint64_t spool_max_bytes;
 	const char *basic_auth_file, *token_file;
+	const char *ca_file;		/* NULL: the system's CA certificates */
 	unsigned rate_hz;
 	int verbose;
 };
