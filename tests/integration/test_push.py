@@ -443,7 +443,7 @@ def test_hung_backend_never_holds_the_recording(workloads, tmp_path):
 
 def test_auth_from_files(workloads, ingest, tmp_path):
     """A bearer token and basic auth come from files (never argv) and go in
-    every request's Authorization header."""
+    every request's Authorization header; --push-tenant in X-Scope-OrgID."""
     interp = require_interpreter("debian-3.11")
     w = workloads(interp, "two_hot.py", seconds=30)
     server = ingest()
@@ -451,9 +451,10 @@ def test_auth_from_files(workloads, ingest, tmp_path):
     token.write_text("s3cret-token\n")
     token.chmod(0o600)
     res = run_ebpfprof("--pid", w.pid, "--rotate", 1, "-d", 2.5, "--push", server.url,
-                       "--push-token-file", token, check=True)
+                       "--push-token-file", token, "--push-tenant", "team-a", check=True)
     assert not server.errors and len(server.requests) == 3, (server.errors, res.stderr)
     assert all(r["headers"].get("Authorization") == "Bearer s3cret-token" for r in server.requests)
+    assert all(r["headers"].get("X-Scope-OrgID") == "team-a" for r in server.requests)
     assert "s3cret" not in res.stderr
     basic = tmp_path / "basic"
     basic.write_text("agent:pa:ss\n")
@@ -503,6 +504,8 @@ def test_bad_push_options(workloads, tmp_path):
     one_line_error(run_ebpfprof("--pid", w.pid, "--rotate", 1, "--push", "ftp://host"),
                    "invalid --push URL")
     one_line_error(run_ebpfprof("--pid", w.pid, "--spool", tmp_path), "need --push URL")
+    one_line_error(run_ebpfprof("--pid", w.pid, "--rotate", 1, "--push", url, "--push-tenant", "a b\r\nX: y"),
+                   "invalid --push-tenant")
     missing = tmp_path / "no-such-token"
     one_line_error(run_ebpfprof("--pid", w.pid, "--rotate", 1, "--push", url, "--push-token-file", missing),
                    f"cannot read token file {missing}")

@@ -90,7 +90,8 @@ static volatile sig_atomic_t cut_requested;
 
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
        OPT_HISTORY_DB, OPT_TAG, OPT_PUSH, OPT_APP, OPT_SPOOL, OPT_SPOOL_MAX_MB,
-       OPT_PUSH_BASIC_AUTH_FILE, OPT_PUSH_TOKEN_FILE, OPT_PUSH_CA_FILE };
+       OPT_PUSH_BASIC_AUTH_FILE, OPT_PUSH_TOKEN_FILE, OPT_PUSH_CA_FILE,
+       OPT_PUSH_TENANT };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -129,6 +130,7 @@ static const struct argp_option option_list[] = {
 	{ "spool-max-mb", OPT_SPOOL_MAX_MB, "MB", 0, "--push: the spool's bound; the oldest periods are dropped beyond it (default 64)", 0 },
 	{ "push-basic-auth-file", OPT_PUSH_BASIC_AUTH_FILE, "FILE", 0, "--push: basic auth, USER:PASSWORD read from FILE (not readable by others)", 0 },
 	{ "push-token-file", OPT_PUSH_TOKEN_FILE, "FILE", 0, "--push: a bearer token read from FILE (not readable by others)", 0 },
+	{ "push-tenant", OPT_PUSH_TENANT, "ID", 0, "--push: the tenant (X-Scope-OrgID header) of a multi-tenant Pyroscope", 0 },
 	{ "push-ca-file", OPT_PUSH_CA_FILE, "FILE", 0, "--push: trust the CA certificates in FILE (PEM) for https instead of the system's", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
@@ -193,7 +195,7 @@ static void check_push_options(struct argp_state *state, struct options *o)
 
 	if (!pc->url) {
 		if (pc->app || pc->spool_dir || pc->spool_max_bytes || pc->basic_auth_file ||
-		    pc->token_file || pc->ca_file)
+		    pc->token_file || pc->ca_file || pc->tenant)
 			argp_error(state, "--app, --spool, --spool-max-mb and --push-*-file need --push URL");
 		return;
 	}
@@ -316,6 +318,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PUSH_CA_FILE:
 		o->push.ca_file = arg;
+		break;
+	case OPT_PUSH_TENANT:
+		if (!push_tenant_valid(arg))
+			argp_error(state, "invalid --push-tenant: %s (1 to 150 of letters, digits and !-_.*'())", arg);
+		o->push.tenant = arg;
 		break;
 	case 'G':
 		if (!arg[0])

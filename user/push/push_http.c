@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,21 @@
 #include "push_http.h"
 #include "states.h"
 #include "writer.h"
+
+int push_tenant_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (!n || n > 150 || !strcmp(id, ".") || !strcmp(id, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = id[i];
+
+		if (!(c < 0x80 && isalnum(c)) && !strchr("!-_.*'()", c))
+			return 0;
+	}
+	return 1;
+}
 
 int push_http_global_init(void)
 {
@@ -237,7 +253,9 @@ enum push_result push_http_post(struct push_http *h, const char *query, const vo
 	set_options(h, h->curl, url);
 	mime = request_body(h->curl, h, body, blen);
 	if (h->auth_header)
-		headers = curl_slist_append(NULL, h->auth_header);
+		headers = curl_slist_append(headers, h->auth_header);
+	if (h->tenant_header)
+		headers = curl_slist_append(headers, h->tenant_header);
 	/* no "Expect: 100-continue" round trip for every period */
 	headers = curl_slist_append(headers, "Expect:");
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
@@ -268,6 +286,7 @@ void push_http_free(struct push_http *h)
 	free(h->userpwd);
 	free(h->auth_header);
 	free(h->ca_file);
+	free(h->tenant_header);
 	free(h->sample_types);
 	free(h->url);
 	memset(h, 0, sizeof(*h));

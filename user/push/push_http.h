@@ -21,6 +21,7 @@ struct push_http {
 	char *userpwd;		/* basic auth, or NULL */
 	char *auth_header;	/* "Authorization: Bearer ...", or NULL */
 	char *ca_file;		/* --push-ca-file, or NULL: the system's */
+	char *tenant_header;	/* "X-Scope-OrgID: ...", or NULL */
 	char *sample_types;	/* the sample_type_config JSON */
 	void *curl;
 	uint64_t abort_at_ns;	/* CLOCK_MONOTONIC; 0: none (atomic) */
@@ -28,6 +29,9 @@ struct push_http {
 
 enum push_result { PUSH_OK, PUSH_RETRY, PUSH_REJECTED };
 
+/* A tenant id as Pyroscope (Cortex) takes it: 1 to 150 of letters, digits
+ * and !-_.*'(), not "." or "..": 1 if so. */
+int push_tenant_valid(const char *id);
 /* Once, before any thread: libcurl's global state. */
 int push_http_global_init(void);
 /* 0, or -1 with a one-line reason: url must be http:// or https://. */

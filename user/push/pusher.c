@@ -46,6 +46,11 @@ int pusher_open(struct pusher *p, const struct push_config *cfg, char *err, size
 		return -1;
 	if (cfg->ca_file && push_http_ca_file(&p->http, cfg->ca_file, err, len))
 		return -1;
+	if (cfg->tenant && asprintf(&p->http.tenant_header, "X-Scope-OrgID: %s", cfg->tenant) < 0) {
+		p->http.tenant_header = NULL;
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
 	return spool_open(&p->spool, cfg->spool_dir, cfg->spool_max_bytes, err, len);
 }
 

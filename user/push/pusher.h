@@ -35,6 +35,7 @@ struct push_config {
 	uint64_t spool_max_bytes;
 	const char *basic_auth_file, *token_file;
 	const char *ca_file;		/* NULL: the system's CA certificates */
+	const char *tenant;		/* X-Scope-OrgID; NULL: none */
 	unsigned rate_hz;
 	int verbose;
 };
