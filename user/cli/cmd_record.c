@@ -196,7 +196,7 @@ static void check_push_options(struct argp_state *state, struct options *o)
 	if (!pc->url) {
 		if (pc->app || pc->spool_dir || pc->spool_max_bytes || pc->basic_auth_file ||
 		    pc->token_file || pc->ca_file || pc->tenant)
-			argp_error(state, "--app, --spool, --spool-max-mb and --push-*-file need --push URL");
+			argp_error(state, "--app, --spool, --spool-max-mb and --push-* options need --push URL");
 		return;
 	}
 	if (!o->rotate)
