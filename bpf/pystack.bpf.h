@@ -328,6 +328,12 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 		ev->flags |= EP_F_READ_ERROR;
 		return 1;
 	}
+	/* the last one seen is the outermost: an asyncio task's own coroutine */
+	if (cfg->frame_owner != EP_NO_OFFSET &&
+	    buf[cfg->frame_owner & (EP_FRAME_READ_MAX - 1)] == EP_FRAME_OWNED_BY_GENERATOR) {
+		ev->task_frame = w->frame;
+		ev->task_depth = depth;
+	}
 	w->frame = ep_frame_previous(cfg, buf);
 	if (ep_frame_is_shim(cfg, buf)) {
 		/* 3.12+: the frame above a shim is the first of its C call */
@@ -367,6 +373,8 @@ static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep
 
 	sc->ev.depth = 0;
 	sc->ev.stack_id = 0;
+	sc->ev.task_frame = 0;
+	sc->ev.task_depth = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
 	if (loop == EP_WALK_BPF_LOOP) {
 		bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);

@@ -130,12 +130,19 @@ struct ep_stack_event {
 	__u16 depth;		/* frames that follow, innermost first */
 	__u8 gc_gen;		/* with EP_F_GC_GEN_KNOWN */
 	__u8 reason;		/* unused, 0 */
-	__u32 pad;
+	__u32 task_depth;	/* frames[task_depth] is at task_frame (below) */
 	__s64 collected;	/* GC: objects collected, -1 if unknown */
 	__u64 stack_id;		/* STACK: ep_stack_id() of the frames */
 	__u64 weight_ns;	/* SAMPLE: time since its CPU's previous sample (its weight) */
+	__u64 task_frame;	/* 3.11+: address of the outermost frame a generator or
+				 * coroutine owns (an asyncio task's own coroutine,
+				 * user/record/task_frames.c), 0 if none; per sample */
 	struct ep_frame frames[EP_MAX_FRAMES];
 };
+
+/* _PyInterpreterFrame.owner of a frame inside a generator or coroutine
+ * (FRAME_OWNED_BY_GENERATOR: 1 in 3.11 to 3.15, checked with ctypes). */
+#define EP_FRAME_OWNED_BY_GENERATOR	1
 
 /* --native (3.11+): the frame is the first one its C call of the eval loop
  * ran (its caller is in another C call of _PyEval_EvalFrameDefault). */

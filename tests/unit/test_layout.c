@@ -138,7 +138,7 @@ static void test_unsupported_versions(void **state)
 	assert_null(py_layout_for_version(4, 0));
 }
 
-/* py_threads.c's object layouts cover exactly the versions of the main table:
+/* py_objects.c's object layouts cover exactly the versions of the main table:
  * a new version cannot be added to one and forgotten in the other. */
 static void test_object_layouts_match_versions(void **state)
 {

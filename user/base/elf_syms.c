@@ -341,6 +341,22 @@ const char *elf_soname(struct elf_file *ef)
 	return ef->soname;
 }
 
+int elf_section_copy(struct elf_file *ef, const char *name, void *buf, size_t len)
+{
+	Elf_Scn *scn = find_section(ef, SHT_PROGBITS, name);
+	Elf_Data *data = NULL;
+	GElf_Shdr sh;
+	size_t n;
+
+	if (scn && gelf_getshdr(scn, &sh) && section_loadable(ef, elf_ndxscn(scn), &sh))
+		data = elf_rawdata(scn, NULL);
+	if (!data || !data->d_buf)
+		return -1;
+	n = data->d_size < len ? data->d_size : len;
+	memcpy(buf, data->d_buf, n);
+	return (int)n;
+}
+
 int elf_for_each_rodata_string(struct elf_file *ef,
 			       int (*fn)(const char *s, size_t len, void *arg), void *arg)
 {

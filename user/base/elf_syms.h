@@ -47,6 +47,9 @@ const char *elf_soname(struct elf_file *ef);
  * returns that value, or 0. */
 int elf_for_each_rodata_string(struct elf_file *ef,
 			       int (*fn)(const char *s, size_t len, void *arg), void *arg);
+/* Copies up to len bytes from the start of the PROGBITS section `name`
+ * (capped like every section read). The bytes copied, or -1 if absent. */
+int elf_section_copy(struct elf_file *ef, const char *name, void *buf, size_t len);
 /* 1 if the file has a .note.stapsdt section (USDT probes). */
 int elf_has_usdt(struct elf_file *ef);
 

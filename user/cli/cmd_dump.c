@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "commands.h"
+#include "dump_tasks.h"
 #include "frame_names.h"
 #include "json.h"
 #include "printable.h"
@@ -24,6 +25,7 @@ struct dump_options {
 	const char *match;
 	int json;
 	int native;
+	int tasks;
 	struct frame_naming naming;
 };
 
@@ -33,11 +35,13 @@ static const char doc[] =
 	"for how long, what it waits on, and its Python stack.\v"
 	"Examples:\n"
 	"  sudo ebpfprof dump --pid 4242\n"
-	"  sudo ebpfprof dump --match 'gunicorn: worker' --json";
+	"  sudo ebpfprof dump --match 'gunicorn: worker' --json\n"
+	"  sudo ebpfprof dump --tasks --pid 4242";
 
 static const struct argp_option option_list[] = {
 	TARGET_PICK_OPTIONS("dump"),
 	{ "json", 'j', NULL, 0, "Write JSON instead of text", 0 },
+	{ "tasks", 't', NULL, 0, "The process's asyncio tasks instead of its threads (3.11 to 3.15): each task's coroutine frames, what it awaits and which tasks await it", 0 },
 	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into each thread's stack; stops each thread a moment (ptrace) to read its registers", 0 },
 	FRAME_NAMING_OPTIONS,
 	{ NULL, 0, NULL, 0, NULL, 0 },
@@ -55,6 +59,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'n':
 		o->native = 1;
+		return 0;
+	case 't':
+		o->tasks = 1;
 		return 0;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
@@ -92,7 +99,7 @@ static void detail_text(const struct dump_snapshot *s, const struct dump_thread 
  * its terminal controls (ESC, C1, bidi overrides) text. */
 #define SHOWN_MAX 4096
 
-static void print_frame(FILE *f, const struct py_sym_frame *fr)
+void dump_print_frame(FILE *f, const struct py_sym_frame *fr)
 {
 	char name[SHOWN_MAX], file[SHOWN_MAX];
 
@@ -125,7 +132,7 @@ static void print_text(FILE *f, const struct py_target *t, const struct dump_sna
 		if (!th->tstate && !th->nframes)
 			fputs("    (no Python thread state)\n", f);
 		for (j = 0; j < th->nframes; j++)
-			print_frame(f, &th->frames[j]);
+			dump_print_frame(f, &th->frames[j]);
 		if (th->truncated)
 			fputs("    [truncated]\n", f);
 	}
@@ -135,6 +142,15 @@ static void json_kv_str(FILE *f, const char *key, const char *val)
 {
 	fprintf(f, "\"%s\": ", key);
 	json_write_string(f, val ? val : "");
+}
+
+void dump_json_frame(FILE *f, const struct py_sym_frame *fr)
+{
+	fputc('{', f);
+	json_kv_str(f, "function", fr->name);
+	fputs(", ", f);
+	json_kv_str(f, "file", fr->file);
+	fprintf(f, ", \"line\": %d}", fr->line);
 }
 
 static void json_fd(FILE *f, const struct fd_info *fi)
@@ -174,11 +190,8 @@ static void json_thread(FILE *f, const struct dump_snapshot *s, const struct dum
 		json_fd(f, &th->fd);
 	fprintf(f, ", \"truncated\": %s, \"stack\": [", th->truncated ? "true" : "false");
 	for (j = 0; j < th->nframes; j++) {
-		fprintf(f, "%s\n      {", j ? "," : "");
-		json_kv_str(f, "function", th->frames[j].name);
-		fputs(", ", f);
-		json_kv_str(f, "file", th->frames[j].file);
-		fprintf(f, ", \"line\": %d}", th->frames[j].line);
+		fprintf(f, "%s\n      ", j ? "," : "");
+		dump_json_frame(f, &th->frames[j]);
 	}
 	fputs("]}", f);
 }
@@ -231,6 +244,20 @@ int cmd_dump(int argc, char **argv)
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
+	if (o.tasks && o.native) {
+		free(t);
+		snprintf(err, sizeof(err), "--tasks and --native cannot be combined");
+		goto fail;
+	}
+	if (o.tasks) {
+		if (target_open(o.pid, t, err, sizeof(err)) ||
+		    dump_tasks(stdout, t, o.json, err, sizeof(err))) {
+			free(t);
+			goto fail;
+		}
+		free(t);
+		goto flush;
+	}
 	if (target_open(o.pid, t, err, sizeof(err)) ||
 	    (o.native ? dump_take_native : dump_take)(t, &snap, err, sizeof(err))) {
 		free(t);
@@ -242,6 +269,7 @@ int cmd_dump(int argc, char **argv)
 		print_text(stdout, t, &snap);
 	dump_free(&snap);
 	free(t);
+flush:
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "ebpfprof dump: cannot write the output: %s\n", strerror(errno));
 		return 1;

@@ -16,6 +16,7 @@
 #include "recorder.h"
 #include "remote.h"
 #include "states.h"
+#include "task_frames.h"
 
 #define MAX_NAMED_THREADS	1024
 /* A sample's weight beyond this many mean periods is no tick's (a CPU back
@@ -58,6 +59,7 @@ struct rec_process {
 	struct py_symbolizer *sym;
 	struct native_unwinder *unwinder;	/* --native */
 	struct native_pc *pcs;			/* NATIVE_PC_CACHE, --native */
+	struct task_frames *tasks;		/* 3.11+: <task NAME> frames */
 	char comm[16];
 	struct rec_thread *threads;
 	size_t nthreads, cap;
@@ -84,6 +86,7 @@ void recorder_free(struct recorder *r)
 		native_unwinder_free(r->procs[i]->unwinder);
 		free(r->procs[i]->pcs);
 		py_symbolizer_free(r->procs[i]->sym);
+		task_frames_free(r->procs[i]->tasks);
 		free(r->procs[i]->threads);
 		free(r->procs[i]);
 	}
@@ -121,8 +124,10 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 		/* a new program in a known process: new interpreter, new code objects */
 		stack_table_drop_pid(&r->stacks, t->pid);
 		py_symbolizer_free(p->sym);
+		task_frames_free(p->tasks);
 		p->target = *t;
 		p->sym = py_symbolizer_new(t->pid, &t->layout);
+		p->tasks = task_frames_new(&p->target);
 		procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 		return p->sym && !native_setup(r, p) ? 0 : -1;
 	}
@@ -133,6 +138,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 	}
 	p->target = *t;
 	p->sym = py_symbolizer_new(t->pid, &t->layout);
+	p->tasks = task_frames_new(&p->target);
 	procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 	r->procs[r->nprocs++] = p;
 	return p->sym && !native_setup(r, p) ? 0 : -1;
@@ -450,6 +456,25 @@ static void note_blame_sample(struct recorder *r, const struct thread_profile *t
 		r->failed++;
 }
 
+/* 3.11+: a <task NAME> frame just above the running task's own coroutine
+ * frame (task_frames.h) in the n ids of r->ids; returns the new count. */
+static uint32_t add_task_frame(struct recorder *r, struct rec_process *p,
+			       const struct ep_stack_event *ev, uint32_t n)
+{
+	uint32_t python = n - !!(ev->flags & EP_F_IN_GC), at;
+	const char *label;
+
+	if (!ev->task_frame || ev->task_depth >= python || n >= RECORDER_MAX_IDS)
+		return n;
+	label = task_frames_name(p->tasks, ev->task_frame, monotonic_ns());
+	if (!label)
+		return n;
+	at = python - 1 - ev->task_depth;	/* frames are innermost first, ids root first */
+	memmove(r->ids + at + 1, r->ids + at, (n - at) * sizeof(*r->ids));
+	r->ids[at] = marker(r, label);
+	return n + 1;
+}
+
 static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 {
 	struct rec_process *p = find_process(r, ev->pid);
@@ -462,8 +487,8 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	t = note_thread(p, ev->tid, ev->tstate);
 	if (r->native && !(ev->flags & EP_F_STACK_BY_ID))
 		s.nframes = native_stack(r, p, ev);
-	else
-		s.nframes = event_stack(r, p, ev);	/* first: a stack sent whole is kept for later */
+	else if ((s.nframes = event_stack(r, p, ev)))	/* first: a stack sent whole is kept */
+		s.nframes = add_task_frame(r, p, ev, s.nframes);
 	s.holds_gil = ev->gil_holder && ev->gil_holder == ev->tstate;
 	if (r->opts.gil_only && !s.holds_gil)
 		return;

@@ -1,0 +1,84 @@
+"""Issue 31: a forged asyncio task list costs dump --tasks a bounded walk,
+said as truncated, and never a hang, a crash or a lie about the tasks it
+could read."""
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EBPFPROF, cannot_run, require_interpreter, start_ready
+
+HERE = Path(__file__).resolve().parent
+WALK_MAX_S = 10  # the walk's own budget is 3 s; the rest is start-up on a loaded machine
+
+
+def dump_tasks(pid):
+    t0 = time.monotonic()
+    res = subprocess.run([str(EBPFPROF), "dump", "--tasks", "--json", "--pid", str(pid)],
+                         capture_output=True, text=True, timeout=60)
+    return res, time.monotonic() - t0
+
+
+def start(interp, mode):
+    script = HERE / "target_forged_tasks.py"
+    if interp.chroot:
+        inside = Path(interp.chroot) / "tmp" / script.name
+        inside.write_text(script.read_text())
+        return start_ready(interp.argv + [f"/tmp/{script.name}", mode])
+    return start_ready(interp.argv + [script, mode])
+
+
+def walk_forged(interp_name, mode):
+    """dump --tasks of the forged target: bounded in time, every task once,
+    said truncated. Returns the task names."""
+    target = start(require_interpreter(interp_name), mode)
+    try:
+        res, took = dump_tasks(target.pid)
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        names = [t["name"] for t in doc["tasks"]]
+        assert len(names) == len(set(names)), names
+        assert all(t["state"] in ("running", "suspended") for t in doc["tasks"])
+        assert doc["truncated"], doc
+        assert took < WALK_MAX_S, took
+        return set(names)
+    finally:
+        target.kill()
+        target.wait()
+
+
+@pytest.mark.parametrize("interp_name", ["chroot-3.14", "chroot-3.15"])
+def test_a_task_list_cycle_is_walked_once(interp_name):
+    assert {"nap-0", "nap-1"} <= walk_forged(interp_name, "cycle")
+
+
+def test_a_million_entries_that_are_no_task_cost_a_bounded_walk():
+    # the running task comes from _current_tasks, before the set is walked
+    assert "Task-1" in walk_forged("debian-3.11", "huge")
+
+
+def test_task_names_from_the_target_stay_text(out):
+    """Names are the target's: dump's text shows their controls escaped, its
+    JSON keeps them exact, a recording's <task> frame keeps its one line."""
+    target = start(require_interpreter("debian-3.11"), "names")
+    names = ["a;b\nc\x1b[31mred\u202eevil", "x;y\nz\x1b]0;title\x07"]
+    try:
+        res, _ = dump_tasks(target.pid)
+        assert res.returncode == 0, res.stderr
+        assert set(names) <= {t["name"] for t in json.loads(res.stdout)["tasks"]}
+        text = subprocess.run([str(EBPFPROF), "dump", "--tasks", "--pid", str(target.pid)],
+                              capture_output=True, text=True, check=True).stdout
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
+        assert 'Task "a;b\\x0ac\\x1b[31mred' in text, text
+        path = out(".txt")
+        subprocess.run([str(EBPFPROF), "--pid", str(target.pid), "-d", "2", "-f", "collapsed", "-o", str(path)],
+                       capture_output=True, check=True)
+        lines = path.read_text().splitlines()
+        assert all(re.fullmatch(r"[^\x00-\x1f]* \d+", line) for line in lines), lines
+        assert any(";<task x,y z ]0,title >;spin " in line for line in lines), lines
+    finally:
+        target.kill()
+        target.wait()
