@@ -39,7 +39,8 @@ enum ep_instr_kind {
 /* --label NAME=FUNCTION:ARGUMENT: labels at most, code objects of their
  * functions per process (a function defined twice has two), the argument
  * index at most, and a tuple's items read at most. */
-#define EP_MAX_LABELS		4
+#define EP_MAX_LABELS		8
+#define EP_USER_LABELS		4	/* --label; --dask takes the other 4 */
 #define EP_LABEL_CODES		8
 #define EP_LABEL_MAX_ARG	31
 #define EP_LABEL_ITEMS		4

@@ -68,6 +68,9 @@ struct options {
 	int as_root;		/* launch mode under sudo: keep root for the command */
 	int threads;		/* -t: collapsed stacks under their thread */
 	int native;		/* -n: native frames */
+	struct label_spec labels[EP_MAX_LABELS];	/* --label, then --dask's */
+	int nlabels;
+	int dask;		/* --dask */
 	unsigned native_stack_kib;	/* --native-stack; 0: the default */
 	struct frame_naming naming;
 	double rotate;		/* seconds per period; 0: one profile */
@@ -87,7 +90,7 @@ static volatile sig_atomic_t forward_signal;
 static volatile sig_atomic_t cut_requested;
 
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
-       OPT_HISTORY_DB, OPT_TAG };
+       OPT_HISTORY_DB, OPT_TAG, OPT_LABEL, OPT_DASK };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -124,6 +127,8 @@ static const struct argp_option option_list[] = {
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
 	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
 	FRAME_NAMING_OPTIONS,
+	{ "label", OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label every sample and wait whose stack holds a frame of FUNCTION (qualified or plain name) with the value of its argument number ARGUMENT (from 0): a str, an int or a tuple of them; time per value in the summary and the recording (repeatable, at most 4)", 0 },
+	{ "dask", OPT_DASK, NULL, 0, "Dask workers: label dask_key (the task's key, from distributed's task runner) and dask_prefix (its key_split)", 0 },
 	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into the Python stacks: each C call of the eval loop replaced by the Python frames it ran", 0 },
 	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
@@ -174,6 +179,31 @@ static void forward_option(struct options *o, int key, char *arg)
 		die("out of memory");
 	o->forward[o->nforward++] = given;
 	o->forward[o->nforward] = NULL;
+}
+
+/* --dask: the task's key is an argument of distributed's task runner for
+ * as long as the task runs: _run_task(task, data, execution_state, key, ...)
+ * since 2024.11, apply_function(function, args, kwargs, execution_state,
+ * key, ...) and apply_function_actor (same place) before; coroutine tasks
+ * run in Worker.execute(self, key, ...) on the event loop (3.11+ only:
+ * earlier Pythons keep no qualified name). */
+static void add_dask_labels(struct options *o)
+{
+	static const struct { const char *function; int arg; } runners[] = {
+		{ "_run_task", 3 },
+		{ "apply_function", 4 },
+		{ "apply_function_actor", 4 },
+		{ "Worker.execute", 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(runners) / sizeof(runners[0]); i++) {
+		struct label_spec *s = &o->labels[o->nlabels++];
+
+		snprintf(s->name, sizeof(s->name), "dask_key");
+		snprintf(s->function, sizeof(s->function), "%s", runners[i].function);
+		s->arg = runners[i].arg;
+	}
 }
 
 static error_t parse_option(int key, char *arg, struct argp_state *state)
@@ -268,6 +298,19 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'n':
 		o->native = 1;
 		break;
+	case OPT_LABEL: {
+		char err[ERRLEN];
+
+		if (o->nlabels >= EP_USER_LABELS)
+			argp_error(state, "too many --label: at most %d", EP_USER_LABELS);
+		if (label_spec_parse(arg, &o->labels[o->nlabels], err, sizeof(err)))
+			argp_error(state, "%s", err);
+		o->nlabels++;
+		break;
+	}
+	case OPT_DASK:
+		o->dask = 1;
+		break;
 	case OPT_NATIVE_STACK:
 		if (parse_ulong(arg, 4, CONTROLLER_NATIVE_STACK_MAX_KIB, &v))
 			argp_error(state, "invalid --native-stack: %s (KiB, 4 to %u)", arg,
@@ -308,6 +351,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid, --match or a command, not both");
 		if (o->keep && !o->rotate)
 			argp_error(state, "--keep needs --rotate");
+		if (o->dask)
+			add_dask_labels(o);
 		if ((o->ntags || o->history_db) && !o->history)
 			argp_error(state, "--tag and --history-db need --history SERIES");
 		break;
@@ -750,6 +795,7 @@ int cmd_record(int argc, char **argv)
 		.gil_only = o.gil_only, .by_function = o.by_function, .idle = o.idle,
 		.native = o.native, .native_stack_bytes = o.native_stack_kib * 1024,
 		.subprocesses = o.subprocesses, .verbose = o.verbose,
+		.labels = o.labels, .nlabels = o.nlabels, .dask = o.dask,
 		.duration_ns = (uint64_t)(o.duration * 1e9), .period_ns = (uint64_t)(o.rotate * 1e9),
 		.periods = CONTROLLER_PERIODS_SEPARATE, .should_stop = should_stop,
 		.on_tick = on_tick, .on_period = on_period, .ctx = &run,

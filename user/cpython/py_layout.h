@@ -112,6 +112,9 @@ struct py_obj_layout {
 	int managed_dict, managed_values;
 	/* PyLongObject: ob_size (sign, digit count) or lv_tag (3.12+), digits */
 	int long_size, long_digits, long_tagged;
+	/* the frame's fast locals, arguments first: PyFrameObject.f_localsplus
+	 * (<= 3.10), _PyInterpreterFrame.localsplus (3.11+); -1: not known */
+	int frame_localsplus;
 };
 
 /* The object layouts of 3.minor, or NULL if that version is not supported. */

@@ -11,6 +11,7 @@
 void analysis_init(struct analysis *a)
 {
 	memset(a, 0, sizeof(*a));
+	label_table_init(&a->labels);
 }
 
 static void list_free(struct interval_list *l)
@@ -28,6 +29,7 @@ static void list_free(struct interval_list *l)
 void analysis_free(struct analysis *a)
 {
 	analysis_next_period(a);
+	label_table_free(&a->labels);
 	free(a->exact_gc_pids);
 	memset(a, 0, sizeof(*a));
 }
@@ -37,6 +39,7 @@ void analysis_next_period(struct analysis *a)
 	list_free(&a->gcs);
 	list_free(&a->waits);
 	gil_blame_free(&a->blame);
+	label_table_next_period(&a->labels);
 	free(a->totals);
 	free(a->totals_index);
 	a->totals = NULL;

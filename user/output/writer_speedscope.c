@@ -494,13 +494,51 @@ static int on_cpu_exact(const struct analysis *a)
 	return 0;
 }
 
+/* --label: "labels":{NAME:{VALUE:{"states_s":{...},"samples":N,"gc_count":N,"gc_s":S}}},
+ * the values with time in this recording only. */
+static int write_label_values(FILE *f, const struct label_table *t, int label)
+{
+	const struct label_value *v;
+	size_t i, k = 0;
+	int s, err = 0;
+
+	for (i = 0; !err && i < t->n; i++) {
+		v = &t->v[i];
+		if (v->label != label || (!label_value_total(v) && !v->gc_count))
+			continue;
+		err = fputs(k++ ? ",\n" : "\n", f) < 0 || json_write_string(f, v->value) ||
+		      fputs(":{\"states_s\":{", f) < 0;
+		for (s = 0; !err && s < STATE_RECORDED; s++)
+			err = fprintf(f, "%s\"%s\":%.9f", s ? "," : "", sample_state_name(s),
+				      v->ns[s] / 1e9) < 0;
+		err = err || fprintf(f, "},\"samples\":%llu,\"gc_count\":%llu,\"gc_s\":%.9f}",
+				     (unsigned long long)v->samples,
+				     (unsigned long long)v->gc_count, v->gc_ns / 1e9) < 0;
+	}
+	return err ? -1 : 0;
+}
+
+static int write_labels(FILE *f, const struct label_table *t)
+{
+	int i, err;
+
+	if (!t->nnames)
+		return 0;
+	err = fputs(",\n\"labels\":{", f) < 0;
+	for (i = 0; !err && i < t->nnames; i++)
+		err = (i && fputc(',', f) == EOF) || json_write_string(f, t->names[i]) ||
+		      fputs(":{", f) < 0 || write_label_values(f, t, i) || fputs("}", f) < 0;
+	return err || fputs("}", f) < 0 ? -1 : 0;
+}
+
 static int write_ebpfprof(FILE *f, const struct profile *p, const struct writer_options *o)
 {
 	if (fputs(",\n\"ebpfprof\":{", f) < 0 || write_info(f, p, o ? o->info : NULL))
 		return -1;
 	if (o && o->analysis &&
 	    (fprintf(f, ",\"on_cpu_exact\":%s", on_cpu_exact(o->analysis) ? "true" : "false") < 0 ||
-	     write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis)))
+	     write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis) ||
+	     write_labels(f, &o->analysis->labels)))
 		return -1;
 	return fputs("}", f) < 0 ? -1 : 0;
 }
