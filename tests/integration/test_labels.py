@@ -1,0 +1,139 @@
+"""Issue 30: --label NAME=FUNCTION:ARGUMENT. A request handler,
+handle(request_id), serves three kinds of request of known CPU cost
+(tests/workloads/label_requests.py, alpha 1 : beta 2 : gamma 3); the
+kernel reads request_id with each stack, and the recording's
+ebpfprof.labels gives each value's time per state. Each kind's share of
+the labelled on-CPU time must be within 5 points of the program's own
+thread_time() per kind. The whole process is recorded (launched by
+ebpfprof), so the truth covers the same time."""
+import json
+
+import pytest
+
+import conftest
+from conftest import Profile, require_interpreter, run_ebpfprof
+
+KINDS = ("alpha", "beta", "gamma")
+TOLERANCE_POINTS = 5
+
+
+def record(interp, out, *label_args, key="str", seconds=8, rate=400, extra=()):
+    path, truth = out(), out(".truth.json")
+    res = run_ebpfprof("-r", rate, "-o", path, *label_args, "--", *interp.argv,
+                       interp.workload_path("label_requests.py"), "--seconds", seconds,
+                       "--key", key, "--truth", truth, *extra, timeout=120)
+    assert res.returncode == 0, res.stderr
+    with open(truth) as f:
+        return Profile(path), json.load(f), res.stderr
+
+
+def values(prof, name="req"):
+    return prof.doc["ebpfprof"]["labels"][name]
+
+
+def on_cpu(v):
+    return v["states_s"]["on-cpu"] + v["states_s"]["gc"]
+
+
+def check_shares(labels, truth, shown):
+    """Each kind's on-CPU share among the labelled values against its
+    share of the program's own CPU time; shown(kind) is its value's text."""
+    total = sum(on_cpu(v) for v in labels.values())
+    true_total = sum(truth["cpu_s"][k] for k in KINDS)
+    assert total > 0, labels
+    for kind in KINDS:
+        assert shown(kind) in labels, (shown(kind), list(labels))
+        share = 100 * on_cpu(labels[shown(kind)]) / total
+        true_share = 100 * truth["cpu_s"][kind] / true_total
+        assert abs(share - true_share) <= TOLERANCE_POINTS, (kind, share, true_share, labels)
+
+
+def test_str_key_shares_match_thread_time(out):
+    interp = require_interpreter("debian-3.11")
+    prof, truth, err = record(interp, out, "--label", "req=handle:0", seconds=10)
+    labels = values(prof)
+    assert set(labels) == set(KINDS), labels
+    check_shares(labels, truth, lambda k: k)
+    for kind in KINDS:
+        assert labels[kind]["samples"] > 0
+    # the summary's table, one row per value
+    assert "ebpfprof: label req: 3 values" in err, err
+    for kind in KINDS:
+        assert f"\n  {kind} " in err, err
+
+
+def test_tuple_key_is_shown_as_python_does(out):
+    interp = require_interpreter("debian-3.11")
+    prof, truth, _ = record(interp, out, "--label", "req=handle:0", key="tuple", seconds=8)
+    labels = values(prof)
+    check_shares(labels, truth, lambda k: f"('{k}-6e1f0a3b', 7)")
+    assert len(labels) == 3, labels
+
+
+def test_value_neither_str_nor_int_is_shown_by_type(out):
+    interp = require_interpreter("debian-3.11")
+    prof, truth, _ = record(interp, out, "--label", "req=handle:0", key="float", seconds=3)
+    labels = values(prof)
+    assert list(labels) == ["<float>"], labels
+    assert on_cpu(labels["<float>"]) > 0.5 * sum(truth["cpu_s"].values())
+
+
+def test_second_argument_int(out):
+    """handle(request_id, units): units is an int, 1, 2 or 3."""
+    interp = require_interpreter("debian-3.11")
+    prof, truth, _ = record(interp, out, "--label", "units=handle:1", seconds=8)
+    labels = values(prof, "units")
+    check_shares(labels, truth, lambda k: str(KINDS.index(k) + 1))
+
+
+def test_sleeping_value_shows_its_sleep(out):
+    """A fourth kind, nap, sleeps 20 ms in handle(): its time is sleep."""
+    interp = require_interpreter("debian-3.11")
+    prof, truth, _ = record(interp, out, "--label", "req=handle:0", seconds=6,
+                            extra=("--sleeper",))
+    nap = values(prof)["nap"]["states_s"]
+    assert nap["sleep"] >= 0.9 * truth["wall_s"]["nap"] - truth["cpu_s"]["nap"], (nap, truth)
+    assert nap["on-cpu"] < 0.1 * nap["sleep"], nap
+
+
+def test_unknown_function_gives_no_label_and_no_error(out):
+    interp = require_interpreter("debian-3.11")
+    prof, _, err = record(interp, out, "--label", "req=no_such_function:0", seconds=2)
+    assert values(prof) == {}
+    assert "error" not in err and "warning" not in err, err
+    assert "ebpfprof: label req: 0 values" in err, err
+
+
+@pytest.mark.parametrize("name", ["pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.12",
+                                  "pyenv-3.13"])
+def test_other_versions(out, name):
+    interp = require_interpreter(name)
+    prof, truth, _ = record(interp, out, "--label", "req=handle:0", key="tuple", seconds=8)
+    check_shares(values(prof), truth, lambda k: f"('{k}-6e1f0a3b', 7)")
+
+
+@pytest.mark.nobpf
+@pytest.mark.parametrize("spec,message", [
+    ("req", "invalid --label req: NAME=FUNCTION:ARGUMENT expected"),
+    ("req=handle", "invalid --label req=handle: NAME=FUNCTION:ARGUMENT expected"),
+    ("=handle:0", "invalid --label =handle:0: NAME must have 1 to 31 characters"),
+    ("r q=handle:0", "NAME may hold letters, digits and _-. only"),
+    ("req=:0", "FUNCTION must have 1 to 127 characters"),
+    ("req=handle:x", "ARGUMENT must be an argument index, 0 to 31"),
+    ("req=handle:32", "ARGUMENT must be an argument index, 0 to 31"),
+    ("req=handle:-1", "ARGUMENT must be an argument index, 0 to 31"),
+])
+def test_bad_label_is_one_clear_line(spec, message):
+    res = run_ebpfprof("--label", spec, "--", "true")
+    assert res.returncode != 0
+    assert message in res.stderr.splitlines()[0], res.stderr
+
+
+@pytest.mark.nobpf
+def test_too_many_labels():
+    args = []
+    for i in range(5):
+        args += ["--label", f"l{i}=f:0"]
+    res = run_ebpfprof(*args, "--", "true")
+    assert res.returncode != 0
+    assert res.stderr.splitlines()[0] == "ebpfprof: too many --label: at most 4", res.stderr
