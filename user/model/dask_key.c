@@ -67,7 +67,7 @@ void dask_key_split(const char *key, char *out, size_t len)
 	const char *word, *end, *from, *to;
 	size_t n;
 
-	if (!key || !key[0]) {
+	if (!key || !key[0] || key[0] == '-') {	/* no first word */
 		set(out, len, "Other", 5);
 		return;
 	}

@@ -82,6 +82,7 @@ static size_t *find_slot(struct label_table *t, int label, const char *text)
 	return &t->index[s];
 }
 
+/* The id of (label, text), added if new (LABEL_NONE: out of memory). */
 static uint32_t intern_one(struct label_table *t, int label, const char *text)
 {
 	size_t *slot;
@@ -92,8 +93,6 @@ static uint32_t intern_one(struct label_table *t, int label, const char *text)
 	slot = find_slot(t, label, text);
 	if (*slot)
 		return *slot - 1;
-	if (t->per_label[label] >= LABEL_VALUES_MAX && strcmp(text, LABEL_OTHER))
-		return intern_one(t, label, LABEL_OTHER);
 	if (GROW_ARRAY(t->v, t->cap, t->n + 1))
 		return LABEL_NONE;
 	v = &t->v[t->n];
@@ -108,19 +107,42 @@ static uint32_t intern_one(struct label_table *t, int label, const char *text)
 	return t->n - 1;
 }
 
+static int known(struct label_table *t, int label, const char *text)
+{
+	return t->index_cap && *find_slot(t, label, text);
+}
+
+/*
+ * Past LABEL_VALUES_MAX values, a new value joins the label's other values:
+ * one per derived value ("[other values: inc]"), so that what derives from
+ * it still adds up (a Dask cluster runs more tasks than values are kept,
+ * but has few prefixes; those are bounded the same way).
+ */
 uint32_t label_intern(struct label_table *t, int label, const char *text, const char *source)
 {
-	char derived[LABEL_TEXT_MAX];
-	uint32_t id, to;
+	char derived[LABEL_TEXT_MAX], other[LABEL_TEXT_MAX + 32];
+	int to;
+	uint32_t id, d = LABEL_NONE;
 
 	if (label < 0 || label >= t->nnames)
 		return LABEL_NONE;
+	if (known(t, label, text))
+		return *find_slot(t, label, text) - 1;
+	to = t->derive_to[label];
+	if (to >= 0) {
+		t->derive[label](source, derived, sizeof(derived));
+		d = label_intern(t, to, derived, derived);
+	}
+	if (t->per_label[label] >= LABEL_VALUES_MAX) {
+		if (to >= 0 && d != LABEL_NONE)
+			snprintf(other, sizeof(other), "[other values: %s]", t->v[d].value);
+		else
+			snprintf(other, sizeof(other), "%s", LABEL_OTHER);
+		text = other;
+	}
 	id = intern_one(t, label, text);
-	if (id == LABEL_NONE || t->derive_to[label] < 0 || t->v[id].derived != LABEL_NONE)
-		return id;
-	t->derive[label](source, derived, sizeof(derived));
-	to = intern_one(t, t->derive_to[label], derived);
-	t->v[id].derived = to;	/* t->v may have moved: index again */
+	if (id != LABEL_NONE)
+		t->v[id].derived = d;
 	return id;
 }
 

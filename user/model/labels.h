@@ -14,8 +14,9 @@
 #include "ebpfprof.h"
 #include "states.h"
 
-/* Distinct values kept apart per recording: a target can make a new value
- * for every call; past this they share one, LABEL_OTHER. */
+/* Distinct values kept apart per label and recording: a target can make a
+ * new value for every call; past this they share one, LABEL_OTHER, or one
+ * per derived value ("[other values: inc]"). */
 #define LABEL_VALUES_MAX	20000
 #define LABEL_OTHER		"[other values]"
 /* The longest text a value is shown as (a tuple of four items). */
