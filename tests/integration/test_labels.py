@@ -137,3 +137,74 @@ def test_too_many_labels():
     res = run_ebpfprof(*args, "--", "true")
     assert res.returncode != 0
     assert res.stderr.splitlines()[0] == "ebpfprof: too many --label: at most 4", res.stderr
+
+
+def test_dask_local_cluster_prefixes(tmp_path):
+    """--dask on each worker of a real LocalCluster (2 worker processes, 2
+    threads each, bookworm's distributed 2022.12 on Debian's python3.11:
+    the key is apply_function's argument 4) running three prefixes for
+    20 s: each prefix's on-CPU share within 5 points of the tasks' own
+    thread_time() shares, the collections under a task on the garbage
+    prefix, the naps' time as sleep."""
+    import subprocess
+    import time
+
+    interp = require_interpreter("debian-3.11")
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        conftest.cannot_run("python3-distributed is not installed (scripts/deps.sh)")
+    pids_file, truth_file = tmp_path / "pids.json", tmp_path / "truth.json"
+    go_host, go_inside = conftest.go_file(interp, tmp_path)
+    seconds = 20
+    cluster = subprocess.Popen([*interp.argv, interp.workload_path("dask_prefixes.py"),
+                                "--seconds", str(seconds), "--pids", str(pids_file),
+                                "--go", go_inside, "--truth", str(truth_file)],
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    recorders = []
+    try:
+        deadline = time.monotonic() + 120
+        while not pids_file.exists():
+            assert cluster.poll() is None and time.monotonic() < deadline, cluster.stderr.read()
+            time.sleep(0.2)
+        workers = json.loads(pids_file.read_text())
+        assert len(workers) == 2
+        for pid in workers:
+            path = tmp_path / f"w{pid}.speedscope.json"
+            recorders.append((pid, path, subprocess.Popen(
+                [str(conftest.EBPFPROF), "--dask", "--pid", str(pid), "-d", str(seconds + 8),
+                 "-o", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        time.sleep(3)   # attached
+        conftest.wait_for_go(go_host)
+        assert cluster.wait(timeout=seconds + 120) == 0, cluster.stderr.read()
+        truth = json.loads(truth_file.read_text())
+        prefixes, gc_labelled = {}, 0.0
+        for pid, path, rec in recorders:
+            _, err = rec.communicate(timeout=60)
+            assert rec.returncode == 0, err
+            assert "ebpfprof: label dask_prefix: 3 values" in err, err
+            labels = Profile(path).doc["ebpfprof"]["labels"]
+            assert len(labels["dask_key"]) > 100, "a value per task key"
+            for name, v in labels["dask_prefix"].items():
+                acc = prefixes.setdefault(name, {"cpu": 0.0, "sleep": 0.0, "gc_s": 0.0})
+                acc["cpu"] += on_cpu(v)
+                acc["sleep"] += v["states_s"]["sleep"] + v["states_s"]["io"]
+                acc["gc_s"] += v["gc_s"]
+                gc_labelled += v["gc_s"]
+    finally:
+        for _, _, rec in recorders:
+            if rec.poll() is None:
+                rec.kill()
+        if cluster.poll() is None:
+            cluster.kill()
+    assert set(prefixes) == {"crunch", "garbage", "nap"}, prefixes
+    total = sum(p["cpu"] for p in prefixes.values())
+    true_total = sum(truth["cpu_s"].values())
+    for name in prefixes:
+        share = 100 * prefixes[name]["cpu"] / total
+        true_share = 100 * truth["cpu_s"][name] / true_total
+        assert abs(share - true_share) <= TOLERANCE_POINTS, (name, share, true_share, prefixes)
+    assert prefixes["garbage"]["gc_s"] >= 0.9 * gc_labelled, prefixes
+    # the naps slept (wall less CPU); a nap's other time is waits for the GIL
+    nap_off = truth["wall_s"]["nap"] - truth["cpu_s"]["nap"]
+    assert prefixes["nap"]["sleep"] >= 0.8 * nap_off, (prefixes["nap"], truth)
