@@ -208,3 +208,32 @@ def test_dask_local_cluster_prefixes(tmp_path):
     # the naps slept (wall less CPU); a nap's other time is waits for the GIL
     nap_off = truth["wall_s"]["nap"] - truth["cpu_s"]["nap"]
     assert prefixes["nap"]["sleep"] >= 0.8 * nap_off, (prefixes["nap"], truth)
+
+
+def test_pprof_samples_carry_the_label(out, tmp_path):
+    """Each pprof sample has the label's value as a tag: go tool pprof
+    (Debian's golang-go) lists it with the kinds' shares."""
+    import os
+    import shutil
+    import subprocess
+
+    interp = require_interpreter("debian-3.11")
+    if not shutil.which("go"):
+        conftest.cannot_run("go is not installed (scripts/deps.sh installs golang-go)")
+    path, truth = out(".pb.gz"), out(".truth.json")
+    res = run_ebpfprof("-r", 400, "-f", "pprof", "-o", path, "--label", "req=handle:0", "--",
+                       *interp.argv, interp.workload_path("label_requests.py"), "--seconds", 8,
+                       "--truth", truth, timeout=120)
+    assert res.returncode == 0, res.stderr
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"))
+    tags = subprocess.run(["go", "tool", "pprof", "-tags", str(path)], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert tags.returncode == 0, tags.stderr
+    section = tags.stdout.split(" req: ")[1].split("\n\n")[0]
+    shares = {l.split()[-1]: float(l.split("(")[1].split("%")[0])
+              for l in section.splitlines()[1:] if "%" in l}
+    with open(truth) as f:
+        cpu = json.load(f)["cpu_s"]
+    for kind in KINDS:
+        true_share = 100 * cpu[kind] / sum(cpu.values())
+        assert abs(shares[kind] - true_share) <= TOLERANCE_POINTS, (kind, shares, cpu)

@@ -414,7 +414,7 @@ int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 		const struct interval *w = &a->waits.v[i];
 		struct thread_profile *t = profile_thread(p, w->pid, w->tid);
 		struct sample s = { .start_ns = w->start_ns, .weight_ns = w->end_ns - w->start_ns,
-				    .state = w->state, .exact = 1 };
+				    .state = w->state, .exact = 1, .label = w->label };
 
 		/* the frames and up to two marker frames */
 		if (GROW_ARRAY(ids, ids_cap, w->nframes + 2)) {

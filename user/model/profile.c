@@ -421,7 +421,7 @@ int profile_add_sample(struct profile *p, struct thread_profile *t,
 {
 	struct sample_record r = { .start_ns = s->start_ns, .weight_ns = s->weight_ns,
 				   .state = s->state, .holds_gil = s->holds_gil,
-				   .exact = s->exact };
+				   .exact = s->exact, .label = s->label };
 
 	r.stack = stack_id(p, s->frames, s->nframes);
 	if (r.stack == STACK_NONE) {
@@ -451,6 +451,7 @@ static void sample_of(const struct profile *p, const struct sample_record *r,
 	s->state = r->state;
 	s->holds_gil = r->holds_gil;
 	s->exact = r->exact;
+	s->label = r->label;
 }
 
 static void iter_advance(struct sample_iter *it)

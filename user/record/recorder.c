@@ -629,6 +629,7 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	if (t)
 		t->last_label = label;
 	label_add_time(&r->analysis.labels, label, s.state, s.weight_ns, 1);
+	s.label = label == LABEL_NONE ? 0 : label + 1;
 	tp = profile_thread(&r->profile, ev->pid, ev->tid);
 	if (tp && !profile_add_sample(&r->profile, tp, &s)) {
 		r->kept++;
@@ -668,11 +669,12 @@ static void on_stack(struct recorder *r, const struct ep_stack_event *ev)
 
 /* Adds a sampled short interval to the profile: weight_ns of `state`. */
 static void add_sampled(struct recorder *r, const struct ep_offcpu_record *rec,
-			const struct stack_entry *st, int state, uint64_t weight_ns)
+			const struct stack_entry *st, int state, uint64_t weight_ns, uint32_t label)
 {
 	struct thread_profile *tp = profile_thread(&r->profile, rec->pid, rec->tid);
 	struct sample s = { .start_ns = since_start(r, rec->start_ts), .weight_ns = weight_ns,
-			    .state = state, .frames = r->ids };
+			    .state = state, .frames = r->ids,
+			    .label = label == LABEL_NONE ? 0 : label + 1 };
 	int gen = rec->flags & EP_IV_OWN_GC ? rec->gc_gen : -1;
 
 	if (!tp || !weight_ns)
@@ -699,7 +701,8 @@ static void add_exact(struct recorder *r, const struct ep_offcpu_record *rec,
 			       .end_ns = since_start(r, rec->end_ts),
 			       .generation = rec->flags & EP_IV_OWN_GC ? rec->gc_gen : -1,
 			       .collected = -1,
-			       .holder = holder_tid(r, rec->pid, rec->tid, rec->holder) };
+			       .holder = holder_tid(r, rec->pid, rec->tid, rec->holder),
+			       .label = label == LABEL_NONE ? 0 : label + 1 };
 	uint64_t gc_ns = rec->gc_ns < iv.end_ns - iv.start_ns ? rec->gc_ns : iv.end_ns - iv.start_ns;
 	struct interval gc_part;
 
@@ -765,8 +768,8 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 	label_add_time(&r->analysis.labels, label, state, rec->weight_ns - gc_w, 0);
 	if (!r->opts.idle)
 		return;
-	add_sampled(r, rec, st, STATE_GIL_WAIT_GC, gc_w);
-	add_sampled(r, rec, st, state, rec->weight_ns - gc_w);
+	add_sampled(r, rec, st, STATE_GIL_WAIT_GC, gc_w, label);
+	add_sampled(r, rec, st, state, rec->weight_ns - gc_w, label);
 }
 
 /* The thread whose PyThreadState the kernel saw holding the GIL: GB_* for
