@@ -440,6 +440,7 @@ static void sample_of(const struct profile *p, const struct sample_record *r,
 {
 	const struct stack_store *st = p->stack_store;
 
+	memset(s, 0, sizeof(*s));	/* its padding too: samples are compared whole */
 	s->start_ns = r->start_ns;
 	s->weight_ns = r->weight_ns;
 	s->frames = NULL;

@@ -4,7 +4,8 @@
  *
  *	flags		state (low 4 bits; 15: the state is the next byte),
  *			GIL held, exact, weight nominal, same stack
- *	[state]		only when the low bits are 15; its top bit: a label follows
+ *	[state]		only when the low bits are 15: a varint of state << 1,
+ *			plus 1 when a label follows (a state over 14, or a label)
  *	[label]		varint, the sample's label value (--label)
  *	start delta	zigzag varint of start - the previous record's start
  *			(mod 2^64, so that any two starts round-trip)
@@ -25,11 +26,9 @@
 #define F_NOMINAL	0x40
 #define F_SAME_STACK	0x80
 
-#define STATE_HAS_LABEL	0x80	/* in the state byte */
-
-/* flags, state, a 5-byte label, a 10-byte start delta, a 5-byte stack, a
+/* flags, a 2-byte state, a 5-byte label, a 10-byte start delta, a 5-byte stack, a
  * 10-byte weight */
-#define RECORD_MAX	32
+#define RECORD_MAX	33
 /* Chunks double from the first size to the last: a thread with a few
  * samples costs little, a long one a chunk list of 16 KiB blocks. */
 #define CHUNK_FIRST	256
@@ -135,7 +134,7 @@ int sample_log_append(struct sample_log *log, const struct sample_record *r)
 	p = start;
 	*p++ = flags;
 	if ((flags & F_STATE) == F_STATE_BYTE)
-		*p++ = (r->state & ~STATE_HAS_LABEL) | (r->label ? STATE_HAS_LABEL : 0);
+		p = put_varint(p, (uint64_t)r->state << 1 | !!r->label);
 	if (r->label)
 		p = put_varint(p, r->label);
 	p = put_varint(p, zigzag(delta));
@@ -179,9 +178,9 @@ int sample_log_read(struct sample_log_reader *rd, struct sample_record *r)
 	r->state = flags & F_STATE;
 	r->label = 0;
 	if (r->state == F_STATE_BYTE) {
-		r->state = *p++;
-		if (r->state & STATE_HAS_LABEL) {
-			r->state &= ~STATE_HAS_LABEL;
+		p = get_varint(p, &v);
+		r->state = (uint8_t)(v >> 1);
+		if (v & 1) {
 			p = get_varint(p, &v);
 			r->label = (uint32_t)v;
 		}
