@@ -3,8 +3,8 @@ time per run (kernel.bpf_stats_enabled) at 1000 Hz on a CPU-bound request
 handler (tests/workloads/label_requests.py --key tuple: handle(request_id)
 under main(), 4 Python frames), in four setups, ROUNDS times in turn, medians:
 
-  main, no label:  ebpfprof before issue 30 (git archive main, built once
-                   into build/bench/)
+  main, no label:  ebpfprof before issue 30 (main, built once into
+                   build/bench/)
   no label:        this ebpfprof without --label
   label, no frame: --label on request_id(), a function the stacks seldom
                    hold: its code object is given to the kernel, every
@@ -21,20 +21,16 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bpfprogs import owned_prog_ids, prog_stats
+from base_build import build_at
+from sampling import STATS, measure
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW = ROOT / "ebpfprof"
-BASE = ROOT / "build" / "bench" / "ebpfprof-main"
-PY = "/usr/bin/python3.11"
-STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
 DOC = ROOT / "docs" / "benchmarks.md"
 TITLE = "## Labels (issue 30)"
-WORKLOAD = ROOT / "tests" / "workloads" / "label_requests.py"
 SETUPS = [("main, no label", "base", []),
           ("no label", "new", []),
           ("label, no labelled frame", "new", ["--label", "r=request_id:0"]),
@@ -42,49 +38,9 @@ SETUPS = [("main, no label", "base", []),
 
 
 def build_base():
-    if BASE.exists():
-        return BASE
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "main"],
                             capture_output=True, text=True, check=True).stdout.strip()
-    print(f"labels: building ebpfprof at main ({commit}) once ...", file=sys.stderr, flush=True)
-    with tempfile.TemporaryDirectory(prefix="ebpfprof-base-") as tmp:
-        tar = subprocess.run(["git", "-C", str(ROOT), "archive", "main"], check=True,
-                             capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=tar, check=True)
-        subprocess.run(["make", "-C", tmp, f"-j{os.cpu_count() or 1}", "ebpfprof"], check=True,
-                       stdout=subprocess.DEVNULL)
-        BASE.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(Path(tmp) / "ebpfprof", BASE)
-    return BASE
-
-
-def measure(binary, extra, seconds):
-    """BPF ns per run of sample_on_cpu over `seconds`, and the runs."""
-    w = subprocess.Popen([PY, str(WORKLOAD), "--seconds", "120", "--key", "tuple"],
-                         stderr=subprocess.PIPE, text=True)
-    pid = int(w.stderr.readline().strip().split("=")[1])
-    out = tempfile.NamedTemporaryFile(prefix="ebpfprof-bench-", suffix=".json")
-    prof = subprocess.Popen([str(binary), "--pid", str(pid), "-r", "1000", "-d",
-                             str(seconds + 60), "-o", out.name, *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline, ids = time.monotonic() + 60, set()
-        while not (ids and prog_stats(ids, "sample_on_cpu")[1]):
-            if prof.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"labels: {binary} did not start: {prof.stderr.read()[-300:]}")
-            ids = owned_prog_ids(prof.pid)
-            time.sleep(0.3)
-        time.sleep(1.5)         # the labelled code objects reach the kernel
-        ns0, n0 = prog_stats(ids, "sample_on_cpu")
-        time.sleep(seconds)
-        ns1, n1 = prog_stats(ids, "sample_on_cpu")
-    finally:
-        prof.kill()
-        w.kill()
-        prof.wait()
-        w.wait()
-        out.close()
-    return (ns1 - ns0) / max(n1 - n0, 1), n1 - n0
+    return build_at(commit, ROOT / "build" / "bench" / f"ebpfprof-{commit}", "labels")
 
 
 def main():
@@ -106,8 +62,8 @@ def main():
         for r in range(args.rounds):
             order = SETUPS if r % 2 == 0 else SETUPS[::-1]
             for name, which, extra in order:
-                STATS.write_text("1\n")
-                ns, runs = measure(binaries[which], extra, args.seconds)
+                ns, runs, _ = measure(binaries[which], "label_requests.py", ["--key", "tuple"],
+                                      "sample_on_cpu", 1000, args.seconds, extra)
                 got[name].append(ns)
                 print(f"round {r + 1} {name:28} {ns:.0f} ns per tick ({runs} runs)", flush=True)
     finally:
