@@ -134,6 +134,7 @@ void recorder_free(struct recorder *r)
 	free(r->procs);
 	free(r->changes);
 	free(r->native);
+	free(r->labelled);
 	free(r->ids);
 	stack_table_free(&r->stacks);
 	analysis_free(&r->analysis);
@@ -470,6 +471,31 @@ int recorder_next_lost_stack(void *ctx, __u32 *pid, __u64 *stack_id)
 }
 
 /*
+ * Keeps the kernel's stack id -> the n ids in r->ids. A labelled stack is a
+ * stack per value (every Dask task's key makes new ones): the table keeps
+ * the last LABELLED_STACKS_KEPT of them, the oldest forgotten. A record that
+ * names a forgotten one later has it sent again (note_lost_stack), at the
+ * cost of that record. 0, or -1 (out of memory).
+ */
+static int keep_stack(struct recorder *r, int pid, uint64_t id, uint32_t n)
+{
+	struct kept_stack *slot;
+
+	if (stack_table_put(&r->stacks, pid, id, r->ids, n))
+		return -1;
+	if (!n || !(r->ids[0] & LABEL_ID_BIT))
+		return 0;
+	if (!r->labelled && !(r->labelled = calloc(LABELLED_STACKS_KEPT, sizeof(*r->labelled))))
+		return 0;	/* kept, just not bounded: the next one tries again */
+	slot = &r->labelled[r->labelled_next++ % LABELLED_STACKS_KEPT];
+	if (slot->id && (slot->pid != pid || slot->id != id))
+		stack_table_delete(&r->stacks, slot->pid, slot->id);
+	slot->pid = pid;
+	slot->id = id;
+	return 0;
+}
+
+/*
  * A sample's or a collection's stack into r->ids. The kernel sends a stack's
  * frames with the first record at it and its id alone after that: the frames
  * are kept here (symbolized, without the GC marker, which is per sample)
@@ -492,7 +518,7 @@ static uint32_t event_stack(struct recorder *r, struct rec_process *p,
 		n = st->nframes;
 	} else {
 		n = build_python_stack(r, p, ev);
-		if (ev->stack_id && stack_table_put(&r->stacks, ev->pid, ev->stack_id, r->ids, n))
+		if (ev->stack_id && keep_stack(r, ev->pid, ev->stack_id, n))
 			r->failed++;
 	}
 	return n ? add_gc_marker(r, ev, n) : 0;
@@ -663,7 +689,7 @@ static void on_stack(struct recorder *r, const struct ep_stack_event *ev)
 	if (ev->tstate)
 		note_thread(p, ev->tid, ev->tstate);
 	n = build_stack(r, p, ev);
-	if (stack_table_put(&r->stacks, ev->pid, ev->stack_id, r->ids, n))
+	if (keep_stack(r, ev->pid, ev->stack_id, n))
 		r->failed++;
 }
 

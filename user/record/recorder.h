@@ -44,6 +44,10 @@ struct label_codes {
 
 struct rec_process;
 
+/* Labelled stacks the stack table keeps at most (recorder.c keep_stack):
+ * as many as the kernel remembers having sent (sent_stacks). */
+#define LABELLED_STACKS_KEPT	65536
+
 /* A change in the set of processes, for the driver to act on (--subprocesses). */
 struct proc_change {
 	int kind;		/* EP_EV_FORK, EP_EV_EXEC or EP_EV_EXIT */
@@ -76,6 +80,11 @@ struct recorder {
 	unsigned long native_frames;	/* ... native frames found in all */
 	uint64_t native_cpu_ns;		/* ... our CPU time unwinding and naming them */
 	int label_of_spec[EP_MAX_LABELS];	/* opts.labels[i]'s index in the label table */
+	struct kept_stack {			/* labelled stacks in the stack table, a ring */
+		int pid;
+		uint64_t id;
+	} *labelled;
+	uint64_t labelled_next;
 	struct proc_change *changes;	/* not yet taken by the driver */
 	size_t nchanges, changes_cap;
 };
