@@ -237,3 +237,33 @@ def test_pprof_samples_carry_the_label(out, tmp_path):
     for kind in KINDS:
         true_share = 100 * cpu[kind] / sum(cpu.values())
         assert abs(shares[kind] - true_share) <= TOLERANCE_POINTS, (kind, shares, cpu)
+
+
+def test_group_by_writes_a_profile_per_value(out):
+    """--group-by req: the speedscope file has one profile per value, each
+    with its kind's share of the samples, and opens in speedscope."""
+    interp = require_interpreter("debian-3.11")
+    prof, truth, _ = record(interp, out, "--label", "req=handle:0", "--group-by", "req",
+                            seconds=8)
+    names = [p["name"] for p in prof.doc["profiles"]]
+    assert sorted(names) == [f"req={k}" for k in KINDS], names
+    weights = {p["name"][4:]: sum(p["weights"]) for p in prof.doc["profiles"]}
+    assert all(sum(1 for s in p["samples"] if s) > 0 for p in prof.doc["profiles"])
+    total, true_total = sum(weights.values()), sum(truth["cpu_s"].values())
+    for kind in KINDS:
+        share = 100 * weights[kind] / total
+        true_share = 100 * truth["cpu_s"][kind] / true_total
+        assert abs(share - true_share) <= TOLERANCE_POINTS, (kind, weights, truth)
+    # every stack of req=gamma runs handle()
+    gamma = prof.profile("req=gamma")
+    assert all(any(n == "handle" for n in names) for names, _ in prof.stacks(gamma))
+
+
+@pytest.mark.nobpf
+def test_group_by_needs_a_label_and_speedscope():
+    res = run_ebpfprof("--group-by", "req", "--", "true")
+    assert res.returncode != 0
+    assert res.stderr.startswith("ebpfprof: --group-by req: no label of that name"), res.stderr
+    res = run_ebpfprof("--label", "req=handle:0", "--group-by", "req", "-f", "pprof", "--", "true")
+    assert res.returncode != 0
+    assert res.stderr.startswith("ebpfprof: --group-by needs the speedscope format"), res.stderr

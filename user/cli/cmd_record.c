@@ -71,6 +71,7 @@ struct options {
 	struct label_spec labels[EP_MAX_LABELS];	/* --label, then --dask's */
 	int nlabels;
 	int dask;		/* --dask */
+	const char *group_by;	/* --group-by NAME */
 	unsigned native_stack_kib;	/* --native-stack; 0: the default */
 	struct frame_naming naming;
 	double rotate;		/* seconds per period; 0: one profile */
@@ -90,7 +91,7 @@ static volatile sig_atomic_t forward_signal;
 static volatile sig_atomic_t cut_requested;
 
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
-       OPT_HISTORY_DB, OPT_TAG, OPT_LABEL, OPT_DASK };
+       OPT_HISTORY_DB, OPT_TAG, OPT_LABEL, OPT_DASK, OPT_GROUP_BY };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -129,6 +130,7 @@ static const struct argp_option option_list[] = {
 	FRAME_NAMING_OPTIONS,
 	{ "label", OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label every sample and wait whose stack holds a frame of FUNCTION (qualified or plain name) with the value of its argument number ARGUMENT (from 0): a str, an int or a tuple of them; time per value in the summary and the recording (repeatable, at most 4)", 0 },
 	{ "dask", OPT_DASK, NULL, 0, "Dask workers: label dask_key (the task's key, from distributed's task runner) and dask_prefix (its key_split)", 0 },
+	{ "group-by", OPT_GROUP_BY, "NAME", 0, "speedscope: one profile per value of label NAME (--label, or --dask's dask_key and dask_prefix) instead of one per thread", 0 },
 	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into the Python stacks: each C call of the eval loop replaced by the Python frames it ran", 0 },
 	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more, including libbpf's messages", 0 },
@@ -204,6 +206,17 @@ static void add_dask_labels(struct options *o)
 		snprintf(s->function, sizeof(s->function), "%s", runners[i].function);
 		s->arg = runners[i].arg;
 	}
+}
+
+/* Whether a label called name will be recorded. */
+static int label_named(const struct options *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->nlabels; i++)
+		if (!strcmp(o->labels[i].name, name))
+			return 1;
+	return o->dask && !strcmp(name, "dask_prefix");
 }
 
 static error_t parse_option(int key, char *arg, struct argp_state *state)
@@ -311,6 +324,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case OPT_DASK:
 		o->dask = 1;
 		break;
+	case OPT_GROUP_BY:
+		o->group_by = arg;
+		break;
 	case OPT_NATIVE_STACK:
 		if (parse_ulong(arg, 4, CONTROLLER_NATIVE_STACK_MAX_KIB, &v))
 			argp_error(state, "invalid --native-stack: %s (KiB, 4 to %u)", arg,
@@ -353,6 +369,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--keep needs --rotate");
 		if (o->dask)
 			add_dask_labels(o);
+		if (o->group_by && !label_named(o, o->group_by))
+			argp_error(state, "--group-by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
+				   o->group_by, o->group_by);
+		if (o->group_by && o->writer != &speedscope_writer)
+			argp_error(state, "--group-by needs the speedscope format");
 		if ((o->ntags || o->history_db) && !o->history)
 			argp_error(state, "--tag and --history-db need --history SERIES");
 		break;
@@ -665,6 +686,7 @@ static void fill_writer_options(struct run *run, struct writer_options *w,
 	w->analysis = recorder_analysis(run->rec);
 	w->info = info;
 	w->gc_min_ns = (uint64_t)(run->o->gc_min_ms * 1e6);
+	w->group_by = run->o->group_by;
 }
 
 static void on_cut_signal(int sig)

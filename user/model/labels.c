@@ -334,3 +334,24 @@ int label_function_matches(const char *function, const char *name)
 	return !strchr(function, '.') && nn > nf && name[nn - nf - 1] == '.' &&
 	       !strcmp(name + nn - nf, function);
 }
+
+uint32_t label_value_under(const struct label_table *t, uint32_t sample_label, int label)
+{
+	uint32_t id = sample_label - 1;
+	int hops;
+
+	for (hops = 0; sample_label && id < t->n && hops < 2; hops++, id = t->v[id].derived)
+		if (t->v[id].label == label)
+			return id;
+	return LABEL_NONE;
+}
+
+int label_table_find(const struct label_table *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->nnames; i++)
+		if (!strcmp(t->names[i], name))
+			return i;
+	return -1;
+}

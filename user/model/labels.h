@@ -86,6 +86,12 @@ int label_spec_parse(const char *arg, struct label_spec *out, char *err, size_t 
  * ".function" when function is a plain name. */
 int label_function_matches(const char *function, const char *name);
 
+/* The value of `label` a sample's label (its value's id + 1, 0: none)
+ * stands for: that value, or the one it derives; LABEL_NONE if neither. */
+uint32_t label_value_under(const struct label_table *t, uint32_t sample_label, int label);
+/* The index of the label called name, or -1. */
+int label_table_find(const struct label_table *t, const char *name);
+
 /* The value's str (alone, or a tuple's first item) into buf, as text
  * without quotes; NULL when it is no str. */
 const char *label_source(const struct ep_label_blob *b, char *buf, size_t len);
