@@ -15,12 +15,11 @@
 #include "maps.bpf.h"
 
 /* Fixed in every CPython 3.8-3.15 (x86-64): PyObject.ob_type,
- * PyTypeObject.tp_name, PyVarObject.ob_size, PyTupleObject.ob_item, and
- * the type flags of int, tuple and str subclasses. */
+ * PyTypeObject.tp_name, PyVarObject.ob_size, and the type flags of int,
+ * tuple and str subclasses. */
 #define OB_TYPE		8
 #define TP_NAME		24
 #define VAR_SIZE	16
-#define TUPLE_ITEMS	24
 #define TPF_LONG	(1ull << 24)
 #define TPF_TUPLE	(1ull << 26)
 #define TPF_UNICODE	(1ull << 28)
@@ -132,7 +131,7 @@ static __always_inline void read_tuple(const struct label_req *q, __u64 obj,
 	__u64 n = user_u64(obj + VAR_SIZE, &err);
 
 	b->tuple = 1;
-	if (err || bpf_probe_read_user(items, sizeof(items), (void *)(obj + TUPLE_ITEMS))) {
+	if (err || bpf_probe_read_user(items, sizeof(items), (void *)(obj + q->lo.tuple_items))) {
 		b->tag[0] = EP_LT_UNREADABLE;
 		return;
 	}

@@ -58,6 +58,8 @@ struct ep_label_offsets {
 	__u16 unicode_compact_size;	/* data of a compact non-ASCII str */
 	__u16 long_size;		/* ob_size, or lv_tag (3.12+) */
 	__u16 long_digits;
+	__u16 tuple_items;		/* PyTupleObject.ob_item (3.14+: after a cached hash) */
+	__u16 pad;
 };
 
 /* What an item of a label value is (struct ep_label_blob.tag). */

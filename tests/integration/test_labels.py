@@ -7,6 +7,8 @@ the labelled on-CPU time must be within 5 points of the program's own
 thread_time() per kind. The whole process is recorded (launched by
 ebpfprof), so the truth covers the same time."""
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -19,9 +21,13 @@ TOLERANCE_POINTS = 5
 
 def record(interp, out, *label_args, key="str", seconds=8, rate=400, extra=()):
     path, truth = out(), out(".truth.json")
+    inside = truth
+    if interp.chroot:   # its /tmp is the chroot's, shared with other runs: named per run
+        inside = f"/tmp/{os.getpid()}-{truth.parent.name}-{truth.name}"
+        truth = Path(interp.chroot) / inside.lstrip("/")
     res = run_ebpfprof("-r", rate, "-o", path, *label_args, "--", *interp.argv,
                        interp.workload_path("label_requests.py"), "--seconds", seconds,
-                       "--key", key, "--truth", truth, *extra, timeout=120)
+                       "--key", key, "--truth", inside, *extra, timeout=120)
     assert res.returncode == 0, res.stderr
     with open(truth) as f:
         return Profile(path), json.load(f), res.stderr
@@ -105,7 +111,8 @@ def test_unknown_function_gives_no_label_and_no_error(out):
 
 
 @pytest.mark.parametrize("name", ["pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.12",
-                                  "pyenv-3.13"])
+                                  "pyenv-3.13", "chroot-3.9", "chroot-3.13", "chroot-3.14",
+                                  "chroot-3.15"])
 def test_other_versions(out, name):
     interp = require_interpreter(name)
     prof, truth, _ = record(interp, out, "--label", "req=handle:0", key="tuple", seconds=8)

@@ -90,15 +90,18 @@ static int fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 }
 
 /* --label: where the kernel reads a labelled frame's argument and how it
- * reads the value (bpf/label.bpf.c). Fast locals not known (3.14+ for now):
- * no label is read. Offsets larger than the kernel's 16 bits: none either. */
+ * reads the value (bpf/label.bpf.c): the fast locals from the target's debug
+ * offsets (3.13+), else from the table; not known (3.14+ without debug
+ * offsets): no label is read. */
 static void fill_label_offsets(struct ep_proc_cfg *c, const struct py_layout *L)
 {
 	const struct py_obj_layout *O = py_obj_layout_for_version(L->major, L->minor);
 	struct ep_label_offsets *lo = &c->lo;
+	int localsplus = L->frame_localsplus > 0 ? L->frame_localsplus :
+			 O ? O->frame_localsplus : -1;
 
 	lo->frame_localsplus = EP_NO_OFFSET;
-	if (!O || O->frame_localsplus < 0 || O->tp_flags < 0 || L->unicode_state < 0 ||
+	if (!O || localsplus < 0 || O->tp_flags < 0 || L->unicode_state < 0 ||
 	    L->unicode_length < 0 || L->unicode_ascii_size < 0 || L->unicode_compact_size < 0)
 		return;
 	lo->tp_flags = off16(O->tp_flags);
@@ -108,8 +111,9 @@ static void fill_label_offsets(struct ep_proc_cfg *c, const struct py_layout *L)
 	lo->unicode_compact_size = off16(L->unicode_compact_size);
 	lo->long_size = off16(O->long_size);
 	lo->long_digits = off16(O->long_digits);
+	lo->tuple_items = off16(O->tuple_items);
 	c->long_tagged = O->long_tagged;
-	lo->frame_localsplus = off16(O->frame_localsplus);
+	lo->frame_localsplus = off16(localsplus);
 }
 
 int py_target_label_ready(const struct py_target *t)

@@ -163,7 +163,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 	struct rec_process *p = find_process(r, t->pid);
 
 	if (r->opts.nlabels && !py_target_label_ready(t))
-		fprintf(stderr, "ebpfprof: warning: process %d: --label reads arguments on CPython 3.8 to 3.13 only; no labels for its %d.%d\n",
+		fprintf(stderr, "ebpfprof: warning: process %d: where CPython %d.%d keeps a frame's arguments is not known here (its debug offsets unread); no labels\n",
 			t->pid, t->major, t->minor);
 
 	if (p) {
