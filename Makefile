@@ -30,9 +30,9 @@ CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DEP_VERSION='"$(VERSION)"'
 # user/ in layers, lowest first: each folder includes its own headers and
 # those of the folders before it (scripts/check-layers.sh holds it to that)
-USER_DIRS  := base cpython native model output diff history record live cli
+USER_DIRS  := base cpython native model output diff history push record live cli
 INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
-LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lsqlite3 -lm
+LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lsqlite3 -lcurl -lpthread -lm
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
@@ -115,7 +115,7 @@ $(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_CC      ?= clang-14
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_NAMES   := linetable elf debug_offsets pystr json recording native native_proto labels
+FUZZ_NAMES   := linetable elf debug_offsets pystr json recording native native_proto push_labels labels
 FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 600
 FUZZ_SHORT   ?= 10
@@ -137,6 +137,7 @@ fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c 
 fuzz_native_LIBS        := -ldw -lelf -llzma
 fuzz_native_proto_SRCS  := user/native/native_proto.c
 fuzz_labels_SRCS        := user/model/labels.c user/model/dask_key.c user/base/grow.c
+fuzz_push_labels_SRCS   := user/push/push_labels.c
 
 .SECONDEXPANSION:
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(USER_HDRS) include/ebpfprof.h

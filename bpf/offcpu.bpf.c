@@ -129,19 +129,23 @@ struct task_struct___pre514 {
  * distribution kernel) ends with the task's user-mode registers. */
 #define EP_THREAD_SIZE	16384
 
+/* The task's state bits; 0 (TASK_RUNNING): on a CPU, or runnable */
+static __always_inline unsigned int task_state_bits(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->__state))
+		return task->__state;
+	return ((struct task_struct___pre514 *)task)->state;
+}
+
 static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_struct *prev)
 {
 	/* prev and its pt_regs are BTF pointers the verifier trusts: plain
 	 * (CO-RE relocated) loads, not a helper call per field */
-	unsigned int state;
+	unsigned int state = task_state_bits(prev);
 	struct pt_regs *regs;
 	long nr;
 	__u64 arg0;
 
-	if (bpf_core_field_exists(prev->__state))
-		state = prev->__state;
-	else
-		state = ((struct task_struct___pre514 *)prev)->state;
 	if (state == 0)		/* TASK_RUNNING: switched out while runnable */
 		return EP_OFF_PREEMPTED;
 	if (ep_has_task_pt_regs) {
@@ -644,6 +648,25 @@ static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
 	return upid.nr;
 }
 
+/*
+ * A thread off the CPU since before its process was profiled (a switch-out
+ * since would have made its storage): an interval from the start, as its
+ * switch-out would have classified it. Userspace's seed (with its stack)
+ * may replace it. Left out, a thread queued or blocked at the start lost
+ * the time up to its first switch-in: 10-30 ms a spinner on a loaded
+ * machine, more in a guest; a napper's nap when its seed came late.
+ */
+static __always_inline void prime_off_cpu(struct task_struct *task, struct ep_offcpu_task *st,
+					  const struct ep_proc_cfg *cfg)
+{
+	__u64 *clock = bpf_map_lookup_elem(&gc_clocks, &st->pid);
+
+	st->reason = classify(cfg, task);
+	st->flags = EP_IV_SEEDED;
+	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, cfg->start_ts) : 0;
+	st->off_ts = cfg->start_ts;
+}
+
 /* A thread of the process without storage (it has not left the CPU since
  * the process is profiled): storage for it, so that its switch-in is seen
  * and, running now, its run so far is counted. */
@@ -668,8 +691,11 @@ static __always_inline struct ep_offcpu_task *prime_task(struct task_struct *tas
 	st->totals_in_task = cfg->totals_in_task;
 	st->primed = 1;
 	st->ran_ns = task->se.sum_exec_runtime;
-	if (task->on_cpu)
+	if (task->on_cpu) {
 		__sync_val_compare_and_swap(&st->on_ts, 0, unseen_run_start(task, cfg, now));
+	} else {
+		prime_off_cpu(task, st, cfg);
+	}
 	return st;
 }
 
@@ -798,8 +824,8 @@ static __always_inline int apply_task_op(struct task_struct *task, const struct 
 	return 1;
 }
 
-/* Applies the operation queued for each thread of the process (then
- * forgets it), and writes the storage of each thread that has one. */
+/* Applies the operation queued for each thread of the process (once), and
+ * writes the storage of each thread that has one. */
 SEC("iter/task")
 int offcpu_task_io(struct bpf_iter__task *ctx)
 {
@@ -816,9 +842,13 @@ int offcpu_task_io(struct bpf_iter__task *ctx)
 	if (!tid)
 		return 0;
 	op = bpf_map_lookup_elem(&offcpu_task_ops, &tid);
+	/* kept (userspace deletes the ops after the run) and marked done: a
+	 * record that did not fit the read makes the kernel run this program
+	 * again for the same thread, which must say again what was done */
 	if (op) {
-		head.applied = apply_task_op(task, op);
-		bpf_map_delete_elem(&offcpu_task_ops, &tid);
+		if (!op->done)
+			op->done = EP_TASK_OP_TRIED + apply_task_op(task, op);
+		head.applied = op->done == EP_TASK_OP_APPLIED;
 	}
 	st = task_state_get(task, 0);
 	if (!st)

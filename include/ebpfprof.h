@@ -566,9 +566,12 @@ enum ep_task_op_kind {
 	EP_TASK_RESTART = 2,	/* interval at expect_off_ts: now starts at off_ts (0: closed) */
 };
 
+#define EP_TASK_OP_TRIED	1	/* ep_task_op.done: run, not applied */
+#define EP_TASK_OP_APPLIED	2	/* ... run and applied */
+
 struct ep_task_op {
 	__u32 op;		/* enum ep_task_op_kind */
-	__u32 pad;
+	__u32 done;		/* 0 (userspace), then EP_TASK_OP_TRIED or _APPLIED */
 	__u64 expect_off_ts;
 	__u64 off_ts;
 	__u64 gc_clock_out;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # scripts/check-layers.sh - user/ is layered, lowest first:
-#   base cpython native model output diff history record live cli
+#   base cpython native model output diff history push record live cli
 # A file may include headers of its own folder and of the folders below it,
 # never of one above: base knows nothing of CPython, the model nothing of how
 # it is written out, only cli of the commands. Within a layer no two files
@@ -11,7 +11,7 @@
 # one line and exits 0 otherwise.
 set -u
 cd "$(dirname "$0")/.."
-layers=(base cpython native model output diff history record live cli)
+layers=(base cpython native model output diff history push record live cli)
 declare -A rank home
 for i in "${!layers[@]}"; do
 	rank[${layers[$i]}]=$i

@@ -2,7 +2,7 @@
 # Installs every Debian package ebpfprof's build and tests need. Idempotent:
 # installs only what is missing. Needs root (apt-get).
 set -eu
-build="clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev libdw-dev liblzma-dev zlib1g-dev libjansson-dev libsqlite3-dev make gcc pkg-config"
+build="clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev libdw-dev liblzma-dev zlib1g-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev make gcc pkg-config"
 tests="libcmocka-dev time python3 python3-pytest python3-jsonschema debootstrap python3.11-dbg
 python3.11-dev libpython3.11-dev util-linux bsdutils procps chromium golang-go tmux
 mandoc man-db groff-base libcap2-bin podman runc catatonit python3-distributed

@@ -189,7 +189,15 @@ static int put_in_place(int fd, const char *tmp, const char *path)
 	return -1;
 }
 
-int atomic_file_write(const char *path, int binary,
+/* A private file takes a new name only, as mkstemp made it: 0600, ours. */
+static int put_private_in_place(int fd, const char *tmp, const char *path)
+{
+	if (fsync(fd))
+		return -1;
+	return renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+}
+
+static int write_file(const char *path, int binary, int private,
 		      int (*fn)(FILE *f, void *ctx), void *ctx)
 {
 	char *tmp;
@@ -210,7 +218,8 @@ int atomic_file_write(const char *path, int binary,
 	if (!f)
 		goto fail;
 	errno = 0;
-	if (fn(f, ctx) || fflush(f) || ferror(f) || put_in_place(fd, tmp, path))
+	if (fn(f, ctx) || fflush(f) || ferror(f) ||
+	    (private ? put_private_in_place(fd, tmp, path) : put_in_place(fd, tmp, path)))
 		goto fail;
 	pending_tmp = NULL;
 	/* flushed and synced: closing cannot lose what is in place */
@@ -233,4 +242,15 @@ fail_nofile:
 	free(tmp);
 	errno = err;
 	return -1;
+}
+
+int atomic_file_write(const char *path, int binary,
+		      int (*fn)(FILE *f, void *ctx), void *ctx)
+{
+	return write_file(path, binary, 0, fn, ctx);
+}
+
+int atomic_file_write_private(const char *path, int (*fn)(FILE *f, void *ctx), void *ctx)
+{
+	return write_file(path, 1, 1, fn, ctx);
 }

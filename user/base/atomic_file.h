@@ -27,6 +27,14 @@
 int atomic_file_write(const char *path, int binary,
 		      int (*fn)(FILE *f, void *ctx), void *ctx);
 
+/*
+ * As atomic_file_write(), for a file only ebpfprof reads back (--push's
+ * spool): mode 0600, owned by the effective user (never handed to the sudo
+ * user), binary, and a new name only: anything at path already, a file
+ * included, is left alone and the write fails with EEXIST.
+ */
+int atomic_file_write_private(const char *path, int (*fn)(FILE *f, void *ctx), void *ctx);
+
 /* 0 if path may be written: it does not exist or is a regular file; else
  * -1 with errno EISDIR (a directory), EEXIST (something else) or ENOENT (""). */
 int atomic_file_check(const char *path);

@@ -30,6 +30,7 @@
 #include "preflight.h"
 #include "printable.h"
 #include "progress.h"
+#include "pusher.h"
 #include "py_target.h"
 #include "recorder.h"
 #include "report.h"
@@ -76,6 +77,7 @@ struct options {
 	struct frame_naming naming;
 	double rotate;		/* seconds per period; 0: one profile */
 	unsigned keep;		/* periods kept; 0: all */
+	struct push_config push;	/* --push: .url set */
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
@@ -91,7 +93,9 @@ static volatile sig_atomic_t forward_signal;
 static volatile sig_atomic_t cut_requested;
 
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
-       OPT_HISTORY_DB, OPT_TAG, OPT_LABEL, OPT_DASK, OPT_GROUP_BY };
+       OPT_HISTORY_DB, OPT_TAG, OPT_PUSH, OPT_APP, OPT_SPOOL, OPT_SPOOL_MAX_MB,
+       OPT_PUSH_BASIC_AUTH_FILE, OPT_PUSH_TOKEN_FILE, OPT_PUSH_CA_FILE,
+       OPT_PUSH_TENANT, OPT_LABEL, OPT_DASK, OPT_GROUP_BY };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -118,12 +122,20 @@ static const struct argp_option option_list[] = {
 	{ "gc-log", 'G', "FILE", 0, "Write every GC pause and every long wait to FILE as JSON lines", 0 },
 	{ "history", OPT_HISTORY, "SERIES", 0, "Store the recording's figures as a run of SERIES in the run history (see ebpfprof history)", 0 },
 	{ "history-db", OPT_HISTORY_DB, "PATH", 0, "The run history's database (default: ~/.local/share/ebpfprof/history.db of the user who ran ebpfprof)", 0 },
-	{ "tag", OPT_TAG, "KEY=VALUE", 0, "--history: a tag of the run (a commit, gc-off); repeatable", 0 },
+	{ "tag", OPT_TAG, "KEY=VALUE", 0, "--history: a tag of the run (a commit, gc-off); --push: a label of every profile pushed; repeatable", 0 },
 	{ "wait-threshold", 'W', "MS", 0, "Shortest wait written to --gc-log (default 10 ms)", 0 },
 	{ "gc-min-ms", 'M', "MS", 0, "Chrome trace: draw GC pauses of at least MS as slices (default 0: every pause)", 0 },
 	{ "function", 'F', NULL, 0, "One frame per function instead of per line", 0 },
 	{ "rotate", OPT_ROTATE, "SECONDS", 0, "Continuous mode: write one profile (and GC log) per period of SECONDS, named with its start time; SIGUSR1 writes the current period at once", 0 },
 	{ "keep", OPT_KEEP, "N", 0, "With --rotate: keep the newest N periods' files, delete older ones", 0 },
+	{ "push", OPT_PUSH, "URL", 0, "With --rotate: push each period's profile of each process to the Grafana Pyroscope server at URL (POST URL/ingest, pprof); files are then written only with -o", 0 },
+	{ "app", OPT_APP, "NAME", 0, "--push: the service name (default: each process's name)", 0 },
+	{ "spool", OPT_SPOOL, "DIR", 0, "--push: keep the periods not sent yet in DIR (default: a temporary directory)", 0 },
+	{ "spool-max-mb", OPT_SPOOL_MAX_MB, "MB", 0, "--push: the spool's bound; the oldest periods are dropped beyond it (default 64)", 0 },
+	{ "push-basic-auth-file", OPT_PUSH_BASIC_AUTH_FILE, "FILE", 0, "--push: basic auth, USER:PASSWORD read from FILE (not readable by others)", 0 },
+	{ "push-token-file", OPT_PUSH_TOKEN_FILE, "FILE", 0, "--push: a bearer token read from FILE (not readable by others)", 0 },
+	{ "push-tenant", OPT_PUSH_TENANT, "ID", 0, "--push: the tenant (X-Scope-OrgID header) of a multi-tenant Pyroscope", 0 },
+	{ "push-ca-file", OPT_PUSH_CA_FILE, "FILE", 0, "--push: trust the CA certificates in FILE (PEM) for https instead of the system's", 0 },
 	{ "subprocesses", 's', NULL, 0, "Also profile Python child processes started during the recording (one profile per process and thread)", 0 },
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
 	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
@@ -219,6 +231,35 @@ static int label_named(const struct options *o, const char *name)
 	return o->dask && !strcmp(name, "dask_prefix");
 }
 
+/* --push's options: with --rotate, each only with --push, tags as labels. */
+static void check_push_options(struct argp_state *state, struct options *o)
+{
+	struct push_config *pc = &o->push;
+
+	if (!pc->url) {
+		if (pc->app || pc->spool_dir || pc->spool_max_bytes || pc->basic_auth_file ||
+		    pc->token_file || pc->ca_file || pc->tenant)
+			argp_error(state, "--app, --spool, --spool-max-mb and --push-* options need --push URL");
+		return;
+	}
+	if (!o->rotate)
+		argp_error(state, "--push needs --rotate SECONDS (a profile is pushed per period)");
+	if (pc->basic_auth_file && pc->token_file)
+		argp_error(state, "give --push-basic-auth-file or --push-token-file, not both");
+	for (size_t i = 0; i < o->ntags; i++) {
+		const char *why = push_tag_invalid(o->tags[i]);
+
+		if (why)
+			argp_error(state, "%s: %s", why, o->tags[i]);
+	}
+	pc->tags = o->tags;
+	pc->ntags = o->ntags;
+	pc->rate_hz = o->rate_hz;
+	pc->verbose = o->verbose;
+	if (!pc->spool_max_bytes)
+		pc->spool_max_bytes = (uint64_t)PUSH_SPOOL_DEFAULT_MB << 20;
+}
+
 static error_t parse_option(int key, char *arg, struct argp_state *state)
 {
 	struct options *o = state->input;
@@ -288,6 +329,43 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		why = hist_tag_take(o->tags, &o->ntags, arg);
 		if (why)
 			argp_error(state, "%s: %s", why, arg);
+		break;
+	case OPT_PUSH:
+		o->push.url = arg;
+		break;
+	case OPT_APP:
+		if (!arg[0] || strlen(arg) > PUSH_LABEL_VALUE_MAX)
+			argp_error(state, "invalid --app: %s (1 to %d characters)", arg, PUSH_LABEL_VALUE_MAX);
+		o->push.app = arg;
+		break;
+	case OPT_SPOOL:
+		if (!arg[0])
+			argp_error(state, "invalid --spool: an empty directory name");
+		o->push.spool_dir = arg;
+		break;
+	case OPT_SPOOL_MAX_MB:
+	{
+		double mb;
+
+		/* fractions too: a bound of a few periods, for tests */
+		if (parse_real(arg, 0.001, 0, 1024 * 1024, &mb))
+			argp_error(state, "invalid --spool-max-mb: %s (MB, 0.001 to 1048576)", arg);
+		o->push.spool_max_bytes = (uint64_t)(mb * 1048576);
+		break;
+	}
+	case OPT_PUSH_BASIC_AUTH_FILE:
+		o->push.basic_auth_file = arg;
+		break;
+	case OPT_PUSH_TOKEN_FILE:
+		o->push.token_file = arg;
+		break;
+	case OPT_PUSH_CA_FILE:
+		o->push.ca_file = arg;
+		break;
+	case OPT_PUSH_TENANT:
+		if (!push_tenant_valid(arg))
+			argp_error(state, "invalid --push-tenant: %s (1 to 150 of letters, digits and !-_.*'())", arg);
+		o->push.tenant = arg;
 		break;
 	case 'G':
 		if (!arg[0])
@@ -374,8 +452,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 				   o->group_by, o->group_by);
 		if (o->group_by && o->writer != &speedscope_writer)
 			argp_error(state, "--group-by needs the speedscope format");
-		if ((o->ntags || o->history_db) && !o->history)
-			argp_error(state, "--tag and --history-db need --history SERIES");
+		if (o->history_db && !o->history)
+			argp_error(state, "--history-db needs --history SERIES");
+		if (o->ntags && !o->history && !o->push.url)
+			argp_error(state, "--tag needs --history SERIES or --push URL");
+		check_push_options(state, o);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -415,6 +496,7 @@ struct run {
 	struct rotation rotation;
 	struct timespec period_start;	/* wall clock, for the names */
 	struct progress progress;
+	struct pusher pusher;	/* --push */
 };
 
 static void end_command(struct run *run);
@@ -526,7 +608,7 @@ static void store_history(const struct options *o, const struct profile *p,
 }
 
 /* A failed write (disk full) ends the launched command too: it never
- * outlives ebpfprof. */
+ * outlives ebpfprof. profile_path NULL: no profile file (--push alone). */
 static void write_outputs(struct run *run, const char *profile_path, const char *gc_log_path)
 {
 	struct writer_options wopts = { .threads = run->o->threads };
@@ -534,7 +616,8 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	char err[ERRLEN];
 
 	fill_writer_options(run, &wopts, &info);
-	if (writer_write_file(run->o->writer, recorder_profile(run->rec), &wopts, profile_path)) {
+	if (profile_path &&
+	    writer_write_file(run->o->writer, recorder_profile(run->rec), &wopts, profile_path)) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", profile_path, strerror(errno));
 		end_command(run);
 		die(err);
@@ -567,13 +650,36 @@ static void period_paths(struct run *run, char *prof, char *log, size_t len)
 	} while (!access(prof, F_OK) || (gc_log && !access(log, F_OK)));
 }
 
-/* Writes the period's files, deletes the oldest beyond --keep. */
+/* --push: the period's profile of each process, spooled for the push thread. */
+static void push_period(struct run *run)
+{
+	struct writer_options wopts = { .threads = run->o->threads };
+	struct recording_info info;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	fill_writer_options(run, &wopts, &info);
+	pusher_period(&run->pusher, recorder_profile(run->rec), &wopts,
+		      run->period_start.tv_sec + run->period_start.tv_nsec / 1e9,
+		      now.tv_sec + now.tv_nsec / 1e9);
+}
+
+/* Writes the period's files (with --push, only when -o named them), pushes
+ * it, deletes the oldest files beyond --keep. */
 static void write_period(struct run *run, char *prof, char *log, size_t len)
 {
 	const char *paths[3] = { prof, run->o->gc_log ? log : NULL, NULL };
+	int files = !run->o->push.url || run->o->output;
 
+	if (run->o->push.url)
+		push_period(run);
 	period_paths(run, prof, log, len);
-	write_outputs(run, prof, paths[1]);
+	write_outputs(run, files ? prof : NULL, paths[1]);
+	if (!files) {
+		prof[0] = '\0';
+		paths[0] = paths[1];
+		paths[1] = NULL;
+	}
 	if (rotation_written(&run->rotation, paths))
 		die("out of memory");
 }
@@ -591,8 +697,9 @@ static void on_period(void *ctx, uint64_t end_ns)
 	clock_gettime(CLOCK_REALTIME, &next_start);
 	secs = recorder_profile(run->rec)->duration_ns / 1e9;
 	write_period(run, prof, log, sizeof(prof));
-	fprintf(stderr, "ebpfprof: period %u: %.2f s, %lu samples, wrote %s\n",
-		run->rotation.periods, secs, recorder_kept(run->rec), prof);
+	fprintf(stderr, "ebpfprof: period %u: %.2f s, %lu samples, %s%s\n",
+		run->rotation.periods, secs, recorder_kept(run->rec), prof[0] ? "wrote " : "pushed",
+		prof);
 	run->period_start = next_start;
 }
 
@@ -707,7 +814,7 @@ static void check_environment(struct options *o, char *output, size_t outlen)
 		snprintf(output, outlen, "%s", o->output);
 	else
 		default_output(o, o->pid ? o->pid : getpid(), output, outlen);
-	if (preflight_output(output, err, sizeof(err)))
+	if ((!o->push.url || o->output) && preflight_output(output, err, sizeof(err)))
 		die(err);
 	if (o->gc_log && preflight_output(o->gc_log, err, sizeof(err)))
 		die(err);
@@ -746,7 +853,9 @@ static int record_several(struct options *o)
 {
 	const char **base = calloc(o->nforward + 2, sizeof(*base));
 	struct proc_matcher matcher;
-	struct multi_opts mo = { .base_argv = base, .outdir = o->output ? o->output : ".",
+	/* --push without -o: the recordings write no profile files */
+	struct multi_opts mo = { .base_argv = base,
+				 .outdir = o->output ? o->output : o->push.url ? NULL : ".",
 				 .suffix = o->writer->suffix, .gc_log_dir = o->gc_log,
 				 .duration = o->duration, .pids = o->pids, .npids = o->npids,
 				 .pattern = o->match };
@@ -764,7 +873,16 @@ static int record_several(struct options *o)
 			die(err);
 	if (preflight_btf(err, sizeof(err)) || preflight_privileges(err, sizeof(err)))
 		die(err);
-	prepare_dir(mo.outdir);
+	if (mo.outdir)
+		prepare_dir(mo.outdir);
+	if (o->push.url) {
+		struct pusher check;
+
+		/* credentials and spool refused now, not by each recording */
+		if (pusher_open(&check, &o->push, err, sizeof(err)))
+			die(err);
+		pusher_close(&check);
+	}
 	if (mo.gc_log_dir)
 		prepare_dir(mo.gc_log_dir);
 	if (o->match) {
@@ -802,6 +920,9 @@ int cmd_record(int argc, char **argv)
 		return rc;
 	}
 	check_environment(&o, output, sizeof(output));
+	/* credentials, spool: refused before anything is recorded */
+	if (o.push.url && pusher_open(&run.pusher, &o.push, err, sizeof(err)))
+		die(err);
 	frame_naming_set(&o.naming);
 	install_stop_signals();
 	if (o.rotate) {
@@ -844,6 +965,8 @@ int cmd_record(int argc, char **argv)
 	run.output = strdup(output);
 	if (!run.output)
 		die("out of memory");
+	if (o.push.url && pusher_start(&run.pusher, err, sizeof(err)))
+		die(err);
 	record(&run);
 	if (o.rotate) {
 		write_period(&run, output, log, sizeof(output));
@@ -851,7 +974,13 @@ int cmd_record(int argc, char **argv)
 		write_outputs(&run, output, o.gc_log);
 		snprintf(log, sizeof(log), "%s", o.gc_log ? o.gc_log : "");
 	}
-	print_summary(&run, output, o.gc_log ? log : NULL);
+	if (o.push.url)
+		pusher_stop(&run.pusher);
+	print_summary(&run, output[0] ? output : NULL, o.gc_log ? log : NULL);
+	if (o.push.url) {
+		pusher_print(&run.pusher, stderr);
+		pusher_close(&run.pusher);
+	}
 	rotation_free(&run.rotation);
 	free((char *)run.output);
 	controller_close(&run.ctl);

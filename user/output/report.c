@@ -317,7 +317,8 @@ void report_summary(FILE *f, const struct recording_summary *s)
 	if (s->gc_log)
 		fprintf(f, "ebpfprof: wrote GC pauses and waits over %.1f ms to %s\n",
 			s->wait_threshold_ms, s->gc_log);
-	fprintf(f, "ebpfprof: wrote %s profile to %s\n", s->format, s->path);
+	if (s->path)	/* --push without -o writes no file */
+		fprintf(f, "ebpfprof: wrote %s profile to %s\n", s->format, s->path);
 }
 
 /* "key":[frames innermost first] */

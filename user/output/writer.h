@@ -26,6 +26,9 @@ struct writer_options {
 	uint64_t gc_min_ns;	/* chrome: shortest GC pause drawn as a slice */
 	int threads;		/* collapsed: each thread as a root frame (-t) */
 	const char *group_by;	/* speedscope: a profile per value of this label, not per thread */
+	int pid;		/* pprof: only this process's threads; 0: all */
+	int state_types;	/* pprof: a sample type per state (--push), not
+				 * one cpu value with the state as a label only */
 };
 
 struct output_writer {
@@ -40,6 +43,11 @@ extern const struct output_writer speedscope_writer;
 extern const struct output_writer collapsed_writer;
 extern const struct output_writer chrome_trace_writer;
 extern const struct output_writer pprof_writer;
+
+/* pprof with state_types: "samples" (count) and "cpu" (nanoseconds) on CPU,
+ * then state s's time (nanoseconds) for each state s from STATE_ON_CPU + 1
+ * to STATE_RECORDED - 1, named by pprof_state_type_name(). */
+void pprof_state_type_name(int s, char *out, size_t len);
 
 /* The writer named `name`, or NULL. */
 const struct output_writer *writer_by_name(const char *name);

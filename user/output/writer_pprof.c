@@ -254,6 +254,8 @@ static void strtab_free(struct strtab *st)
 struct pprof {
 	const struct profile *p;
 	const struct label_table *labels;	/* --label; NULL: none */
+	int pid;		/* writer_options.pid */
+	int state_types;	/* writer_options.state_types */
 	struct pbuf out, msg, sub, scratch;
 	struct strtab st;
 	uint32_t *frame_func;	/* frame id -> function id */
@@ -381,12 +383,47 @@ static void put_value_labels(struct pprof *pp, uint32_t label)
 		put_label(pp, t->names[t->v[id].label], t->v[id].value, 0);
 }
 
+/*
+ * --push's sample types: the samples and cpu of the default, then one per
+ * state but on-CPU, in nanoseconds (GC counts in cpu and in gc). A sample
+ * has its time in cpu if on CPU, and in its state's column.
+ */
+#define STATE_TYPES	(2 + STATE_RECORDED - 1)
+
+/* The name of state s's sample type: its name with '_' for '-' ("gil_wait"). */
+void pprof_state_type_name(int s, char *out, size_t len)
+{
+	snprintf(out, len, "%s", sample_state_name(s));
+	for (char *c = out; *c; c++)
+		if (*c == '-')
+			*c = '_';
+}
+
+static size_t sample_values(const struct pprof *pp, const struct sample *s, uint64_t count,
+			    uint64_t ns, uint64_t *values)
+{
+	int on_cpu = s->state == STATE_ON_CPU || s->state == STATE_GC;
+
+	if (!pp->state_types) {
+		values[0] = count;
+		values[1] = ns;
+		return 2;
+	}
+	memset(values, 0, STATE_TYPES * sizeof(*values));
+	values[0] = on_cpu ? count : 0;
+	values[1] = on_cpu ? ns : 0;
+	if (s->state != STATE_ON_CPU && s->state < STATE_RECORDED)
+		values[2 + s->state - 1] = ns;
+	return STATE_TYPES;
+}
+
 static int put_sample(struct pprof *pp, const struct thread_profile *t,
 		      const struct sample *s, uint64_t count, uint64_t ns)
 {
-	uint64_t *locs, values[2] = { count, ns };
+	uint64_t *locs, values[STATE_TYPES];
 	char fallback[32];
 	uint32_t i;
+	size_t nvalues = sample_values(pp, s, count, ns, values);
 
 	locs = malloc((s->nframes + 1) * sizeof(*locs));
 	if (!locs)
@@ -395,7 +432,7 @@ static int put_sample(struct pprof *pp, const struct thread_profile *t,
 	for (i = 0; i < s->nframes; i++)
 		locs[i] = (uint64_t)s->frames[s->nframes - 1 - i] + 1;
 	pb_packed(&pp->msg, SAMPLE_LOCATION_ID, locs, s->nframes, &pp->scratch);
-	pb_packed(&pp->msg, SAMPLE_VALUE, values, 2, &pp->scratch);
+	pb_packed(&pp->msg, SAMPLE_VALUE, values, nvalues, &pp->scratch);
 	free(locs);
 	snprintf(fallback, sizeof(fallback), "Thread %d", t->tid);
 	put_label(pp, "thread", t->name ? t->name : fallback, 0);
@@ -479,6 +516,12 @@ static void put_header(struct pprof *pp)
 	strtab_id(&pp->st, "");
 	put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
 	put_value_type(pp, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	for (int s = STATE_ON_CPU + 1; pp->state_types && s < STATE_RECORDED; s++) {
+		char name[64];
+
+		pprof_state_type_name(s, name, sizeof(name));
+		put_value_type(pp, PROFILE_SAMPLE_TYPE, name, "nanoseconds");
+	}
 	put_value_type(pp, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
 	pb_uint(&pp->out, PROFILE_PERIOD, p->rate_hz ? 1000000000ull / p->rate_hz : 0);
 	pb_uint(&pp->out, PROFILE_TIME_NANOS, start_time_ns(p));
@@ -500,7 +543,8 @@ static int encode(struct pprof *pp)
 		return -1;
 	put_locations(pp);
 	for (i = 0; i < pp->p->nthreads; i++)
-		if (put_thread_samples(pp, &pp->p->threads[i]))
+		if ((!pp->pid || pp->p->threads[i].pid == pp->pid) &&
+		    put_thread_samples(pp, &pp->p->threads[i]))
 			return -1;
 	/* Last: the samples' labels intern strings too. */
 	for (i = 0; i < pp->st.n; i++)
@@ -548,7 +592,8 @@ static int gzip_to(FILE *f, const uint8_t *data, size_t len)
 static int pprof_write(const struct profile *p, const struct writer_options *o,
 		       FILE *f)
 {
-	struct pprof pp = { .p = p, .labels = o && o->analysis ? &o->analysis->labels : NULL };
+	struct pprof pp = { .p = p, .labels = o && o->analysis ? &o->analysis->labels : NULL,
+			    .pid = o ? o->pid : 0, .state_types = o && o->state_types };
 	int err;
 
 	err = encode(&pp);

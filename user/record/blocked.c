@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "blocked.h"
+#include "grow.h"
 #include "procfs.h"
 #include "py_stack.h"
 
@@ -42,22 +43,19 @@ static uint64_t blocked_stack(struct recorder *r, const struct py_target *t, int
 	return id;
 }
 
-static void seed_one(struct session *s, struct recorder *r, const struct py_target *t,
-		     int tid, uint64_t ts_ns)
+/* The state of thread tid now, and why it is blocked; 0 if it is not
+ * (running or runnable: the kernel will see it leave). */
+static int blocked_now(const struct py_target *t, int tid, __u8 *reason)
 {
-	struct ep_offcpu_task st = { .off_ts = ts_ns, .pid = t->pid, .tid = tid,
-				     .flags = EP_IV_SEEDED };
 	uint64_t arg0 = 0;
 	char state = procfs_task_state(t->pid, tid);
 	long nr;
 
 	if (state != 'S' && state != 'D')
-		return;		/* running or runnable: the kernel will see it leave */
+		return 0;
 	nr = procfs_task_syscall(t->pid, tid, &arg0);
-	st.reason = ep_classify_blocked(nr, arg0, state == 'D', t->cfg.gil_start, t->cfg.gil_end);
-	/* the recorder first, so the kernel's record always finds the stack */
-	st.stack_id = blocked_stack(r, t, tid, ts_ns);
-	session_seed_offcpu(s, tid, &st);
+	*reason = ep_classify_blocked(nr, arg0, state == 'D', t->cfg.gil_start, t->cfg.gil_end);
+	return 1;
 }
 
 int blocked_stack_of(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id)
@@ -71,25 +69,53 @@ int blocked_stack_of(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id)
 	return *stack_id ? 0 : -1;
 }
 
+struct found {
+	int tid;
+	uint64_t stack_id;
+};
+
 struct seeding {
-	struct session *s;
 	struct recorder *r;
 	const struct py_target *t;
 	uint64_t ts_ns;
+	struct found *v;
+	size_t n, cap;
 };
 
-static int seed_task(pid_t tid, void *ctx)
+/* First pass: each thread blocked now, its stack walked (the slow part). */
+static int walk_blocked(pid_t tid, void *ctx)
 {
 	struct seeding *sd = ctx;
+	__u8 reason;
 
-	seed_one(sd->s, sd->r, sd->t, tid, sd->ts_ns);
+	if (!blocked_now(sd->t, tid, &reason) || GROW_ARRAY(sd->v, sd->cap, sd->n + 1))
+		return 0;
+	/* the recorder first, so the kernel's record always finds the stack */
+	sd->v[sd->n++] = (struct found){ tid, blocked_stack(sd->r, sd->t, tid, sd->ts_ns) };
 	return 0;
 }
 
+/*
+ * Seeds the threads blocked at the start in two passes: the stacks walked
+ * first, then each thread's state read again and its interval queued, and
+ * all opened in one run. One thread at a time (walk, seed), a thread that
+ * woke between its state read and its seed, a millisecond or more later,
+ * lost its wait up to then: with 80 threads napping 10 ms, 3-4 ms each.
+ */
 void seed_blocked_threads(struct session *s, struct recorder *r,
 			  const struct py_target *t, uint64_t ts_ns)
 {
-	struct seeding sd = { s, r, t, ts_ns };
+	struct seeding sd = { .r = r, .t = t, .ts_ns = ts_ns };
+	struct ep_offcpu_task st;
+	size_t i;
 
-	procfs_each_task(t->pid, seed_task, &sd);
+	procfs_each_task(t->pid, walk_blocked, &sd);
+	for (i = 0; i < sd.n; i++) {
+		st = (struct ep_offcpu_task){ .off_ts = ts_ns, .pid = t->pid, .tid = sd.v[i].tid,
+					      .flags = EP_IV_SEEDED, .stack_id = sd.v[i].stack_id };
+		if (blocked_now(t, sd.v[i].tid, &st.reason))
+			session_queue_seed(s, sd.v[i].tid, &st);
+	}
+	session_apply_seeds(s, t->pid);
+	free(sd.v);
 }

@@ -107,11 +107,13 @@ static pid_t spawn_child(struct multi *m, pid_t pid)
 	for (const char *const *a = o->base_argv; *a; a++)
 		argv[n++] = *a;
 	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
-	snprintf(out, sizeof(out), "%s/ebpfprof-%d%s", o->outdir, pid, o->suffix);
 	argv[n++] = "--pid";
 	argv[n++] = pidbuf;
-	argv[n++] = "-o";
-	argv[n++] = out;
+	if (o->outdir) {
+		snprintf(out, sizeof(out), "%s/ebpfprof-%d%s", o->outdir, pid, o->suffix);
+		argv[n++] = "-o";
+		argv[n++] = out;
+	}
 	if (o->gc_log_dir) {
 		snprintf(gclog, sizeof(gclog), "%s/ebpfprof-%d.gc.jsonl", o->gc_log_dir, pid);
 		argv[n++] = "--gc-log";
@@ -384,8 +386,9 @@ int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
 			o->pattern, o->duration > 0 ? "" : " until Ctrl-C or SIGTERM");
 	run_loop(&m, stop, forward);
 	finish(&m, stop);
-	fprintf(stderr, "ebpfprof: %u process%s recorded into %s, %u failed",
-		m.started - m.failed, m.started - m.failed == 1 ? "" : "es", o->outdir, m.failed);
+	fprintf(stderr, "ebpfprof: %u process%s recorded %s%s, %u failed",
+		m.started - m.failed, m.started - m.failed == 1 ? "" : "es",
+		o->outdir ? "into " : "and pushed", o->outdir ? o->outdir : "", m.failed);
 	if (m.refused)
 		fprintf(stderr, ", %u refused", m.refused);
 	if (waiting(&m))

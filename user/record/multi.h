@@ -28,7 +28,8 @@
 struct multi_opts {
 	/* the child's program and the options it forwards, NULL-terminated */
 	const char *const *base_argv;
-	const char *outdir;		/* one profile per process in it */
+	const char *outdir;		/* one profile per process in it; NULL:
+					 * none (--push alone) */
 	const char *suffix;		/* of the profiles' names */
 	const char *gc_log_dir;		/* NULL: no GC log */
 	double duration;		/* seconds; 0: until a signal */

@@ -80,10 +80,12 @@ void session_cut_period(struct session *s, pid_t pid);
 int session_follow(struct session *s, pid_t pid);
 /* Forgets pid entirely: no more samples, and its children are not followed. */
 void session_unfollow(struct session *s, pid_t pid);
-/* Marks thread tid (of process st->pid, both in our PID namespace) as off the
- * CPU since st->off_ts, so the kernel closes the interval when it runs again;
- * nothing if it has left the CPU since it was found blocked. 0 or -1. */
-int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task *st);
+/* Queues thread tid (of process st->pid, both in our PID namespace) as off
+ * the CPU since st->off_ts; session_apply_seeds has the kernel open the
+ * queued intervals (closed when each thread runs again), each unless its
+ * thread has left the CPU since it was found blocked. 0 or -1. */
+int session_queue_seed(struct session *s, int tid, const struct ep_offcpu_task *st);
+void session_apply_seeds(struct session *s, pid_t pid);
 /* Delivers ready records to on_event and the kernel's totals to on_totals;
  * waits up to timeout_ms. <0 on error. */
 int session_poll(struct session *s, int timeout_ms);

@@ -155,9 +155,19 @@ static struct ep_gil_seen gil_now(struct session *s, pid_t pid, uint64_t *addr)
 	return seen;
 }
 
-int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task *st)
+/* Runs the seeds queued for pid's threads: one iterator run for all, so
+ * that each thread's state, read just before, is still its own. */
+void session_apply_seeds(struct session *s, pid_t pid)
+{
+	if (s->seeds_queued && task_io(s, pid, NULL, NULL))
+		s->seed_failed += s->seeds_queued;
+	s->seeds_queued = 0;
+}
+
+int session_queue_seed(struct session *s, int tid, const struct ep_offcpu_task *st)
 {
 	struct ep_task_op op = { .op = EP_TASK_SEED, .seed = *st };
+	int fd = bpf_map__fd(s->skel->maps.offcpu_task_ops);
 	__u32 key = tid;
 	/* the GC clock as the kernel would have read it at the switch-out */
 	uint64_t clock = 0, addr;
@@ -169,12 +179,15 @@ int session_seed_offcpu(struct session *s, int tid, const struct ep_offcpu_task 
 		op.seed.gil_out = gil_now(s, st->pid, &addr);
 		op.seed.gil_addr = addr;
 	}
-	/* a thread gone meanwhile leaves its operation unused: nothing to seed */
-	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_task_ops), &key, &op, BPF_ANY) ||
-	    task_io(s, st->pid, NULL, NULL)) {
-		s->seed_failed++;
-		return -1;
+	if (bpf_map_update_elem(fd, &key, &op, BPF_ANY)) {
+		/* the queue is full: run it, then queue this one */
+		session_apply_seeds(s, st->pid);
+		if (bpf_map_update_elem(fd, &key, &op, BPF_ANY)) {
+			s->seed_failed++;
+			return -1;
+		}
 	}
+	s->seeds_queued++;
 	return 0;
 }
 

@@ -52,6 +52,7 @@ struct session {
 	int (*on_event)(void *ctx, void *data, size_t len);
 	void *ctx;
 	unsigned long seed_failed;	/* blocked threads whose interval could not be opened */
+	unsigned long seeds_queued;	/* in offcpu_task_ops, for session_apply_seeds */
 	unsigned long drain_failed;
 	struct ep_totals_key *drain_keys;	/* drain_totals' snapshot, the map's size */
 	int thread_exit_attached;	/* offcpu_thread_exit: totals may stay in task storage */
