@@ -210,6 +210,8 @@ def test_dask_local_cluster_prefixes(tmp_path):
     for name in prefixes:
         share = 100 * prefixes[name]["cpu"] / total
         true_share = 100 * truth["cpu_s"][name] / true_total
+        print(f"dask prefix {name}: on-CPU share {share:.1f}%, tasks' thread_time {true_share:.1f}%, "
+              f"GC {prefixes[name]['gc_s']:.3f} s of {gc_labelled:.3f} s")
         assert abs(share - true_share) <= TOLERANCE_POINTS, (name, share, true_share, prefixes)
     assert prefixes["garbage"]["gc_s"] >= 0.9 * gc_labelled, prefixes
     # the naps slept (wall less CPU); a nap's other time is waits for the GIL

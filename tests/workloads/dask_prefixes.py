@@ -1,6 +1,9 @@
 """A distributed.LocalCluster (2 worker processes, 2 threads each) running
-three task prefixes of known cost for --dask: crunch (pure-Python CPU),
-garbage (cyclic garbage, so collections), nap (sleeps 20 ms). Writes the
+three task prefixes of known cost for --dask: crunch (pure-Python CPU,
+~15 ms), garbage (cyclic garbage, so collections, ~15 ms), nap (sleeps 20 ms).
+Tasks of some length: the task runner's own work per task (apply_function
+around the function) is under the task's label but not in the truth the
+task measures, and must stay small beside it. Writes the
 workers' pids to --pids, waits for --go, submits tasks for --seconds, and
 writes the truth: each prefix's thread_time() and wall time as the tasks
 measured them, summed over the tasks."""
@@ -16,14 +19,14 @@ import common  # noqa: E402
 def crunch(i):
     t, w = time.thread_time(), time.monotonic()
     acc = 0
-    for k in range(60000):
+    for k in range(200000):
         acc ^= (k * 31) % 11
     return "crunch", time.thread_time() - t, time.monotonic() - w
 
 
 def garbage(i):
     t, w = time.thread_time(), time.monotonic()
-    for _ in range(30):
+    for _ in range(100):
         junk = []
         for _ in range(300):
             a = []
