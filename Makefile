@@ -115,7 +115,7 @@ $(ASAN_OUT)/tests/test_%: tests/unit/test_%.c $(ASAN_OUT)/libebpfprof.a
 FUZZ_OUT     := $(OUTPUT)/fuzz
 FUZZ_CC      ?= clang-14
 FUZZ_CFLAGS  := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_NAMES   := linetable elf debug_offsets pystr json recording native native_proto push_labels
+FUZZ_NAMES   := linetable elf debug_offsets pystr json recording native native_proto push_labels labels
 FUZZ_BINS    := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_NAMES))
 FUZZ_SECONDS ?= 600
 FUZZ_SHORT   ?= 10
@@ -136,6 +136,7 @@ fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c 
 			   user/native/xz_bound.c user/base/mapped_file.c user/base/grow.c user/base/clock.c
 fuzz_native_LIBS        := -ldw -lelf -llzma
 fuzz_native_proto_SRCS  := user/native/native_proto.c
+fuzz_labels_SRCS        := user/model/labels.c user/model/dask_key.c user/base/grow.c
 fuzz_push_labels_SRCS   := user/push/push_labels.c
 
 .SECONDEXPANSION:

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from bare_clock import open_clock
+from base_build import build_at
 from bpfprogs import owned_prog_ids, prog_stats
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,19 +49,8 @@ PERF_EVENT_IOC_PERIOD = 0x40082404      # _IOW('$', 4, __u64)
 
 
 def build_base():
-    """The binary before issue 23, built from the commit's tree (not a worktree)."""
-    if BASE.exists():
-        return BASE
-    print(f"sampling: building ebpfprof at {BASE_COMMIT} (once) ...", file=sys.stderr, flush=True)
-    with tempfile.TemporaryDirectory(prefix="ebpfprof-base-") as tmp:
-        tar = subprocess.run(["git", "-C", str(ROOT), "archive", BASE_COMMIT], check=True,
-                             capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=tar, check=True)
-        subprocess.run(["make", "-C", tmp, f"-j{os.cpu_count() or 1}", "ebpfprof"], check=True,
-                       stdout=subprocess.DEVNULL)
-        BASE.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(Path(tmp) / "ebpfprof", BASE)
-    return BASE
+    """The binary before issue 23."""
+    return build_at(BASE_COMMIT, BASE, "sampling")
 
 
 def cpu_s(pid):
@@ -68,26 +58,26 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(binary, workload, wargs, prog, rate, seconds):
+def measure(binary, workload, wargs, prog, rate, seconds, extra=()):
     """(BPF ns per run, runs, profiler CPU s per s) over `seconds`. The run
     statistics are the kernel's, global: another run of a benchmark on a
     shared machine may turn them off meanwhile (restoring what it found),
     and a window that saw them off is measured again."""
     for _ in range(5):
         STATS.write_text("1\n")
-        got = measure_once(binary, workload, wargs, prog, rate, seconds)
+        got = measure_once(binary, workload, wargs, prog, rate, seconds, extra)
         if got and STATS.read_text().strip() == "1":
             return got
     sys.exit("sampling: kernel.bpf_stats_enabled keeps being turned off (another benchmark?)")
 
 
-def measure_once(binary, workload, wargs, prog, rate, seconds):
+def measure_once(binary, workload, wargs, prog, rate, seconds, extra=()):
     w = subprocess.Popen([PY, str(ROOT / "tests" / "workloads" / workload), "--seconds", "120",
                           *wargs], stderr=subprocess.PIPE, text=True)
     pid = int(w.stderr.readline().strip().split("=")[1])
     out = tempfile.NamedTemporaryFile(prefix="ebpfprof-bench-", suffix=".json")
     prof = subprocess.Popen([str(binary), "--pid", str(pid), "-r", str(rate),
-                             "-d", str(seconds + 60), "-o", out.name],
+                             "-d", str(seconds + 60), "-o", out.name, *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline, ids = time.monotonic() + 60, set()

@@ -55,6 +55,10 @@ struct ep_walk_resume {
  * `slot`; 1 when the walk has ended. */
 int ep_walk_chunk(__u32 slot);
 
+/* --label: reads the value at sc->label.obj into sc->label.blob, for
+ * scratch slot `slot` (bpf/label.bpf.c); a global function, verified once. */
+int ep_label_read(__u32 slot);
+
 /* Which scratch slot a program uses: programs of different kinds can nest on one CPU
  * (a cpu-clock sample can interrupt a uprobe), so each kind has its own. */
 enum ep_scratch_slot {
@@ -108,6 +112,16 @@ struct ep_scratch {
 	__u8 code_span[EP_CODE_SPAN + 8];	/* see read_code_ident */
 	__u32 slot;		/* this scratch's index: its identity cache's too */
 	struct ep_walk_resume resume;	/* a bounded walk's (kernels without bpf_loop) */
+	/* --label: the innermost labelled frame the walk found (frame 0:
+	 * none), and the value read from it */
+	struct {
+		__u64 frame;
+		__u64 obj;
+		__u8 slot;	/* its index in the cfg's label_code[] */
+		struct ep_label_offsets lo;
+		__u8 long_tagged;
+		struct ep_label_blob blob;
+	} label;
 };
 
 /* tgid (in the profiler's PID namespace) -> how to walk its stacks */

@@ -240,7 +240,9 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	st->stack_key = 0;
 	if (emit_stack_event(ev))
 		return;		/* userspace would not know it: walk again next time */
-	st->stack_key = key;
+	/* a labelled stack is walked again every time: the same innermost
+	 * frames may run under another value of the label (the next task) */
+	st->stack_key = ev->flags & EP_F_LABEL ? 0 : key;
 	st->stack_id_cached = ev->stack_id;
 	st->stack_id = ev->stack_id;
 }

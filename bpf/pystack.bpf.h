@@ -300,6 +300,23 @@ static __always_inline const __u8 *frame_bytes(struct frame_walk *w, __u64 size)
 	return window + ((frame - w->win_base) & (EP_WINDOW_BYTES - 1));
 }
 
+/* --label: notes the frame at `at` if it runs a labelled function's code
+ * (the innermost such frame is the one read). A few compares a frame, and
+ * only for processes with labelled functions seen. */
+static __always_inline void match_label(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+					__u64 at, __u64 code, __u32 ident)
+{
+	for (int j = 0; j < EP_LABEL_CODES; j++) {
+		if (j >= cfg->nlabel_codes)
+			return;
+		if (cfg->label_code[j] == code && cfg->label_ident[j] == ident) {
+			sc->label.frame = at;
+			sc->label.slot = j;
+			return;
+		}
+	}
+}
+
 /* bpf_loop's callback: one frame of the walk into sc->ev; 1 when the walk
  * ends. (Several frames a turn saved ~4% of a deep walk, but tripled the
  * time the verifier takes to load the programs.) */
@@ -310,7 +327,7 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	struct ep_frame *out;
 	const __u8 *buf;
 	__u32 depth = ev->depth;
-	__u64 code;
+	__u64 at = w->frame, code;
 	__s64 instr;
 
 	if (!w->frame)
@@ -351,12 +368,50 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	out->code = code;
 	out->instr = instr < 0 ? ~0u : (__u32)instr;
 	out->ident = code_ident(w, code);
+	if (cfg->nlabel_codes && !w->sc->label.frame)
+		match_label(cfg, w->sc, at, code, out->ident);
 	ev->stack_id = ep_stack_mix(ev->stack_id, code, out->instr, out->ident);
 	ev->depth = depth + 1;
 	if (ep_native && cfg->frame_is_entry != EP_NO_OFFSET &&
 	    buf[cfg->frame_is_entry & (EP_FRAME_READ_MAX - 1)])
 		out->instr |= EP_INSTR_ENTRY;	/* 3.11 */
 	return 0;
+}
+
+/*
+ * --label: reads the labelled frame's argument (its fast locals start at
+ * lo.frame_localsplus in the frame, arguments first, in every version) and
+ * appends the value after the frames, mixed into the stack's id. The cost
+ * is paid only by walks that found a labelled frame. A stack too deep to
+ * take it goes without.
+ */
+static __always_inline void add_label(const struct ep_proc_cfg *cfg, struct ep_scratch *sc)
+{
+	__u32 j = sc->label.slot & (EP_LABEL_CODES - 1), depth = sc->ev.depth, k;
+	const __u64 *words = (const __u64 *)&sc->label.blob;
+	__u64 h = sc->ev.stack_id;
+	struct ep_frame *out;
+
+	if (depth > EP_MAX_FRAMES - EP_LABEL_FRAMES || cfg->lo.frame_localsplus == EP_NO_OFFSET)
+		return;
+	sc->label.obj = read_u64(sc->label.frame + cfg->lo.frame_localsplus +
+				 8 * (__u64)(cfg->label_arg[j] & EP_LABEL_MAX_ARG)) & ~cfg->code_tag_mask;
+	sc->label.lo = cfg->lo;
+	sc->label.long_tagged = cfg->long_tagged;
+	ep_label_read(sc->slot);
+	sc->label.blob.label = cfg->label_index[j];
+	barrier_var(depth);
+	depth &= EP_MAX_FRAMES - 1;
+	for (k = 0; k < EP_LABEL_FRAMES; k++) {
+		out = &sc->ev.frames[(depth + k) & (EP_MAX_FRAMES - 1)];
+		out->code = words[2 * k];
+		out->instr = (__u32)words[2 * k + 1];
+		out->ident = words[2 * k + 1] >> 32;
+		h = ep_stack_mix(h, out->code, out->instr, out->ident);
+	}
+	sc->ev.stack_id = h;
+	sc->ev.depth = depth + EP_LABEL_FRAMES;
+	sc->ev.flags |= EP_F_LABEL;
 }
 
 /* Fills sc->ev.frames (innermost first, from `frame`), depth, and the
@@ -375,6 +430,7 @@ static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep
 	sc->ev.stack_id = 0;
 	sc->ev.task_frame = 0;
 	sc->ev.task_depth = 0;
+	sc->label.frame = 0;
 	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
 	if (loop == EP_WALK_BPF_LOOP) {
 		bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
@@ -385,6 +441,8 @@ static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep
 			if (ep_walk_chunk(slot))
 				break;
 	}
+	if (sc->label.frame)
+		add_label(cfg, sc);
 	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
 }
 

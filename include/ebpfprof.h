@@ -36,6 +36,63 @@ enum ep_instr_kind {
 
 #define EP_NO_OFFSET	0xffff
 
+/* --label NAME=FUNCTION:ARGUMENT: labels at most, code objects of their
+ * functions per process (a function defined twice has two), the argument
+ * index at most, and a tuple's items read at most. */
+#define EP_MAX_LABELS		8
+#define EP_USER_LABELS		4	/* --label; --dask takes the other 4 */
+#define EP_LABEL_CODES		8
+#define EP_LABEL_MAX_ARG	31
+#define EP_LABEL_ITEMS		4
+#define EP_LABEL_FIRST_BYTES	64	/* a str alone, or a tuple's first item */
+#define EP_LABEL_ITEM_BYTES	16	/* a tuple's other items */
+
+/* Where a labelled argument's value is, and how objects are laid out
+ * (struct ep_proc_cfg.lo, copied into the scratch for bpf/label.bpf.c). */
+struct ep_label_offsets {
+	__u16 frame_localsplus;		/* the frame's fast locals; EP_NO_OFFSET: not known */
+	__u16 tp_flags;			/* PyTypeObject.tp_flags */
+	__u16 unicode_length;
+	__u16 unicode_state;
+	__u16 unicode_ascii_size;	/* data of a compact ASCII str */
+	__u16 unicode_compact_size;	/* data of a compact non-ASCII str */
+	__u16 long_size;		/* ob_size, or lv_tag (3.12+) */
+	__u16 long_digits;
+	__u16 tuple_items;		/* PyTupleObject.ob_item (3.14+: after a cached hash) */
+	__u16 pad;
+};
+
+/* What an item of a label value is (struct ep_label_blob.tag). */
+enum ep_label_tag {
+	EP_LT_NONE = 0,
+	EP_LT_STR = 1,		/* latin-1 bytes, whole */
+	EP_LT_STR_CUT = 2,	/* ... cut to the item's room */
+	EP_LT_INT = 3,		/* a signed 64-bit value, little-endian */
+	EP_LT_BIG_INT = 4,	/* an int of more than two 30-bit digits */
+	EP_LT_TYPE = 5,		/* anything else: its type's tp_name */
+	EP_LT_WIDE_STR = 6,	/* a str with characters beyond latin-1: not read */
+	EP_LT_UNREADABLE = 7,
+};
+
+/*
+ * A label's value as the kernel read it when it walked the stack: a str, an
+ * int, or a tuple of up to EP_LABEL_ITEMS of them, in fixed places. It goes
+ * as the last EP_LABEL_FRAMES entries of a stack's frames (EP_F_LABEL), and
+ * its bytes are mixed into the stack's id: a stack with another value is
+ * another stack, so records sent by id keep their value.
+ */
+struct ep_label_blob {
+	__u8 label;		/* which --label */
+	__u8 tuple;		/* 1: a tuple of nitems read items; 0: one item */
+	__u8 nitems;
+	__u8 more;		/* the tuple had more items than read */
+	__u8 tag[EP_LABEL_ITEMS];	/* enum ep_label_tag */
+	__u8 len[EP_LABEL_ITEMS];	/* bytes of each item's data */
+	__u8 pad[4];
+	__u8 first[EP_LABEL_FIRST_BYTES];
+	__u8 rest[EP_LABEL_ITEMS - 1][EP_LABEL_ITEM_BYTES];
+};
+
 /*
  * Everything the kernel side needs to walk one target's Python stacks.
  * Filled per process by userspace (user/cpython/py_target_prepare.c), keyed by tgid
@@ -68,6 +125,15 @@ struct ep_proc_cfg {
 	__u8 owner_skip_min;		/* skip frames with owner >= this (C-stack shims), 0: none */
 	__u8 totals_in_task;		/* its threads' totals are drained by offcpu_drain_totals */
 	__u16 frame_is_entry;		/* 3.11: bool is_entry, else EP_NO_OFFSET (--native) */
+	/* --label: the code objects of labelled functions userspace has seen
+	 * (by their names) and, for each, which argument and which label */
+	__u8 nlabel_codes;
+	__u8 long_tagged;		/* 3.12+: an int's size is lv_tag */
+	__u64 label_code[EP_LABEL_CODES];
+	__u32 label_ident[EP_LABEL_CODES];
+	__u8 label_arg[EP_LABEL_CODES];
+	__u8 label_index[EP_LABEL_CODES];
+	struct ep_label_offsets lo;
 };
 
 enum ep_event_kind {
@@ -97,6 +163,7 @@ struct ep_proc_event {
 #define EP_F_GC_GEN_KNOWN (1u << 3)	/* gc_gen is valid (from the GC probes) */
 #define EP_F_READ_ERROR	(1u << 4)	/* a frame could not be read; stack cut there */
 #define EP_F_STACK_BY_ID (1u << 5)	/* SAMPLE, GC: no frames follow; stack_id names a stack sent before */
+#define EP_F_LABEL	(1u << 6)	/* the last EP_LABEL_FRAMES frames are a struct ep_label_blob */
 
 struct ep_frame {
 	__u64 code;		/* PyCodeObject * in the target */
@@ -171,6 +238,8 @@ struct ep_native_event {
 };
 
 #define EP_NATIVE_EVENT_HDR_SIZE ((unsigned long)&((struct ep_native_event *)0)->stack)
+
+#define EP_LABEL_FRAMES	(sizeof(struct ep_label_blob) / sizeof(struct ep_frame))
 
 #define EP_STACK_EVENT_HDR_SIZE	((unsigned long)&((struct ep_stack_event *)0)->frames)
 
@@ -275,7 +344,7 @@ static inline __u64 ep_stack_mix(__u64 h, __u64 code, __u32 instr, __u32 ident)
 static inline __u64 ep_stack_id(__u64 h, __u16 flags)
 {
 	h ^= h >> 29;		/* the multiplies leave the low bits weak */
-	h ^= flags & (EP_F_TRUNCATED | EP_F_READ_ERROR);
+	h ^= flags & (EP_F_TRUNCATED | EP_F_READ_ERROR | EP_F_LABEL);
 	return h ? h : 1;
 }
 

@@ -18,12 +18,12 @@ from test_match_bounds import children_of
 # every option that shapes what a child records or writes (-o, --gc-log and
 # -d are the parent's: chosen per child)
 SHAPING = ["-f", "collapsed", "-t", "--full-filenames", "--nolineno", "-M", "5",
-           "-r", "97", "-W", "20", "--idle", "-F", "-s"]
+           "-r", "97", "-W", "20", "--idle", "-F", "-s", "--label", "x=no_such:0", "--dask"]
 # each as the child may be given it (any spelling argp takes)
 EXPECTED_IN_CHILD = [("--format=collapsed", "-f collapsed"), ("--threads", "-t"),
                      ("--full-filenames",), ("--nolineno",), ("--gc-min-ms=5", "-M 5"),
                      ("--rate=97", "-r 97"), ("--wait-threshold=20", "-W 20"), ("--idle",),
-                     ("--function",), ("--subprocesses",)]
+                     ("--function",), ("--subprocesses",), ("--label=x=no_such:0",), ("--dask",)]
 
 
 def cmdline(pid):

@@ -33,6 +33,7 @@ static void assert_record_equal(const struct sample_record *a, const struct samp
 	assert_int_equal(a->state, b->state);
 	assert_int_equal(a->holds_gil, b->holds_gil);
 	assert_int_equal(a->exact, b->exact);
+	assert_int_equal(a->label, b->label);
 }
 
 /* Records that stress every field: the log must give each back exactly. */
@@ -51,6 +52,9 @@ static void test_records_round_trip(void **state)
 		{ .start_ns = 4 * S, .weight_ns = 10 * MS, .stack = 3, .state = 14 },
 		{ .start_ns = 4 * S, .weight_ns = 10 * MS, .stack = 3, .state = 15 },
 		{ .start_ns = 4 * S, .weight_ns = 10 * MS, .stack = 3, .state = 255 },
+		{ .start_ns = 4 * S, .weight_ns = 10 * MS, .stack = 3, .state = 255,
+		  .label = UINT32_MAX },	/* --label: a value's id + 1 */
+		{ .start_ns = 4 * S, .weight_ns = 10 * MS, .stack = 3, .state = 1, .label = 1 },
 	};
 	struct sample_record *want, got;
 	struct sample_log_reader rd;
@@ -72,6 +76,7 @@ static void test_records_round_trip(void **state)
 		want[i].state = (uint8_t)(r % 7 ? 0 : (r >> 8) % STATE_MAX);
 		want[i].holds_gil = (r >> 4) & 1;
 		want[i].exact = r % 13 == 0;
+		want[i].label = r % 5 == 0 ? (uint32_t)(r >> 30) % 20000 : 0;
 	}
 	sample_log_init(&log, 10 * MS);
 	for (i = 0; i < n; i++)

@@ -44,6 +44,7 @@ enum do_field {
 	DO_FRAME_EXECUTABLE,
 	DO_FRAME_INSTR_PTR,
 	DO_FRAME_OWNER,
+	DO_FRAME_LOCALSPLUS,	/* between instr_ptr and owner in every version */
 	DO_CODE_FILENAME,
 	DO_CODE_NAME,
 	DO_CODE_QUALNAME,
@@ -74,6 +75,8 @@ enum do_field {
 #define DO_MAX_OFFSET	0xff00
 /* The header of a str or bytes object read whole: sizeof(PyASCIIObject) is 40. */
 #define DO_OBJ_HEADER_MAX	64
+/* A frame's fast locals start after its header: 72 to 80 bytes in 3.13-3.15. */
+#define DO_LOCALSPLUS_MAX	512
 
 struct do_table {
 	int minor;
@@ -104,6 +107,7 @@ static const struct do_table do_tables[] = {
 			[DO_FRAME_PREVIOUS] = 29,
 			[DO_FRAME_EXECUTABLE] = 30,
 			[DO_FRAME_INSTR_PTR] = 31,
+			[DO_FRAME_LOCALSPLUS] = 32,
 			[DO_FRAME_OWNER] = 33,
 			[DO_CODE_FILENAME] = 35,
 			[DO_CODE_NAME] = 36,
@@ -141,6 +145,7 @@ static const struct do_table do_tables[] = {
 			[DO_FRAME_PREVIOUS] = 32,
 			[DO_FRAME_EXECUTABLE] = 33,
 			[DO_FRAME_INSTR_PTR] = 34,
+			[DO_FRAME_LOCALSPLUS] = 35,
 			[DO_FRAME_OWNER] = 36,
 			[DO_CODE_FILENAME] = 40,
 			[DO_CODE_NAME] = 41,
@@ -178,6 +183,7 @@ static const struct do_table do_tables[] = {
 			[DO_FRAME_PREVIOUS] = 40,
 			[DO_FRAME_EXECUTABLE] = 41,
 			[DO_FRAME_INSTR_PTR] = 42,
+			[DO_FRAME_LOCALSPLUS] = 43,
 			[DO_FRAME_OWNER] = 44,
 			[DO_CODE_FILENAME] = 48,
 			[DO_CODE_NAME] = 49,
@@ -219,6 +225,7 @@ static const struct {
 	{ DO_FRAME_EXECUTABLE,		LAY(frame_code) },
 	{ DO_FRAME_INSTR_PTR,		LAY(frame_instr) },
 	{ DO_FRAME_OWNER,		LAY(frame_owner) },
+	{ DO_FRAME_LOCALSPLUS,		LAY(frame_localsplus) },
 	{ DO_CODE_FILENAME,		LAY(code_filename) },
 	{ DO_CODE_NAME,			LAY(code_name) },
 	{ DO_CODE_QUALNAME,		LAY(code_qualname) },
@@ -249,6 +256,8 @@ static const struct {
 	{ DO_FRAME_EXECUTABLE, 8, EP_FRAME_READ_MAX, "frame.executable" },
 	{ DO_FRAME_INSTR_PTR, 8, EP_FRAME_READ_MAX, "frame.instr_ptr" },
 	{ DO_FRAME_OWNER, 1, EP_FRAME_READ_MAX, "frame.owner" },
+	/* read by itself (--label), a few words past the fields above */
+	{ DO_FRAME_LOCALSPLUS, 8, DO_LOCALSPLUS_MAX, "frame.localsplus" },
 	{ DO_UNICODE_STATE, 4, DO_OBJ_HEADER_MAX, "unicode.state" },
 	{ DO_UNICODE_LENGTH, 8, DO_OBJ_HEADER_MAX, "unicode.length" },
 	{ DO_UNICODE_ASCII_SIZE, 0, DO_OBJ_HEADER_MAX, "unicode.asciiobject_size" },

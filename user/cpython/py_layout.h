@@ -48,6 +48,9 @@ struct py_layout {
 	int frame_code;			/* f_code / f_executable */
 	int frame_instr;		/* f_lasti / prev_instr / instr_ptr */
 	int frame_owner;		/* 3.11+ */
+	int frame_localsplus;		/* --label: the fast locals, from the debug offsets
+					 * (3.13+); 0: not known here (the generated
+					 * tables below do not carry it: py_obj_layout's) */
 	int instr_kind;			/* enum ep_instr_kind */
 	int owner_skip_min;		/* 3.12+: owners >= this are C-stack shims; 0 none */
 	uint64_t code_tag_mask;		/* 3.14: tag bits of _PyStackRef */
@@ -112,6 +115,11 @@ struct py_obj_layout {
 	int managed_dict, managed_values;
 	/* PyLongObject: ob_size (sign, digit count) or lv_tag (3.12+), digits */
 	int long_size, long_digits, long_tagged;
+	/* the frame's fast locals, arguments first: PyFrameObject.f_localsplus
+	 * (<= 3.10), _PyInterpreterFrame.localsplus (3.11+); -1: not known */
+	int frame_localsplus;
+	/* PyTupleObject.ob_item: 3.14 caches the hash (ob_hash) before it */
+	int tuple_items;
 };
 
 /* The object layouts of 3.minor, or NULL if that version is not supported. */

@@ -445,7 +445,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
 	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
 	  .attr_kind = PY_ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0,
+	  .frame_localsplus = 360,
+	  .tuple_items = 24 },
 	/* pyenv 3.9.18 headers; dict keys and module as for 3.8 (ctypes) */
 	{ .minor = 9, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
 	  .ht_cached_keys = 864, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
@@ -455,7 +457,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
 	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
 	  .attr_kind = PY_ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0,
+	  .frame_localsplus = 360,
+	  .tuple_items = 24 },
 	/* pyenv 3.10.13 headers; dict keys as for 3.8 (ctypes) */
 	{ .minor = 10, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
 	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
@@ -465,7 +469,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = -1, .uentry_key = -1, .uentry_value = -1,
 	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
 	  .attr_kind = PY_ATTR_DICTOFFSET, .managed_dict = -1, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0,
+	  .frame_localsplus = 352,
+	  .tuple_items = 24 },
 	/* pyenv 3.11.7 headers (Debian 12 3.11.2 and 3.11.2 Py_DEBUG agree) */
 	{ .minor = 11, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
 	  .ht_cached_keys = 872, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
@@ -475,7 +481,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
 	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
 	  .attr_kind = PY_ATTR_VALUES_PTR, .managed_dict = -24, .managed_values = -32,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 0 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 0,
+	  .frame_localsplus = 72,
+	  .tuple_items = 24 },
 	/* pyenv 3.12.1 headers */
 	{ .minor = 12, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
 	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
@@ -485,7 +493,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
 	  .values_array = 0, .values_capacity = -1, .values_valid = -1,
 	  .attr_kind = PY_ATTR_DICT_OR_VALUES, .managed_dict = -24, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1,
+	  .frame_localsplus = 72,
+	  .tuple_items = 24 },
 	/* pyenv 3.13.0 headers */
 	{ .minor = 13, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
 	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
@@ -495,7 +505,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
 	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
 	  .attr_kind = PY_ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1,
+	  .frame_localsplus = 72,
+	  .tuple_items = 24 },
 	/* Debian sid python3.14-dev 3.14.10 headers (its Py_DEBUG set agrees) */
 	{ .minor = 14, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
 	  .ht_cached_keys = 880, .md_dict = 16, .ma_keys = 32, .ma_values = 40,
@@ -505,7 +517,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
 	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
 	  .attr_kind = PY_ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1,
+	  .frame_localsplus = -1,
+	  .tuple_items = 32 },
 	/* Debian sid python3.15-dev 3.15.2 headers (its Py_DEBUG set agrees):
 	 * as 3.14 but for ht_cached_keys */
 	{ .minor = 15, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,
@@ -516,7 +530,9 @@ static const struct py_obj_layout obj_layouts[] = {
 	  .uentry_size = 16, .uentry_key = 0, .uentry_value = 8,
 	  .values_array = 8, .values_capacity = 0, .values_valid = 3,
 	  .attr_kind = PY_ATTR_INLINE_VALUES, .managed_dict = -24, .managed_values = -1,
-	  .long_size = 16, .long_digits = 24, .long_tagged = 1 },
+	  .long_size = 16, .long_digits = 24, .long_tagged = 1,
+	  .frame_localsplus = -1,
+	  .tuple_items = 32 },
 };
 
 const struct py_obj_layout *py_obj_layout_for_version(int major, int minor)

@@ -89,6 +89,38 @@ static int fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 	return 0;
 }
 
+/* --label: where the kernel reads a labelled frame's argument and how it
+ * reads the value (bpf/label.bpf.c): the fast locals from the target's debug
+ * offsets (3.13+), else from the table; not known (3.14+ without debug
+ * offsets): no label is read. */
+static void fill_label_offsets(struct ep_proc_cfg *c, const struct py_layout *L)
+{
+	const struct py_obj_layout *O = py_obj_layout_for_version(L->major, L->minor);
+	struct ep_label_offsets *lo = &c->lo;
+	int localsplus = L->frame_localsplus > 0 ? L->frame_localsplus :
+			 O ? O->frame_localsplus : -1;
+
+	lo->frame_localsplus = EP_NO_OFFSET;
+	if (!O || localsplus < 0 || O->tp_flags < 0 || L->unicode_state < 0 ||
+	    L->unicode_length < 0 || L->unicode_ascii_size < 0 || L->unicode_compact_size < 0)
+		return;
+	lo->tp_flags = off16(O->tp_flags);
+	lo->unicode_length = off16(L->unicode_length);
+	lo->unicode_state = off16(L->unicode_state);
+	lo->unicode_ascii_size = off16(L->unicode_ascii_size);
+	lo->unicode_compact_size = off16(L->unicode_compact_size);
+	lo->long_size = off16(O->long_size);
+	lo->long_digits = off16(O->long_digits);
+	lo->tuple_items = off16(O->tuple_items);
+	c->long_tagged = O->long_tagged;
+	lo->frame_localsplus = off16(localsplus);
+}
+
+int py_target_label_ready(const struct py_target *t)
+{
+	return t->cfg.lo.frame_localsplus != EP_NO_OFFSET;
+}
+
 int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 {
 	const struct py_layout *L = &t->layout;
@@ -125,6 +157,7 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 		c->gil_start = gil;
 		c->gil_end = gil + (L->gil_size > 0 ? L->gil_size : 256);
 	}
+	fill_label_offsets(c, L);
 	if (fill_frame_walk(c, L)) {
 		snprintf(err, errlen, "process %d: CPython %d.%d's frame layout does not fit the %d bytes read of each frame",
 			 t->pid, t->major, t->minor, EP_FRAME_READ_MAX);

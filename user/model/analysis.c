@@ -11,6 +11,7 @@
 void analysis_init(struct analysis *a)
 {
 	memset(a, 0, sizeof(*a));
+	label_table_init(&a->labels);
 }
 
 static void list_free(struct interval_list *l)
@@ -28,6 +29,7 @@ static void list_free(struct interval_list *l)
 void analysis_free(struct analysis *a)
 {
 	analysis_next_period(a);
+	label_table_free(&a->labels);
 	free(a->exact_gc_pids);
 	memset(a, 0, sizeof(*a));
 }
@@ -37,6 +39,7 @@ void analysis_next_period(struct analysis *a)
 	list_free(&a->gcs);
 	list_free(&a->waits);
 	gil_blame_free(&a->blame);
+	label_table_next_period(&a->labels);
 	free(a->totals);
 	free(a->totals_index);
 	a->totals = NULL;
@@ -411,7 +414,7 @@ int analysis_add_idle_samples(const struct analysis *a, struct profile *p)
 		const struct interval *w = &a->waits.v[i];
 		struct thread_profile *t = profile_thread(p, w->pid, w->tid);
 		struct sample s = { .start_ns = w->start_ns, .weight_ns = w->end_ns - w->start_ns,
-				    .state = w->state, .exact = 1 };
+				    .state = w->state, .exact = 1, .label = w->label };
 
 		/* the frames and up to two marker frames */
 		if (GROW_ARRAY(ids, ids_cap, w->nframes + 2)) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "gil_blame.h"
 #include "interval.h"
+#include "labels.h"
 #include "profile.h"
 
 struct thread_states {
@@ -36,6 +37,7 @@ struct analysis {
 	size_t nexact, exact_cap;
 	uint64_t intervals;		/* off-CPU intervals summed by the kernel */
 	struct gil_blame blame;		/* who held the GIL during each thread's waits */
+	struct label_table labels;	/* --label: time per label value */
 };
 
 void analysis_init(struct analysis *a);

@@ -21,6 +21,7 @@ struct interval {
 	int holder;			/* a GIL wait: the GIL holder's tid, or GB_* */
 	uint32_t *holder_frames;	/* ... and its stack during the wait (gil_blame_settle) */
 	uint32_t holder_nframes;
+	uint32_t label;			/* --label: its value's id + 1, 0: none */
 };
 
 struct interval_list {

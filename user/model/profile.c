@@ -421,7 +421,7 @@ int profile_add_sample(struct profile *p, struct thread_profile *t,
 {
 	struct sample_record r = { .start_ns = s->start_ns, .weight_ns = s->weight_ns,
 				   .state = s->state, .holds_gil = s->holds_gil,
-				   .exact = s->exact };
+				   .exact = s->exact, .label = s->label };
 
 	r.stack = stack_id(p, s->frames, s->nframes);
 	if (r.stack == STACK_NONE) {
@@ -440,6 +440,7 @@ static void sample_of(const struct profile *p, const struct sample_record *r,
 {
 	const struct stack_store *st = p->stack_store;
 
+	memset(s, 0, sizeof(*s));	/* its padding too: samples are compared whole */
 	s->start_ns = r->start_ns;
 	s->weight_ns = r->weight_ns;
 	s->frames = NULL;
@@ -451,6 +452,7 @@ static void sample_of(const struct profile *p, const struct sample_record *r,
 	s->state = r->state;
 	s->holds_gil = r->holds_gil;
 	s->exact = r->exact;
+	s->label = r->label;
 }
 
 static void iter_advance(struct sample_iter *it)

@@ -36,6 +36,7 @@ struct sample {
 	uint8_t state;		/* enum sample_state */
 	uint8_t holds_gil;
 	uint8_t exact;		/* start and weight measured (a whole interval), not nominal */
+	uint32_t label;		/* --label: its value's id in the label table + 1, 0: none */
 };
 
 struct thread_profile {

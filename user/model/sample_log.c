@@ -4,7 +4,9 @@
  *
  *	flags		state (low 4 bits; 15: the state is the next byte),
  *			GIL held, exact, weight nominal, same stack
- *	[state]		only when the low bits are 15
+ *	[state]		only when the low bits are 15: a varint of state << 1,
+ *			plus 1 when a label follows (a state over 14, or a label)
+ *	[label]		varint, the sample's label value (--label)
  *	start delta	zigzag varint of start - the previous record's start
  *			(mod 2^64, so that any two starts round-trip)
  *	[stack]		varint, unless the same as the previous record's
@@ -24,8 +26,9 @@
 #define F_NOMINAL	0x40
 #define F_SAME_STACK	0x80
 
-/* flags, state, a 10-byte start delta, a 5-byte stack, a 10-byte weight */
-#define RECORD_MAX	27
+/* flags, a 2-byte state, a 5-byte label, a 10-byte start delta, a 5-byte stack, a
+ * 10-byte weight */
+#define RECORD_MAX	33
 /* Chunks double from the first size to the last: a thread with a few
  * samples costs little, a long one a chunk list of 16 KiB blocks. */
 #define CHUNK_FIRST	256
@@ -123,7 +126,7 @@ int sample_log_append(struct sample_log *log, const struct sample_record *r)
 
 	if (!start)
 		return -1;
-	flags |= r->state < F_STATE_BYTE ? r->state : F_STATE_BYTE;
+	flags |= r->state < F_STATE_BYTE && !r->label ? r->state : F_STATE_BYTE;
 	flags |= r->holds_gil ? F_GIL : 0;
 	flags |= r->exact ? F_EXACT : 0;
 	flags |= r->weight_ns == log->nominal_ns ? F_NOMINAL : 0;
@@ -131,7 +134,9 @@ int sample_log_append(struct sample_log *log, const struct sample_record *r)
 	p = start;
 	*p++ = flags;
 	if ((flags & F_STATE) == F_STATE_BYTE)
-		*p++ = r->state;
+		p = put_varint(p, (uint64_t)r->state << 1 | !!r->label);
+	if (r->label)
+		p = put_varint(p, r->label);
 	p = put_varint(p, zigzag(delta));
 	if (!(flags & F_SAME_STACK))
 		p = put_varint(p, r->stack);
@@ -171,8 +176,15 @@ int sample_log_read(struct sample_log_reader *rd, struct sample_record *r)
 	p = start = rd->chunk->data + rd->pos;
 	flags = *p++;
 	r->state = flags & F_STATE;
-	if (r->state == F_STATE_BYTE)
-		r->state = *p++;
+	r->label = 0;
+	if (r->state == F_STATE_BYTE) {
+		p = get_varint(p, &v);
+		r->state = (uint8_t)(v >> 1);
+		if (v & 1) {
+			p = get_varint(p, &v);
+			r->label = (uint32_t)v;
+		}
+	}
 	r->holds_gil = !!(flags & F_GIL);
 	r->exact = !!(flags & F_EXACT);
 	p = get_varint(p, &v);

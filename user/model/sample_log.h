@@ -19,6 +19,7 @@ struct sample_record {
 	uint64_t start_ns;
 	uint64_t weight_ns;
 	uint32_t stack;		/* an id of the profile's stack store */
+	uint32_t label;		/* --label: the label value's id + 1, 0: none */
 	uint8_t state;
 	uint8_t holds_gil;	/* 0 or 1 when read back */
 	uint8_t exact;		/* 0 or 1 when read back */

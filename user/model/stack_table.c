@@ -14,10 +14,15 @@ void stack_table_free(struct stack_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+static size_t home_of(const struct stack_table *t, int pid, uint64_t id)
+{
+	return hash_first_slot(fnv1a(fnv1a(FNV1A_BASIS, &pid, sizeof(pid)), &id, sizeof(id)),
+			       t->cap);
+}
+
 static size_t slot_of(const struct stack_table *t, int pid, uint64_t id)
 {
-	size_t i = hash_first_slot(fnv1a(fnv1a(FNV1A_BASIS, &pid, sizeof(pid)), &id, sizeof(id)),
-				   t->cap);
+	size_t i = home_of(t, pid, id);
 
 	while (t->slots[i].id && (t->slots[i].id != id || t->slots[i].pid != pid))
 		i = hash_next_slot(i, t->cap);
@@ -72,6 +77,34 @@ int stack_table_put(struct stack_table *t, int pid, uint64_t id, const uint32_t 
 		t->n++;
 	*e = (struct stack_entry){ .pid = pid, .id = id, .frames = copy, .nframes = nframes };
 	return 0;
+}
+
+/* x in (from, to], going round the table. */
+static int cyclic_between(size_t from, size_t x, size_t to)
+{
+	return from <= to ? from < x && x <= to : from < x || x <= to;
+}
+
+void stack_table_delete(struct stack_table *t, int pid, uint64_t id)
+{
+	size_t i, j;
+
+	if (!t->cap || !id)
+		return;
+	i = slot_of(t, pid, id);
+	if (!t->slots[i].id)
+		return;
+	free(t->slots[i].frames);
+	t->n--;
+	/* linear probing without tombstones: the entries after the hole that
+	 * would no longer be found move back into it */
+	for (j = hash_next_slot(i, t->cap); t->slots[j].id; j = hash_next_slot(j, t->cap)) {
+		if (cyclic_between(i, home_of(t, t->slots[j].pid, t->slots[j].id), j))
+			continue;
+		t->slots[i] = t->slots[j];
+		i = j;
+	}
+	memset(&t->slots[i], 0, sizeof(t->slots[i]));
 }
 
 void stack_table_drop_pid(struct stack_table *t, int pid)

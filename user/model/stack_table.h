@@ -28,6 +28,8 @@ const struct stack_entry *stack_table_get(const struct stack_table *t, int pid, 
 /* Adds or replaces (pid, id) with a copy of frames. 0 or -1. */
 int stack_table_put(struct stack_table *t, int pid, uint64_t id, const uint32_t *frames,
 		    uint32_t nframes);
+/* Forgets the stack (pid, id), if kept. */
+void stack_table_delete(struct stack_table *t, int pid, uint64_t id);
 /* Forgets every stack of pid (its program changed: new code objects). */
 void stack_table_drop_pid(struct stack_table *t, int pid);
 

@@ -36,8 +36,10 @@ enum sample_state {
  *   1  up to 9092b2a
  *   2  "states": the names of the states its states_s are drawn from, in the
  *      table's order, so a reader knows the vocabulary without a list of its own
+ *   3  "labels" (with --label, --dask): time per state, samples and collections
+ *      per label value
  */
-#define RECORDING_FORMAT_VERSION	2
+#define RECORDING_FORMAT_VERSION	3
 
 /* One state's spellings; NULL where that output never shows the state. */
 struct state_spelling {

@@ -76,6 +76,83 @@ void report_thread_table(FILE *f, const struct analysis *a, const struct profile
 	free(ts);
 }
 
+/* Label values shown per label in the summary, the longest first. */
+#define LABEL_ROWS_SHOWN	20
+
+static const struct label_table *sort_table;
+
+static int by_total_desc(const void *x, const void *y)
+{
+	uint64_t a = label_value_total(&sort_table->v[*(const size_t *)x]);
+	uint64_t b = label_value_total(&sort_table->v[*(const size_t *)y]);
+
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* One label's values with time, the longest first, into a malloc'ed
+ * array; *total gets their time summed. */
+static size_t label_rows(const struct label_table *t, int label, size_t **out, uint64_t *total)
+{
+	size_t i, n = 0, *rows = malloc((t->n ? t->n : 1) * sizeof(*rows));
+
+	*total = 0;
+	*out = rows;
+	if (!rows)
+		return 0;
+	for (i = 0; i < t->n; i++) {
+		if (t->v[i].label != label || !label_value_total(&t->v[i]))
+			continue;
+		rows[n++] = i;
+		*total += label_value_total(&t->v[i]);
+	}
+	sort_table = t;
+	qsort(rows, n, sizeof(*rows), by_total_desc);
+	return n;
+}
+
+static void print_label_row(FILE *f, const struct label_value *v, double total)
+{
+	char cut[32], shown[SHOWN_MAX];
+	int j;
+
+	utf8_cut(cut, printable(v->value, shown, sizeof(shown)), 24);
+	fputs("  ", f);
+	print_padded(f, cut, 24);
+	for (j = 0; j < STATE_MAX; j++)
+		if (state_table[j].column)
+			fprintf(f, " %6.2fs %3.0f%%", v->ns[j] / 1e9, 100.0 * v->ns[j] / total);
+	fputc('\n', f);
+}
+
+void report_label_tables(FILE *f, const struct analysis *a)
+{
+	const struct label_table *t = &a->labels;
+	size_t *rows, n, i;
+	uint64_t total;
+	char shown[SHOWN_MAX];
+	int label, j;
+
+	for (label = 0; label < t->nnames; label++) {
+		n = label_rows(t, label, &rows, &total);
+		fprintf(f, "ebpfprof: label %s: %zu value%s, %.2f s of stacks under it (shares of that time)\n",
+			printable(t->names[label], shown, sizeof(shown)), n, n == 1 ? "" : "s",
+			total / 1e9);
+		if (n) {
+			fprintf(f, "  %-24s", "value");
+			for (j = 0; j < STATE_MAX; j++)
+				if (state_table[j].column)
+					fprintf(f, " %12s", state_table[j].column);
+			fputc('\n', f);
+		}
+		for (i = 0; i < n && i < LABEL_ROWS_SHOWN; i++)
+			print_label_row(f, &t->v[rows[i]], total ? total : 1);
+		if (n > LABEL_ROWS_SHOWN)
+			fprintf(f, "  ... %zu more values in the recording's ebpfprof.labels\n",
+				n - LABEL_ROWS_SHOWN);
+		free(rows);
+	}
+}
+
 /* "f (file:line) < g (file:line) < ...": innermost first, a few frames. */
 static void print_stack(FILE *f, const struct profile *p, const struct interval *iv, int max)
 {
@@ -234,6 +311,7 @@ void report_summary(FILE *f, const struct recording_summary *s)
 	if (s->gc_needs_sys_admin)
 		fprintf(f, "ebpfprof: GC pauses timed by samples only: the kernel attaches the GC probes (uprobes) only for CAP_SYS_ADMIN\n");
 	report_thread_table(f, s->analysis, p);
+	report_label_tables(f, s->analysis);
 	report_gil_blame(f, s->analysis, p);
 	report_longest_gc(f, s->analysis, p, 5);
 	if (s->gc_log)

@@ -11,6 +11,9 @@
 
 /* Per-thread seconds and share of the recording in each state. */
 void report_thread_table(FILE *f, const struct analysis *a, const struct profile *p);
+/* --label: per label, a row per value like the thread table's (the 20
+ * longest), shares of the time all its values hold. */
+void report_label_tables(FILE *f, const struct analysis *a);
 /* The `max` longest collections with the stack that triggered each. */
 /* Waits for the GIL shorter than this in total are not listed by holder. */
 #define GIL_BLAME_SHOWN_NS	10000000ull

@@ -25,6 +25,7 @@ struct writer_options {
 	const struct recording_info *info;	/* NULL when unknown */
 	uint64_t gc_min_ns;	/* chrome: shortest GC pause drawn as a slice */
 	int threads;		/* collapsed: each thread as a root frame (-t) */
+	const char *group_by;	/* speedscope: a profile per value of this label, not per thread */
 	int pid;		/* pprof: only this process's threads; 0: all */
 	int state_types;	/* pprof: a sample type per state (--push), not
 				 * one cpu value with the state as a label only */

@@ -20,6 +20,7 @@
 #include <zlib.h>
 #include "grow.h"
 #include "hash.h"
+#include "analysis.h"
 #include "json.h"
 #include "utf8.h"
 #include "writer.h"
@@ -252,6 +253,7 @@ static void strtab_free(struct strtab *st)
 /* Everything one write needs. */
 struct pprof {
 	const struct profile *p;
+	const struct label_table *labels;	/* --label; NULL: none */
 	int pid;		/* writer_options.pid */
 	int state_types;	/* writer_options.state_types */
 	struct pbuf out, msg, sub, scratch;
@@ -351,6 +353,8 @@ static int sample_cmp(const void *a, const void *b)
 
 	if (x->state != y->state)
 		return x->state < y->state ? -1 : 1;
+	if (x->label != y->label)
+		return x->label < y->label ? -1 : 1;
 	return profile_stack_cmp(x->frames, x->nframes, y->frames, y->nframes);
 }
 
@@ -363,6 +367,20 @@ static void put_label(struct pprof *pp, const char *key, const char *str,
 	else
 		pb_uint(&pp->sub, LABEL_NUM, num);
 	pb_message(&pp->msg, SAMPLE_LABEL, &pp->sub);
+}
+
+/* --label: the sample's label value (id + 1, 0: none) and the one it
+ * derives (dask_prefix), each under its label's name. */
+static void put_value_labels(struct pprof *pp, uint32_t label)
+{
+	const struct label_table *t = pp->labels;
+	uint32_t id = label - 1;
+	int hops;
+
+	if (!label || !t)
+		return;
+	for (hops = 0; id < t->n && hops < 2; hops++, id = t->v[id].derived)
+		put_label(pp, t->names[t->v[id].label], t->v[id].value, 0);
 }
 
 /*
@@ -423,6 +441,7 @@ static int put_sample(struct pprof *pp, const struct thread_profile *t,
 	if (t->process)
 		put_label(pp, "process", t->process, 0);
 	put_label(pp, "state", sample_state_name(s->state), 0);
+	put_value_labels(pp, s->label);
 	pb_message(&pp->out, PROFILE_SAMPLE, &pp->msg);
 	return 0;
 }
@@ -573,7 +592,8 @@ static int gzip_to(FILE *f, const uint8_t *data, size_t len)
 static int pprof_write(const struct profile *p, const struct writer_options *o,
 		       FILE *f)
 {
-	struct pprof pp = { .p = p, .pid = o ? o->pid : 0, .state_types = o && o->state_types };
+	struct pprof pp = { .p = p, .labels = o && o->analysis ? &o->analysis->labels : NULL,
+			    .pid = o ? o->pid : 0, .state_types = o && o->state_types };
 	int err;
 
 	err = encode(&pp);

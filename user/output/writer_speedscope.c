@@ -307,7 +307,75 @@ static int write_no_samples(FILE *f, uint64_t end)
 		       "\"weights\":[%" PRIu64 "]}", end, end) < 0 ? -1 : 0;
 }
 
-static int write_profiles(const struct profile *p, const struct analysis *a, FILE *f)
+/*
+ * --group-by NAME: a profile per value of the label, "NAME=value", of the
+ * samples of every thread under it, end to end (no time axis: the threads'
+ * times are summed). Samples under no value are left out.
+ */
+static int group_samples(const struct profile *p, const struct label_table *t, int label,
+			 struct timeline *tls)
+{
+	struct sample_iter it;
+	struct sample s;
+	uint32_t v;
+	size_t i;
+
+	for (i = 0; i < p->nthreads; i++) {
+		sample_iter_init(&it, p, &p->threads[i]);
+		while (sample_iter_next(&it, &s)) {
+			v = label_value_under(t, s.label, label);
+			if (v != LABEL_NONE && shown_stack(&s) &&
+			    timeline_add(&tls[v], &s, s.weight_ns))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int write_group(FILE *f, const struct profile *p, const struct label_table *t,
+		       uint32_t v, const struct timeline *tl, int *first)
+{
+	uint64_t total = 0;
+	char *name;
+	size_t i;
+	int err;
+
+	for (i = 0; i < tl->n; i++)
+		total += tl->spans[i].weight;
+	if (asprintf(&name, "%s=%s", t->names[t->v[v].label], t->v[v].value) < 0)
+		return -1;
+	err = (!*first && fputc(',', f) == EOF) || fputs("\n{\"type\":\"sampled\",\"name\":", f) < 0 ||
+	      json_write_string(f, name) ||
+	      fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%" PRIu64,
+		      total) < 0 || write_spans(f, tl, p->nframes);
+	free(name);
+	*first = 0;
+	return err ? -1 : 0;
+}
+
+static int write_groups(const struct profile *p, const struct analysis *a, const char *by,
+			FILE *f, int *first)
+{
+	const struct label_table *t = &a->labels;
+	int label = label_table_find(t, by), err;
+	struct timeline *tls = calloc(t->n ? t->n : 1, sizeof(*tls));
+	size_t v;
+
+	if (!tls || label < 0) {
+		free(tls);
+		return tls ? 0 : -1;	/* no such label: no profiles */
+	}
+	err = group_samples(p, t, label, tls);
+	for (v = 0; !err && v < t->n; v++)
+		if (tls[v].n)
+			err = write_group(f, p, t, v, &tls[v], first);
+	for (v = 0; v < t->n; v++)
+		free(tls[v].spans);
+	free(tls);
+	return err;
+}
+
+static int write_thread_profiles(const struct profile *p, const struct analysis *a, FILE *f)
 {
 	const struct thread_profile **order;
 	struct timeline tl = { 0 };
@@ -333,6 +401,20 @@ static int write_profiles(const struct profile *p, const struct analysis *a, FIL
 	free(tl.spans);
 	free(order);
 	return err;
+}
+
+static int write_profiles(const struct profile *p, const struct writer_options *o, FILE *f)
+{
+	const struct analysis *a = o ? o->analysis : NULL;
+	int first = 1;
+
+	if (!o || !o->group_by || !a)
+		return write_thread_profiles(p, a, f);
+	if (fputs("\"profiles\":[", f) < 0 || write_groups(p, a, o->group_by, f, &first))
+		return -1;
+	if (first && write_no_samples(f, axis_end(p)))
+		return -1;
+	return write_holder_profiles(f, p, a) || fputs("]", f) < 0 ? -1 : 0;
 }
 
 /*
@@ -494,13 +576,51 @@ static int on_cpu_exact(const struct analysis *a)
 	return 0;
 }
 
+/* --label: "labels":{NAME:{VALUE:{"states_s":{...},"samples":N,"gc_count":N,"gc_s":S}}},
+ * the values with time in this recording only. */
+static int write_label_values(FILE *f, const struct label_table *t, int label)
+{
+	const struct label_value *v;
+	size_t i, k = 0;
+	int s, err = 0;
+
+	for (i = 0; !err && i < t->n; i++) {
+		v = &t->v[i];
+		if (v->label != label || (!label_value_total(v) && !v->gc_count))
+			continue;
+		err = fputs(k++ ? ",\n" : "\n", f) < 0 || json_write_string(f, v->value) ||
+		      fputs(":{\"states_s\":{", f) < 0;
+		for (s = 0; !err && s < STATE_RECORDED; s++)
+			err = fprintf(f, "%s\"%s\":%.9f", s ? "," : "", sample_state_name(s),
+				      v->ns[s] / 1e9) < 0;
+		err = err || fprintf(f, "},\"samples\":%llu,\"gc_count\":%llu,\"gc_s\":%.9f}",
+				     (unsigned long long)v->samples,
+				     (unsigned long long)v->gc_count, v->gc_ns / 1e9) < 0;
+	}
+	return err ? -1 : 0;
+}
+
+static int write_labels(FILE *f, const struct label_table *t)
+{
+	int i, err;
+
+	if (!t->nnames)
+		return 0;
+	err = fputs(",\n\"labels\":{", f) < 0;
+	for (i = 0; !err && i < t->nnames; i++)
+		err = (i && fputc(',', f) == EOF) || json_write_string(f, t->names[i]) ||
+		      fputs(":{", f) < 0 || write_label_values(f, t, i) || fputs("}", f) < 0;
+	return err || fputs("}", f) < 0 ? -1 : 0;
+}
+
 static int write_ebpfprof(FILE *f, const struct profile *p, const struct writer_options *o)
 {
 	if (fputs(",\n\"ebpfprof\":{", f) < 0 || write_info(f, p, o ? o->info : NULL))
 		return -1;
 	if (o && o->analysis &&
 	    (fprintf(f, ",\"on_cpu_exact\":%s", on_cpu_exact(o->analysis) ? "true" : "false") < 0 ||
-	     write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis)))
+	     write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis) ||
+	     write_labels(f, &o->analysis->labels)))
 		return -1;
 	return fputs("}", f) < 0 ? -1 : 0;
 }
@@ -513,7 +633,7 @@ static int speedscope_write(const struct profile *p, const struct writer_options
 	    json_write_string(f, p->command ? p->command : "ebpfprof") ||
 	    fputs(",\n\"exporter\":\"ebpfprof " EP_VERSION "\",\n"
 		  "\"activeProfileIndex\":0,\n", f) < 0 ||
-	    write_frames(p, f) || write_profiles(p, o ? o->analysis : NULL, f) || write_ebpfprof(f, p, o) ||
+	    write_frames(p, f) || write_profiles(p, o, f) || write_ebpfprof(f, p, o) ||
 	    fputs("}\n", f) < 0)
 		goto fail;
 	return 0;

@@ -42,6 +42,7 @@ static void session_opts_of(struct controller *c, struct session_opts *so)
 	so->on_event = recorder_on_event;
 	so->on_totals = recorder_on_totals;
 	so->next_lost_stack = recorder_next_lost_stack;
+	so->next_label_codes = recorder_next_label_codes;
 	so->stack_of_blocked = blocked_stack_of;
 	so->ctx = &c->rec;
 	offcpu_thresholds(cfg, so);
@@ -72,7 +73,8 @@ int controller_open(struct controller *c, const struct controller_config *cfg,
 		c->cfg.rate_hz = SESSION_DEFAULT_RATE_HZ;
 	ro = (struct recorder_opts){ .rate_hz = c->cfg.rate_hz, .gil_only = cfg->gil_only,
 				     .by_function = cfg->by_function, .idle = cfg->idle,
-				     .native = cfg->native };
+				     .native = cfg->native, .labels = cfg->labels,
+				     .nlabels = cfg->nlabels, .dask = cfg->dask };
 	if (recorder_init(&c->rec, &ro)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -60,6 +60,9 @@ struct controller_config {
 	int native;			/* weave native frames */
 	unsigned native_stack_bytes;	/* ... from this much stack (0: the default) */
 	int subprocesses;		/* follow the target's Python children */
+	const struct label_spec *labels;	/* --label, --dask */
+	int nlabels;
+	int dask;			/* --dask: dask_prefix derived from dask_key */
 	int verbose;
 	uint64_t duration_ns;		/* 0: until stopped or the target exits */
 	uint64_t period_ns;		/* 0: no periods but on request */

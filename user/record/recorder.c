@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "clock.h"
+#include "dask_key.h"
 #include "grow.h"
 #include "hash.h"
 #include "native_unwind.h"
@@ -33,7 +34,12 @@ struct rec_thread {
 	char py_name[128];
 	char comm[16];
 	uint64_t last_stack;		/* its last on-CPU sample's stack (stack table) */
+	uint32_t last_label;		/* ... and its label value, LABEL_NONE: none */
 };
+
+/* A label value's id among a stack's frame ids (the stack table keeps it as
+ * the root; samples and intervals take it out before the profile sees them). */
+#define LABEL_ID_BIT	(1u << 31)
 
 /* --native: a pc's frame, cached per process (direct-mapped) */
 #define NATIVE_PC_CACHE		16384
@@ -63,7 +69,43 @@ struct rec_process {
 	char comm[16];
 	struct rec_thread *threads;
 	size_t nthreads, cap;
+	struct label_codes label_codes;	/* --label: code objects the kernel reads labels under */
+	int label_codes_changed;	/* ... not yet given to the kernel */
+	int label_codes_full;		/* ... a code object found no room (said once) */
 };
+
+static void derive_dask_prefix(const char *key, char *out, size_t len)
+{
+	dask_key_split(key, out, len);
+}
+
+/* The label table's names: one per name of --label (several functions may
+ * give one label), and dask_prefix for --dask, derived from dask_key. */
+static int labels_setup(struct recorder *r)
+{
+	struct label_table *t = &r->analysis.labels;
+	int i, j, key = -1, to;
+
+	if (r->opts.nlabels > EP_MAX_LABELS)
+		return -1;
+	for (i = 0; i < r->opts.nlabels; i++) {
+		for (j = 0; j < t->nnames; j++)
+			if (!strcmp(t->names[j], r->opts.labels[i].name))
+				break;
+		if (j == t->nnames && label_table_add_name(t, r->opts.labels[i].name) != j)
+			return -1;
+		r->label_of_spec[i] = j;
+		if (!strcmp(r->opts.labels[i].name, "dask_key"))
+			key = j;
+	}
+	if (!r->opts.dask || key < 0)
+		return 0;
+	to = label_table_add_name(t, "dask_prefix");
+	if (to < 0)
+		return -1;
+	label_table_derive(t, key, to, derive_dask_prefix);
+	return 0;
+}
 
 int recorder_init(struct recorder *r, const struct recorder_opts *o)
 {
@@ -73,6 +115,8 @@ int recorder_init(struct recorder *r, const struct recorder_opts *o)
 	analysis_init(&r->analysis);
 	r->profile.rate_hz = o->rate_hz;
 	r->ids = calloc(RECORDER_MAX_IDS, sizeof(*r->ids));
+	if (labels_setup(r))
+		return -1;
 	if (o->native)
 		r->native = calloc(NATIVE_PENDING, sizeof(*r->native));
 	return r->ids && (!o->native || r->native) ? 0 : -1;
@@ -93,6 +137,7 @@ void recorder_free(struct recorder *r)
 	free(r->procs);
 	free(r->changes);
 	free(r->native);
+	free(r->labelled);
 	free(r->ids);
 	stack_table_free(&r->stacks);
 	analysis_free(&r->analysis);
@@ -119,6 +164,10 @@ static int native_setup(struct recorder *r, struct rec_process *p)
 int recorder_add_process(struct recorder *r, const struct py_target *t)
 {
 	struct rec_process *p = find_process(r, t->pid);
+
+	if (r->opts.nlabels && !py_target_label_ready(t))
+		fprintf(stderr, "ebpfprof: warning: process %d: where CPython %d.%d keeps a frame's arguments is not known here (its debug offsets unread); no labels\n",
+			t->pid, t->major, t->minor);
 
 	if (p) {
 		/* a new program in a known process: new interpreter, new code objects */
@@ -245,6 +294,7 @@ static struct rec_thread *note_thread(struct rec_process *p, int tid, uint64_t t
 		t = &p->threads[p->nthreads++];
 		memset(t, 0, sizeof(*t));
 		t->tid = tid;
+		t->last_label = LABEL_NONE;
 		procfs_comm(p->target.pid, tid, t->comm, sizeof(t->comm));
 	}
 	t = &p->threads[i];
@@ -260,6 +310,95 @@ static uint32_t marker(struct recorder *r, const char *name)
 	return profile_frame(&r->profile, name, NULL, 0, FRAME_MARKER);
 }
 
+/* --label: a code object of a labelled function, seen for the first time,
+ * is given to the kernel (at most EP_LABEL_CODES a process). */
+static void note_label_code(struct recorder *r, struct rec_process *p, const struct ep_frame *f,
+			    const char *name)
+{
+	struct label_codes *lc = &p->label_codes;
+	int i, j;
+
+	for (i = 0; i < r->opts.nlabels; i++) {
+		if (!label_function_matches(r->opts.labels[i].function, name))
+			continue;
+		for (j = 0; j < lc->n; j++)
+			if (lc->code[j] == f->code && lc->ident[j] == f->ident)
+				return;
+		if (lc->n >= EP_LABEL_CODES) {
+			if (!p->label_codes_full++)
+				fprintf(stderr, "ebpfprof: warning: process %d: more than %d code objects of labelled functions; %s at 0x%llx is not labelled\n",
+					p->target.pid, EP_LABEL_CODES, r->opts.labels[i].function,
+					(unsigned long long)f->code);
+			return;
+		}
+		lc->code[lc->n] = f->code;
+		lc->ident[lc->n] = f->ident;
+		lc->arg[lc->n] = r->opts.labels[i].arg;
+		lc->index[lc->n] = i;
+		lc->n++;
+		p->label_codes_changed = 1;
+		return;
+	}
+}
+
+int recorder_next_label_codes(void *ctx, __u32 *pid, struct label_codes *out)
+{
+	struct recorder *r = ctx;
+	size_t i;
+
+	for (i = 0; i < r->nprocs; i++) {
+		if (!r->procs[i]->label_codes_changed)
+			continue;
+		r->procs[i]->label_codes_changed = 0;
+		*pid = r->procs[i]->target.pid;
+		*out = r->procs[i]->label_codes;
+		return 1;
+	}
+	return 0;
+}
+
+/* The label value after the frames of a full stack event, interned; its id,
+ * or LABEL_NONE. */
+static uint32_t event_label(struct recorder *r, const struct ep_stack_event *ev)
+{
+	struct ep_label_blob b;
+	char text[LABEL_TEXT_MAX], source[LABEL_TEXT_MAX];
+
+	if (!(ev->flags & EP_F_LABEL) || ev->depth < EP_LABEL_FRAMES ||
+	    ev->depth > EP_MAX_FRAMES)
+		return LABEL_NONE;
+	memcpy(&b, &ev->frames[ev->depth - EP_LABEL_FRAMES], sizeof(b));
+	if (b.label >= r->opts.nlabels)
+		return LABEL_NONE;
+	label_format(&b, text, sizeof(text));
+	return label_intern(&r->analysis.labels, r->label_of_spec[b.label], text,
+			    label_source(&b, source, sizeof(source)));
+}
+
+/* The event's Python frames: all but the label's. */
+static uint32_t python_depth(const struct ep_stack_event *ev)
+{
+	uint32_t depth = ev->depth > EP_MAX_FRAMES ? EP_MAX_FRAMES : ev->depth;
+
+	if ((ev->flags & EP_F_LABEL) && depth >= EP_LABEL_FRAMES)
+		depth -= EP_LABEL_FRAMES;
+	return depth;
+}
+
+/* Takes the label value out of the root of the n ids in r->ids; its id, or
+ * LABEL_NONE. */
+static uint32_t take_label(struct recorder *r, uint32_t *n)
+{
+	uint32_t id;
+
+	if (!*n || !(r->ids[0] & LABEL_ID_BIT))
+		return LABEL_NONE;
+	id = r->ids[0] & ~LABEL_ID_BIT;
+	memmove(r->ids, r->ids + 1, (*n - 1) * sizeof(*r->ids));
+	(*n)--;
+	return id;
+}
+
 static uint32_t python_frame(struct recorder *r, struct rec_process *p,
 			     const struct ep_frame *f)
 {
@@ -268,6 +407,8 @@ static uint32_t python_frame(struct recorder *r, struct rec_process *p,
 	/* the entry mark of --native is no part of the offset */
 	py_symbolizer_frame(p->sym, f->code, f->ident,
 			    f->instr == ~0u ? ~0u : f->instr & ~EP_INSTR_ENTRY, &sf);
+	if (r->opts.nlabels)
+		note_label_code(r, p, f, sf.name);
 	return profile_frame(&r->profile, sf.name, sf.file,
 			     r->opts.by_function ? sf.firstlineno : sf.line, FRAME_PYTHON);
 }
@@ -277,12 +418,14 @@ static uint32_t python_frame(struct recorder *r, struct rec_process *p,
 static uint32_t build_python_stack(struct recorder *r, struct rec_process *p,
 				   const struct ep_stack_event *ev)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, label = event_label(r, ev);
 	int i;
 
+	if (label != LABEL_NONE)
+		r->ids[n++] = label | LABEL_ID_BIT;
 	if (ev->flags & EP_F_TRUNCATED)
 		r->ids[n++] = marker(r, "[truncated]");
-	for (i = ev->depth - 1; i >= 0; i--)
+	for (i = (int)python_depth(ev) - 1; i >= 0; i--)
 		r->ids[n++] = python_frame(r, p, &ev->frames[i]);
 	return n;
 }
@@ -334,6 +477,31 @@ int recorder_next_lost_stack(void *ctx, __u32 *pid, __u64 *stack_id)
 }
 
 /*
+ * Keeps the kernel's stack id -> the n ids in r->ids. A labelled stack is a
+ * stack per value (every Dask task's key makes new ones): the table keeps
+ * the last LABELLED_STACKS_KEPT of them, the oldest forgotten. A record that
+ * names a forgotten one later has it sent again (note_lost_stack), at the
+ * cost of that record. 0, or -1 (out of memory).
+ */
+static int keep_stack(struct recorder *r, int pid, uint64_t id, uint32_t n)
+{
+	struct kept_stack *slot;
+
+	if (stack_table_put(&r->stacks, pid, id, r->ids, n))
+		return -1;
+	if (!n || !(r->ids[0] & LABEL_ID_BIT))
+		return 0;
+	if (!r->labelled && !(r->labelled = calloc(LABELLED_STACKS_KEPT, sizeof(*r->labelled))))
+		return 0;	/* kept, just not bounded: the next one tries again */
+	slot = &r->labelled[r->labelled_next++ % LABELLED_STACKS_KEPT];
+	if (slot->id && (slot->pid != pid || slot->id != id))
+		stack_table_delete(&r->stacks, slot->pid, slot->id);
+	slot->pid = pid;
+	slot->id = id;
+	return 0;
+}
+
+/*
  * A sample's or a collection's stack into r->ids. The kernel sends a stack's
  * frames with the first record at it and its id alone after that: the frames
  * are kept here (symbolized, without the GC marker, which is per sample)
@@ -356,7 +524,7 @@ static uint32_t event_stack(struct recorder *r, struct rec_process *p,
 		n = st->nframes;
 	} else {
 		n = build_python_stack(r, p, ev);
-		if (ev->stack_id && stack_table_put(&r->stacks, ev->pid, ev->stack_id, r->ids, n))
+		if (ev->stack_id && keep_stack(r, ev->pid, ev->stack_id, n))
 			r->failed++;
 	}
 	return n ? add_gc_marker(r, ev, n) : 0;
@@ -423,7 +591,7 @@ static uint32_t native_stack(struct recorder *r, struct rec_process *p,
 			     const struct ep_stack_event *ev)
 {
 	struct native_pending *pend = &r->native[(unsigned)ev->tid % NATIVE_PENDING];
-	uint32_t py[EP_MAX_FRAMES], n = 0, npy = ev->depth > EP_MAX_FRAMES ? EP_MAX_FRAMES : ev->depth;
+	uint32_t py[EP_MAX_FRAMES], n = 0, npy = python_depth(ev);
 	uint8_t entry[EP_MAX_FRAMES];
 	/* before 3.11 every frame is a C call of the eval loop of its own */
 	int every_entry = p->target.cfg.instr_kind != EP_INSTR_POINTER;
@@ -481,14 +649,20 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	struct thread_profile *tp;
 	struct rec_thread *t;
 	struct sample s = { 0 };
+	uint32_t label;
 
 	if (!p || (ev->flags & EP_F_NO_TSTATE))
 		return;		/* not a Python thread: no Python frames to show */
 	t = note_thread(p, ev->tid, ev->tstate);
-	if (r->native && !(ev->flags & EP_F_STACK_BY_ID))
+	if (r->native && !(ev->flags & EP_F_STACK_BY_ID)) {
 		s.nframes = native_stack(r, p, ev);
-	else if ((s.nframes = event_stack(r, p, ev)))	/* first: a stack sent whole is kept */
-		s.nframes = add_task_frame(r, p, ev, s.nframes);
+		label = event_label(r, ev);
+	} else {
+		s.nframes = event_stack(r, p, ev);	/* first: a stack sent whole is kept for later */
+		label = take_label(r, &s.nframes);
+		if (s.nframes)
+			s.nframes = add_task_frame(r, p, ev, s.nframes);
+	}
 	s.holds_gil = ev->gil_holder && ev->gil_holder == ev->tstate;
 	if (r->opts.gil_only && !s.holds_gil)
 		return;
@@ -505,6 +679,10 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	s.start_ns = since_start(r, ev->ts);
 	s.start_ns = s.start_ns > s.weight_ns ? s.start_ns - s.weight_ns : 0;
 	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
+	if (t)
+		t->last_label = label;
+	label_add_time(&r->analysis.labels, label, s.state, s.weight_ns, 1);
+	s.label = label == LABEL_NONE ? 0 : label + 1;
 	tp = profile_thread(&r->profile, ev->pid, ev->tid);
 	if (tp && !profile_add_sample(&r->profile, tp, &s)) {
 		r->kept++;
@@ -538,17 +716,18 @@ static void on_stack(struct recorder *r, const struct ep_stack_event *ev)
 	if (ev->tstate)
 		note_thread(p, ev->tid, ev->tstate);
 	n = build_stack(r, p, ev);
-	if (stack_table_put(&r->stacks, ev->pid, ev->stack_id, r->ids, n))
+	if (keep_stack(r, ev->pid, ev->stack_id, n))
 		r->failed++;
 }
 
 /* Adds a sampled short interval to the profile: weight_ns of `state`. */
 static void add_sampled(struct recorder *r, const struct ep_offcpu_record *rec,
-			const struct stack_entry *st, int state, uint64_t weight_ns)
+			const struct stack_entry *st, int state, uint64_t weight_ns, uint32_t label)
 {
 	struct thread_profile *tp = profile_thread(&r->profile, rec->pid, rec->tid);
 	struct sample s = { .start_ns = since_start(r, rec->start_ts), .weight_ns = weight_ns,
-			    .state = state, .frames = r->ids };
+			    .state = state, .frames = r->ids,
+			    .label = label == LABEL_NONE ? 0 : label + 1 };
 	int gen = rec->flags & EP_IV_OWN_GC ? rec->gc_gen : -1;
 
 	if (!tp || !weight_ns)
@@ -568,14 +747,15 @@ static void add_sampled(struct recorder *r, const struct ep_offcpu_record *rec,
 /* An interval over the threshold: kept whole, in pieces when part of a GIL
  * wait was spent behind a collection (first if one ran at switch-out). */
 static void add_exact(struct recorder *r, const struct ep_offcpu_record *rec,
-		      const struct stack_entry *st, int state)
+		      const struct stack_entry *st, int state, uint32_t label)
 {
 	struct interval iv = { .pid = rec->pid, .tid = rec->tid, .state = state,
 			       .start_ns = since_start(r, rec->start_ts),
 			       .end_ns = since_start(r, rec->end_ts),
 			       .generation = rec->flags & EP_IV_OWN_GC ? rec->gc_gen : -1,
 			       .collected = -1,
-			       .holder = holder_tid(r, rec->pid, rec->tid, rec->holder) };
+			       .holder = holder_tid(r, rec->pid, rec->tid, rec->holder),
+			       .label = label == LABEL_NONE ? 0 : label + 1 };
 	uint64_t gc_ns = rec->gc_ns < iv.end_ns - iv.start_ns ? rec->gc_ns : iv.end_ns - iv.start_ns;
 	struct interval gc_part;
 
@@ -583,6 +763,8 @@ static void add_exact(struct recorder *r, const struct ep_offcpu_record *rec,
 		iv.frames = st->frames;
 		iv.nframes = st->nframes;
 	}
+	label_add_time(&r->analysis.labels, label, STATE_GIL_WAIT_GC, gc_ns, 0);
+	label_add_time(&r->analysis.labels, label, state, iv.end_ns - iv.start_ns - gc_ns, 0);
 	gc_part = iv;
 	gc_part.state = STATE_GIL_WAIT_GC;
 	if (gc_ns && rec->flags & EP_IV_GC_FIRST) {
@@ -600,7 +782,9 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 {
 	struct rec_process *p = find_process(r, rec->pid);
 	const struct stack_entry *st = NULL;
+	struct stack_entry unlabelled;
 	int state = analysis_reason_state(rec->reason);
+	uint32_t label = LABEL_NONE;
 	uint64_t gc_w;
 
 	if (!p || rec->end_ts < rec->start_ts)
@@ -614,20 +798,31 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 		struct rec_thread *t = note_thread(p, rec->tid, 0);
 
 		st = t ? stack_table_get(&r->stacks, rec->pid, t->last_stack) : NULL;
+		label = t ? t->last_label : LABEL_NONE;
+	}
+	if (st && st->nframes && (st->frames[0] & LABEL_ID_BIT)) {
+		label = st->frames[0] & ~LABEL_ID_BIT;
+		unlabelled = *st;
+		unlabelled.frames++;
+		unlabelled.nframes--;
+		st = &unlabelled;
 	}
 	if (rec->flags & EP_IV_EXACT) {
-		add_exact(r, rec, st, state);
+		add_exact(r, rec, st, state, label);
 		return;
 	}
-	if (!r->opts.idle)
-		return;
 	/* the part behind a collection, in proportion */
 	gc_w = rec->end_ts > rec->start_ts ?
 	       (uint64_t)((long double)rec->weight_ns * rec->gc_ns / (rec->end_ts - rec->start_ts)) : 0;
 	if (gc_w > rec->weight_ns)
 		gc_w = rec->weight_ns;
-	add_sampled(r, rec, st, STATE_GIL_WAIT_GC, gc_w);
-	add_sampled(r, rec, st, state, rec->weight_ns - gc_w);
+	/* the label table takes sampled waits without --idle too */
+	label_add_time(&r->analysis.labels, label, STATE_GIL_WAIT_GC, gc_w, 0);
+	label_add_time(&r->analysis.labels, label, state, rec->weight_ns - gc_w, 0);
+	if (!r->opts.idle)
+		return;
+	add_sampled(r, rec, st, STATE_GIL_WAIT_GC, gc_w, label);
+	add_sampled(r, rec, st, state, rec->weight_ns - gc_w, label);
 }
 
 /* The thread whose PyThreadState the kernel saw holding the GIL: GB_* for
@@ -737,6 +932,7 @@ static void on_gc(struct recorder *r, const struct ep_stack_event *ev)
 	iv.collected = ev->collected;
 	iv.nframes = (ev->flags & EP_F_NO_TSTATE) ? 0 : event_stack(r, p, ev);
 	iv.frames = r->ids;
+	label_add_gc(&r->analysis.labels, take_label(r, &iv.nframes), iv.end_ns - iv.start_ns);
 	if (analysis_add(&r->analysis.gcs, &iv))
 		r->failed++;
 }

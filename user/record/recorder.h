@@ -16,6 +16,7 @@
 #include "analysis.h"
 #include "clock.h"
 #include "ebpfprof.h"
+#include "labels.h"
 #include "profile.h"
 #include "py_target.h"
 #include "stack_table.h"
@@ -26,9 +27,26 @@ struct recorder_opts {
 	int by_function;	/* one frame per function, not per line */
 	int idle;		/* add off-CPU time as samples with a reason frame */
 	int native;		/* --native: weave C frames into each sample's stack */
+	const struct label_spec *labels;	/* --label, --dask */
+	int nlabels;
+	int dask;		/* --dask: dask_prefix derived from the label dask_key */
+};
+
+/* --label: the code objects of a process the kernel is to read labels
+ * under (struct ep_proc_cfg's label fields), for the session to set. */
+struct label_codes {
+	__u8 n;
+	__u64 code[EP_LABEL_CODES];
+	__u32 ident[EP_LABEL_CODES];
+	__u8 arg[EP_LABEL_CODES];
+	__u8 index[EP_LABEL_CODES];
 };
 
 struct rec_process;
+
+/* Labelled stacks the stack table keeps at most (recorder.c keep_stack):
+ * as many as the kernel remembers having sent (sent_stacks). */
+#define LABELLED_STACKS_KEPT	65536
 
 /* A change in the set of processes, for the driver to act on (--subprocesses). */
 struct proc_change {
@@ -61,6 +79,12 @@ struct recorder {
 	unsigned long native_complete;	/* ... to the thread's first frame, */
 	unsigned long native_frames;	/* ... native frames found in all */
 	uint64_t native_cpu_ns;		/* ... our CPU time unwinding and naming them */
+	int label_of_spec[EP_MAX_LABELS];	/* opts.labels[i]'s index in the label table */
+	struct kept_stack {			/* labelled stacks in the stack table, a ring */
+		int pid;
+		uint64_t id;
+	} *labelled;
+	uint64_t labelled_next;
 	struct proc_change *changes;	/* not yet taken by the driver */
 	size_t nchanges, changes_cap;
 };
@@ -81,6 +105,9 @@ void recorder_on_totals(void *ctx, const struct ep_totals_key *key, const struct
 /* session_opts.next_lost_stack: one stack a sample named by id without the
  * frames ever reaching us (1), or none left (0). */
 int recorder_next_lost_stack(void *ctx, __u32 *pid, __u64 *stack_id);
+/* session_opts.next_label_codes: a process whose labelled code objects
+ * changed, and all of them now; 0 when none is left. */
+int recorder_next_label_codes(void *ctx, __u32 *pid, struct label_codes *out);
 /* Collections of pid are timed by probes: overlaps with them are exact. */
 void recorder_set_exact_gc(struct recorder *r, int pid);
 /* Reads the Python names of the threads seen so far while the target lives. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "clock.h"
+#include "recorder.h"
 #include "session_priv.h"
 
 static int verbose_libbpf;
@@ -63,6 +64,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	s->on_event = o->on_event;
 	s->on_totals = o->on_totals;
 	s->next_lost_stack = o->next_lost_stack;
+	s->next_label_codes = o->next_label_codes;
 	s->stack_of_blocked = o->stack_of_blocked;
 	s->ctx = o->ctx;
 	verbose_libbpf = o->verbose;
@@ -162,6 +164,27 @@ static void resend_lost_stacks(struct session *s)
 		bpf_map_delete_elem(fd, &key);
 }
 
+/* --label: the kernel reads labels under the code objects the reader has
+ * seen named as labelled functions since the last drain. */
+static void push_label_codes(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.procs);
+	struct label_codes lc;
+	struct ep_proc_cfg cfg;
+	__u32 pid;
+
+	while (s->next_label_codes && s->next_label_codes(s->ctx, &pid, &lc)) {
+		if (bpf_map_lookup_elem(fd, &pid, &cfg))
+			continue;	/* gone */
+		cfg.nlabel_codes = lc.n;
+		memcpy(cfg.label_code, lc.code, sizeof(cfg.label_code));
+		memcpy(cfg.label_ident, lc.ident, sizeof(cfg.label_ident));
+		memcpy(cfg.label_arg, lc.arg, sizeof(cfg.label_arg));
+		memcpy(cfg.label_index, lc.index, sizeof(cfg.label_index));
+		bpf_map_update_elem(fd, &pid, &cfg, BPF_EXIST);
+	}
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
 	/* records do not wake us (see ring_output): the timeout is the drain period */
@@ -171,6 +194,7 @@ int session_poll(struct session *s, int timeout_ms)
 		n = ring_buffer__consume(s->rb);
 	session_drain_all(s);
 	resend_lost_stacks(s);
+	push_label_codes(s);
 	session_rearm_samplers(s);
 	return n;
 }

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include "ebpfprof.h"
 
+struct label_codes;
+
 struct session;
 
 /* Samples per second per CPU when none is asked for (--rate); the timer's
@@ -37,6 +39,8 @@ struct session_opts {
 	 * got, one per call (1: filled, 0: none); the kernel forgets it sent
 	 * them, so the next record at such a stack carries its frames */
 	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
+	/* --label: a process whose labelled code objects changed (recorder.h) */
+	int (*next_label_codes)(void *ctx, __u32 *pid, struct label_codes *out);
 	/* the stack of a thread off the CPU whose stack the kernel takes only on
 	 * its return to user mode, walked by the caller, for intervals still open
 	 * when the recording ends or is cut (0, or -1 if unknown) */

@@ -47,6 +47,7 @@ struct session {
 	size_t ngc_files, gc_files_cap;
 	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
 	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
+	int (*next_label_codes)(void *ctx, __u32 *pid, struct label_codes *out);
 	int (*stack_of_blocked)(void *ctx, __u32 pid, __u32 tid, __u64 *stack_id);
 	int (*on_event)(void *ctx, void *data, size_t len);
 	void *ctx;

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grow.h"
+#include "hash.h"
+#include "labels.h"
+
+void label_table_init(struct label_table *t)
+{
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < 2 * EP_MAX_LABELS; i++)
+		t->derive_to[i] = -1;
+}
+
+void label_table_free(struct label_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		free(t->v[i].value);
+	for (i = 0; i < (size_t)t->nnames; i++)
+		free(t->names[i]);
+	free(t->v);
+	free(t->index);
+	label_table_init(t);
+}
+
+int label_table_add_name(struct label_table *t, const char *name)
+{
+	if (t->nnames >= 2 * EP_MAX_LABELS)
+		return -1;
+	t->names[t->nnames] = strdup(name);
+	return t->names[t->nnames] ? t->nnames++ : -1;
+}
+
+void label_table_derive(struct label_table *t, int from, int to, label_derive_fn fn)
+{
+	t->derive_to[from] = to;
+	t->derive[from] = fn;
+}
+
+static uint64_t value_hash(int label, const char *text)
+{
+	return fnv1a_str(fnv1a(FNV1A_BASIS, &label, sizeof(label)), text);
+}
+
+/* Doubles the index (load at most 1/2); 0 or -1. */
+static int grow_index(struct label_table *t)
+{
+	size_t cap = t->index_cap ? 2 * t->index_cap : 64, i, s;
+	size_t *index = calloc(cap, sizeof(*index));
+
+	if (!index)
+		return -1;
+	for (i = 0; i < t->n; i++) {
+		s = hash_first_slot(value_hash(t->v[i].label, t->v[i].value), cap);
+		while (index[s])
+			s = hash_next_slot(s, cap);
+		index[s] = i + 1;
+	}
+	free(t->index);
+	t->index = index;
+	t->index_cap = cap;
+	return 0;
+}
+
+/* The slot of (label, text): its value's, or the empty one it would take. */
+static size_t *find_slot(struct label_table *t, int label, const char *text)
+{
+	size_t s = hash_first_slot(value_hash(label, text), t->index_cap), i;
+
+	while (t->index[s]) {
+		i = t->index[s] - 1;
+		if (t->v[i].label == label && !strcmp(t->v[i].value, text))
+			break;
+		s = hash_next_slot(s, t->index_cap);
+	}
+	return &t->index[s];
+}
+
+/* The id of (label, text), added if new (LABEL_NONE: out of memory). */
+static uint32_t intern_one(struct label_table *t, int label, const char *text)
+{
+	size_t *slot;
+	struct label_value *v;
+
+	if ((t->n + 1) * 2 > t->index_cap && grow_index(t))
+		return LABEL_NONE;
+	slot = find_slot(t, label, text);
+	if (*slot)
+		return *slot - 1;
+	if (GROW_ARRAY(t->v, t->cap, t->n + 1))
+		return LABEL_NONE;
+	v = &t->v[t->n];
+	memset(v, 0, sizeof(*v));
+	v->label = label;
+	v->derived = LABEL_NONE;
+	v->value = strdup(text);
+	if (!v->value)
+		return LABEL_NONE;
+	*slot = ++t->n;
+	t->per_label[label]++;
+	return t->n - 1;
+}
+
+static int known(struct label_table *t, int label, const char *text)
+{
+	return t->index_cap && *find_slot(t, label, text);
+}
+
+/*
+ * Past LABEL_VALUES_MAX values, a new value joins the label's other values:
+ * one per derived value ("[other values: inc]"), so that what derives from
+ * it still adds up (a Dask cluster runs more tasks than values are kept,
+ * but has few prefixes; those are bounded the same way).
+ */
+uint32_t label_intern(struct label_table *t, int label, const char *text, const char *source)
+{
+	char derived[LABEL_TEXT_MAX], other[LABEL_TEXT_MAX + 32];
+	int to;
+	uint32_t id, d = LABEL_NONE;
+
+	if (label < 0 || label >= t->nnames)
+		return LABEL_NONE;
+	if (known(t, label, text))
+		return *find_slot(t, label, text) - 1;
+	to = t->derive_to[label];
+	if (to >= 0) {
+		t->derive[label](source, derived, sizeof(derived));
+		d = label_intern(t, to, derived, derived);
+	}
+	if (t->per_label[label] >= LABEL_VALUES_MAX) {
+		if (to >= 0 && d != LABEL_NONE)
+			snprintf(other, sizeof(other), "[other values: %s]", t->v[d].value);
+		else
+			snprintf(other, sizeof(other), "%s", LABEL_OTHER);
+		text = other;
+	}
+	id = intern_one(t, label, text);
+	if (id != LABEL_NONE)
+		t->v[id].derived = d;
+	return id;
+}
+
+void label_add_time(struct label_table *t, uint32_t id, int state, uint64_t ns, int sample)
+{
+	int hops;
+
+	if (state < 0 || state >= STATE_MAX)
+		return;
+	for (hops = 0; id < t->n && hops < 2; hops++, id = t->v[id].derived) {
+		t->v[id].ns[state] += ns;
+		t->v[id].samples += sample;
+	}
+}
+
+void label_add_gc(struct label_table *t, uint32_t id, uint64_t ns)
+{
+	int hops;
+
+	for (hops = 0; id < t->n && hops < 2; hops++, id = t->v[id].derived) {
+		t->v[id].gc_count++;
+		t->v[id].gc_ns += ns;
+	}
+}
+
+void label_table_next_period(struct label_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		memset(t->v[i].ns, 0, sizeof(t->v[i].ns));
+		t->v[i].samples = t->v[i].gc_count = t->v[i].gc_ns = 0;
+	}
+}
+
+uint64_t label_value_total(const struct label_value *v)
+{
+	uint64_t total = 0;
+	int s;
+
+	for (s = 0; s < STATE_RECORDED; s++)
+		total += v->ns[s];
+	return total;
+}
+
+/* Appends to out[*at..len) as far as it fits. */
+static void put(char *out, size_t len, size_t *at, const char *s)
+{
+	int n = snprintf(out + *at, len - *at, "%s", s);
+
+	*at += n < 0 ? 0 : (size_t)n >= len - *at ? len - *at - 1 : (size_t)n;
+}
+
+static void put_bytes(char *out, size_t len, size_t *at, const __u8 *b, unsigned n)
+{
+	char c[8];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\')
+			snprintf(c, sizeof(c), "%c", b[i]);
+		else
+			snprintf(c, sizeof(c), "\\x%02x", b[i]);
+		put(out, len, at, c);
+	}
+}
+
+static void put_item(char *out, size_t len, size_t *at, const struct ep_label_blob *b, int i,
+		     int quoted)
+{
+	const __u8 *data = i ? b->rest[i - 1] : b->first;
+	unsigned room = i ? EP_LABEL_ITEM_BYTES : EP_LABEL_FIRST_BYTES;
+	unsigned n = b->len[i] < room ? b->len[i] : room;
+	char num[32];
+	__s64 v;
+
+	switch (b->tag[i]) {
+	case EP_LT_STR:
+	case EP_LT_STR_CUT:
+		put(out, len, at, quoted ? "'" : "");
+		put_bytes(out, len, at, data, n);
+		put(out, len, at, b->tag[i] == EP_LT_STR_CUT ? "..." : "");
+		put(out, len, at, quoted ? "'" : "");
+		break;
+	case EP_LT_INT:
+		memcpy(&v, data, sizeof(v));
+		snprintf(num, sizeof(num), "%lld", (long long)v);
+		put(out, len, at, num);
+		break;
+	case EP_LT_BIG_INT:
+		put(out, len, at, "<big int>");
+		break;
+	case EP_LT_TYPE:
+		put(out, len, at, "<");
+		put_bytes(out, len, at, data, n);
+		put(out, len, at, ">");
+		break;
+	case EP_LT_WIDE_STR:
+		put(out, len, at, "<str beyond latin-1>");
+		break;
+	default:
+		put(out, len, at, "<unreadable>");
+	}
+}
+
+void label_format(const struct ep_label_blob *b, char *out, size_t len)
+{
+	size_t at = 0;
+	int i, n = b->nitems < EP_LABEL_ITEMS ? b->nitems : EP_LABEL_ITEMS;
+
+	out[0] = 0;
+	if (!b->tuple) {
+		put_item(out, len, &at, b, 0, 0);
+		return;
+	}
+	put(out, len, &at, "(");
+	for (i = 0; i < n; i++) {
+		put(out, len, &at, i ? ", " : "");
+		put_item(out, len, &at, b, i, 1);
+	}
+	put(out, len, &at, b->more ? ", ...)" : n == 1 ? ",)" : ")");
+}
+
+const char *label_source(const struct ep_label_blob *b, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	if (b->tag[0] != EP_LT_STR && b->tag[0] != EP_LT_STR_CUT)
+		return NULL;
+	buf[0] = 0;
+	put_bytes(buf, len, &at, b->first, b->len[0] < EP_LABEL_FIRST_BYTES ? b->len[0] :
+						      EP_LABEL_FIRST_BYTES);
+	return buf;
+}
+
+static int name_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+int label_spec_parse(const char *arg, struct label_spec *out, char *err, size_t errlen)
+{
+	const char *eq = strchr(arg, '='), *colon = strrchr(arg, ':'), *p;
+	char *end;
+	long idx;
+
+	memset(out, 0, sizeof(*out));
+	if (!eq || !colon || colon < eq) {
+		snprintf(err, errlen, "invalid --label %s: NAME=FUNCTION:ARGUMENT expected", arg);
+		return -1;
+	}
+	if (eq == arg || eq - arg >= LABEL_NAME_MAX) {
+		snprintf(err, errlen, "invalid --label %s: NAME must have 1 to %d characters", arg,
+			 LABEL_NAME_MAX - 1);
+		return -1;
+	}
+	for (p = arg; p < eq; p++) {
+		if (!name_char_ok(*p)) {
+			snprintf(err, errlen, "invalid --label %s: NAME may hold letters, digits and _-. only", arg);
+			return -1;
+		}
+	}
+	if (colon == eq + 1 || colon - eq - 1 >= LABEL_FUNCTION_MAX) {
+		snprintf(err, errlen, "invalid --label %s: FUNCTION must have 1 to %d characters", arg,
+			 LABEL_FUNCTION_MAX - 1);
+		return -1;
+	}
+	errno = 0;
+	idx = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || idx < 0 || idx > EP_LABEL_MAX_ARG) {
+		snprintf(err, errlen, "invalid --label %s: ARGUMENT must be an argument index, 0 to %d",
+			 arg, EP_LABEL_MAX_ARG);
+		return -1;
+	}
+	memcpy(out->name, arg, eq - arg);
+	memcpy(out->function, eq + 1, colon - eq - 1);
+	out->arg = idx;
+	return 0;
+}
+
+int label_function_matches(const char *function, const char *name)
+{
+	size_t nf = strlen(function), nn = strlen(name);
+
+	if (!strcmp(function, name))
+		return 1;
+	/* a plain name matches the last part of a qualified one */
+	return !strchr(function, '.') && nn > nf && name[nn - nf - 1] == '.' &&
+	       !strcmp(name + nn - nf, function);
+}
+
+uint32_t label_value_under(const struct label_table *t, uint32_t sample_label, int label)
+{
+	uint32_t id = sample_label - 1;
+	int hops;
+
+	for (hops = 0; sample_label && id < t->n && hops < 2; hops++, id = t->v[id].derived)
+		if (t->v[id].label == label)
+			return id;
+	return LABEL_NONE;
+}
+
+int label_table_find(const struct label_table *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->nnames; i++)
+		if (!strcmp(t->names[i], name))
+			return i;
+	return -1;
+}
