@@ -478,7 +478,10 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 				   (__u32)ep_frame_u64(buf, cfg->frame_code));
 		w.frame = ep_frame_previous(cfg, buf);
 	}
-	return ep_stack_mix(key, w.frame, 0, 0) | 1;
+	/* the labelled functions known so far, too: a stack walked before
+	 * its function was known to be labelled has no label, and reused it
+	 * kept a sleeping thread's every wait unlabelled */
+	return ep_stack_mix(key, w.frame, cfg->nlabel_codes, 0) | 1;
 }
 
 static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)
