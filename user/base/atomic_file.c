@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,26 @@ void atomic_file_abandon(void)
 
 	if (tmp)
 		unlink(tmp);
+}
+
+/* mkstemp(tmp), registered for atomic_file_abandon() with the stop signals
+ * held off: one that came between the two ended ebpfprof with the
+ * temporary file left behind (seen once in a clean-clone CI run). */
+static int make_pending(char *tmp)
+{
+	sigset_t stops, old;
+	int fd;
+
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stops, &old);
+	fd = mkstemp(tmp);
+	if (fd >= 0)
+		pending_tmp = tmp;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return fd;
 }
 
 /* The mode a file created by open(0666) would get: the umask is respected. */
@@ -210,10 +232,9 @@ static int write_file(const char *path, int binary, int private,
 	tmp = temp_template(path);
 	if (!tmp)
 		return -1;
-	fd = mkstemp(tmp);
+	fd = make_pending(tmp);
 	if (fd < 0)
 		goto fail_nofile;
-	pending_tmp = tmp;
 	f = fdopen(fd, binary ? "wb" : "w");
 	if (!f)
 		goto fail;
