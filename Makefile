@@ -33,7 +33,9 @@ CFLAGS     += -Wall -Wextra -Wno-format-truncation $(WERROR_FLAG) -std=gnu11 -DE
 USER_DIRS  := base cpython native model output diff history push record live cli
 INCLUDES   := -I$(OUTPUT) -Iinclude $(patsubst %,-Iuser/%,$(USER_DIRS))
 LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lsqlite3 -lcurl -lpthread -lm
-BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) \
+# BPF_EXTRA: e.g. -DEP_BENCH_NO_GIL, a piece of the switch program left out
+# to time it (bench/switch_pieces.py, docs/benchmarks.md); never for use
+BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_EXTRA) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)

@@ -24,7 +24,7 @@ import run  # noqa: E402
 CNT_OFFCPU, CNT_GIL_BLAMED = 4, 12      # enum ep_counter
 
 
-def figures(unprof, prof):
+def figures(unprof, prof, round_trips):
     bpf = prof["bpf"]
     offcpu_ns = sum(t for name, (t, _) in bpf["progs"].items() if name.startswith("offcpu_"))
     switch = [v for name, v in bpf["progs"].items() if name.startswith("offcpu_switch")]
@@ -35,7 +35,10 @@ def figures(unprof, prof):
             "switch_runs": runs,
             "offcpu_ns": offcpu_ns,
             "ns_per_switch": offcpu_ns / runs if runs else float("nan"),
-            "undisturbed": prof["undisturbed_mean_us"] / unprof["undisturbed_mean_us"]}
+            "switch_prog_ns": sum(t for t, _ in switch) / runs if runs else float("nan"),
+            "undisturbed": prof["undisturbed_mean_us"] / unprof["undisturbed_mean_us"],
+            "trip_switches_unprof": unprof["switches"] / round_trips,
+            "trip_switches": prof["switches"] / round_trips}
 
 
 def main():
@@ -59,7 +62,8 @@ def main():
     run.STATS_SYSCTL.write_text("1\n")
     run.STATS["on"] = True
     cases = (("ping-pong", "pingpong.py", ["--round-trips", 40000]),
-             ("GIL waits", "gil_pingpong.py", ["--wakes", 1000]))
+             ("GIL waits", "gil_pingpong.py", ["--wakes", 1000]),
+             ("relay", "pingpong.py", ["--round-trips", 20000, "--hog"]))
     cases = [c for c in cases if c[0] in args.cases.split(",")]
     results = {case: {"base": [], "new": []} for case, _, _ in cases}
     try:
@@ -70,19 +74,20 @@ def main():
                     run.STATS_SYSCTL.write_text("1\n")     # in case another run turned it off
                     res = run.session(run.DEBIAN_PY, script, wargs, [None, (["-r", "1"], ep_cpu)],
                                       target_cpu=target_cpu, label=f"{case} {side} {rep + 1}")
-                    results[case][side].append(figures(*res))
+                    results[case][side].append(figures(*res, wargs[1]))
     finally:
         run.STATS_SYSCTL.write_text(old + "\n")
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(results, indent=1))
     print(f"{'case':<10} {'side':<5} {'switches/s':>10} {'GIL waits/s':>11} {'BPF ns/switch':>14} "
-          f"{'undisturbed x':>13}")
+          f"{'undisturbed x':>13} {'switches/unit unprof -> prof':>28}")
     for case, sides in results.items():
         for side, rows in sides.items():
             med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
             print(f"{case:<10} {side:<5} {med['switches_per_s']:10.0f} "
                   f"{med['gil_waits'] / max(med['switch_outs'], 1) * med['switches_per_s']:11.0f} "
-                  f"{med['ns_per_switch']:14.1f} {med['undisturbed']:13.3f}")
+                  f"{med['ns_per_switch']:14.1f} {med['switch_prog_ns']:14.1f} {med['undisturbed']:13.3f} "
+                  f"{med['trip_switches_unprof']:13.2f} -> {med['trip_switches']:.2f}")
         b, n = sides["base"], sides["new"]
         extra = [(y["offcpu_ns"] - x["offcpu_ns"]) for x, y in zip(b, n)]
         waits = statistics.median(r["gil_waits"] for r in n)

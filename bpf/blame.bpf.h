@@ -187,6 +187,8 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 {
 	struct ep_gil_seen in = {};
 
+	if (EP_BENCH_NO_GIL)
+		return EP_BLAME_UNKNOWN;
 	if ((st->reason != EP_OFF_GIL && st->reason != EP_OFF_GIL_GC) ||
 	    (st->flags & EP_IV_OWN_GC))
 		return EP_BLAME_UNKNOWN;

@@ -30,6 +30,8 @@ static __always_inline struct ep_cpu_clock *cpu_clock_here(void)
 {
 	__u32 zero = 0;
 
+	if (EP_BENCH_NO_CPU_CLOCK)
+		return NULL;
 	return bpf_map_lookup_elem(&cpu_clock, &zero);
 }
 

@@ -44,6 +44,25 @@
 #include "maps.bpf.h"
 #include "pystack.bpf.h"
 
+/* Pieces of the switch program a benchmark build leaves out (make
+ * BPF_EXTRA=-DEP_BENCH_NO_GIL ...) to time them (bench/switch_pieces.py,
+ * docs/benchmarks.md); all in by default, never for use. */
+#ifndef EP_BENCH_NO_CLASSIFY
+#define EP_BENCH_NO_CLASSIFY	0	/* every blocked thread a lock wait */
+#endif
+#ifndef EP_BENCH_NO_GIL
+#define EP_BENCH_NO_GIL		0	/* no GIL read, no blame */
+#endif
+#ifndef EP_BENCH_NO_RUN_TIME
+#define EP_BENCH_NO_RUN_TIME	0	/* no on-CPU time */
+#endif
+#ifndef EP_BENCH_NO_CPU_CLOCK
+#define EP_BENCH_NO_CPU_CLOCK	0	/* no sampler clock, no idle time */
+#endif
+#ifndef EP_BENCH_ONLY_LOOKUPS
+#define EP_BENCH_ONLY_LOOKUPS	0	/* the filter and task storage, nothing else */
+#endif
+
 #define TASK_UNINTERRUPTIBLE	0x2
 /* one load or store the compiler keeps, in order (the drain runs on another CPU) */
 #define EP_ONCE(x)		(*(volatile typeof(x) *)&(x))
@@ -146,6 +165,8 @@ static __always_inline __u8 classify(const struct ep_proc_cfg *cfg, struct task_
 	long nr;
 	__u64 arg0;
 
+	if (EP_BENCH_NO_CLASSIFY)
+		return EP_OFF_LOCK;
 	if (state == 0)		/* TASK_RUNNING: switched out while runnable */
 		return EP_OFF_PREEMPTED;
 	if (ep_has_task_pt_regs) {
@@ -272,6 +293,8 @@ static __always_inline void note_gil_out(struct task_struct *prev, struct ep_off
 	struct ep_gil_seen seen = {};
 	int gil_wait = st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC;
 
+	if (EP_BENCH_NO_GIL)
+		return;
 	if (gil_wait || st->blame_ns[0] || st->blame_ns[1])
 		read_gil(gil_addr(cfg), &seen);
 	settle_blame(prev, st, &seen, 0);
@@ -296,6 +319,8 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 	if (!cfg)
 		return;
 	st = task_state_get(prev, 1);
+	if (EP_BENCH_ONLY_LOOKUPS)
+		return;
 	if (!st) {
 		/* task storage has no size: refused, its per-CPU lock was held
 		 * (the drain iterator preempted on this CPU); the tid hash is full */
@@ -424,8 +449,12 @@ static __always_inline __u64 unseen_run_start(struct task_struct *task,
 static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_task *st,
 				    const struct ep_proc_cfg *cfg, __u64 now, int atomics)
 {
-	__u64 since = atomics ? __sync_lock_test_and_set(&st->on_ts, 0) : st->on_ts;
-	__u64 ran = prev->se.sum_exec_runtime, run = 0;
+	__u64 since, ran, run = 0;
+
+	if (EP_BENCH_NO_RUN_TIME)
+		return;
+	since = atomics ? __sync_lock_test_and_set(&st->on_ts, 0) : st->on_ts;
+	ran = prev->se.sum_exec_runtime;
 
 	if (!atomics)
 		st->on_ts = 0;
@@ -528,7 +557,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	struct ep_offcpu_task *st = task_state_get(next, 0);
 	__u64 now, len, gc_ns = 0, *clock, holder;
 
-	if (!st)
+	if (!st || EP_BENCH_ONLY_LOOKUPS)
 		return;
 	now = clock_now(now_once);
 	st->on_ts = now;	/* the run's start, for its on-CPU time */
