@@ -115,17 +115,30 @@ static int exec(struct hist_db *h, const char *sql, char *err, size_t errlen)
 	       say(h, err, errlen, "database error");
 }
 
-static int pragma_int(struct hist_db *h, const char *sql, long long *v, char *err, size_t errlen)
+/* The file's identity, read in one statement and so from one snapshot:
+ * three statements, each its own read, could see the application id from
+ * before another writer's first migration committed and its tables from
+ * after (four writers creating one file at once: "not ours", 3 runs in 30). */
+static int read_identity(struct hist_db *h, long long *app, long long *version,
+			 long long *tables, char *err, size_t errlen)
 {
+	static const char sql[] =
+		"SELECT (SELECT application_id FROM pragma_application_id()),"
+		" (SELECT user_version FROM pragma_user_version()),"
+		" (SELECT count(*) FROM sqlite_master)";
 	sqlite3_stmt *st;
 	int rc;
 
 	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return say(h, err, errlen, "cannot read it");
 	rc = sqlite3_step(st);
-	*v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	if (rc == SQLITE_ROW) {
+		*app = sqlite3_column_int64(st, 0);
+		*version = sqlite3_column_int64(st, 1);
+		*tables = sqlite3_column_int64(st, 2);
+	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : say(h, err, errlen, "cannot read it");
+	return rc == SQLITE_ROW ? 0 : say(h, err, errlen, "cannot read it");
 }
 
 /* Ours, of a schema this binary knows; or empty (version 0, no tables). */
@@ -133,9 +146,7 @@ static int check_identity(struct hist_db *h, long long *version, char *err, size
 {
 	long long app, tables;
 
-	if (pragma_int(h, "PRAGMA application_id", &app, err, errlen) ||
-	    pragma_int(h, "PRAGMA user_version", version, err, errlen) ||
-	    pragma_int(h, "SELECT count(*) FROM sqlite_master", &tables, err, errlen))
+	if (read_identity(h, &app, version, &tables, err, errlen))
 		return -1;
 	if (app != HIST_APP_ID && (app || *version || tables)) {
 		snprintf(err, errlen, "%s: not an ebpfprof history database", h->path);
