@@ -34,6 +34,12 @@ static inline uint64_t fnv1a_str(uint64_t h, const char *s)
 	return h;
 }
 
+/* ... of an address or other 64-bit key (the same hash, over its bytes). */
+static inline uint64_t hash_u64(uint64_t key)
+{
+	return fnv1a(FNV1A_BASIS, &key, sizeof(key));
+}
+
 /* The first slot of hash h in a table of nslots (a power of two): the high
  * bits folded into the low ones, which alone pick the slot. */
 static inline size_t hash_first_slot(uint64_t h, size_t nslots)

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "ebpfprof.h"
 #include "ep_frame.h"
+#include "hash.h"
 #include "py_asyncio.h"
 #include "py_objects.h"
 #include "py_symbolizer.h"
@@ -65,7 +66,10 @@ struct code_seen {
 	uint64_t code;
 	uint32_t ident;
 };
-#define CODE_CACHE	1024
+#define CODE_CACHE	1024		/* a power of two (hash.h) */
+/* the tasks and awaited objects seen in one walk: at most 2 * PY_TASKS_MAX,
+ * at most 2/3 of a power of two */
+#define SEEN_SLOTS	(1u << 18)
 
 struct walk {
 	const struct py_target *t;
@@ -105,12 +109,12 @@ static int over_budget(struct walk *w)
 /* 1 if addr was seen already; else remembers it. */
 static int seen_before(struct walk *w, uint64_t addr)
 {
-	size_t i = (addr >> 4) * 0x9e3779b97f4a7c15ull % w->seen_cap;
+	size_t i = hash_first_slot(hash_u64(addr), w->seen_cap);
 
 	while (w->seen[i]) {
 		if (w->seen[i] == addr)
 			return 1;
-		i = (i + 1) % w->seen_cap;
+		i = hash_next_slot(i, w->seen_cap);
 	}
 	w->seen[i] = addr;
 	return 0;
@@ -137,7 +141,7 @@ static void task_name(struct walk *w, uint64_t task, char *out, size_t len)
 static int code_ident(struct walk *w, uint64_t code, uint32_t *ident)
 {
 	const struct ep_proc_cfg *c = &w->t->cfg;
-	struct code_seen *e = &w->codes[(code >> 4) % CODE_CACHE];
+	struct code_seen *e = &w->codes[hash_first_slot(hash_u64(code), CODE_CACHE)];
 	int32_t firstlineno = 0;
 	uint64_t filename = 0;
 
@@ -531,7 +535,7 @@ int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks 
 		snprintf(err, errlen, "no object layout for Python %d.%d", t->major, t->minor);
 		return -1;
 	}
-	w.seen_cap = 2 * PY_TASKS_MAX + 1;
+	w.seen_cap = SEEN_SLOTS;
 	w.seen = calloc(w.seen_cap, sizeof(*w.seen));
 	w.r.types = calloc(PY_TYPE_CACHE, sizeof(*w.r.types));
 	w.codes = calloc(CODE_CACHE, sizeof(*w.codes));

@@ -33,7 +33,7 @@ struct py_type_seen {
 	uint64_t type, base;
 	char name[64];		/* "" if unreadable */
 };
-#define PY_TYPE_CACHE	256
+#define PY_TYPE_CACHE	256	/* a power of two (hash.h) */
 
 struct py_reader {
 	pid_t pid;
