@@ -8,14 +8,13 @@ of the rounds, and ebpfprof's gap to perf at 1 kHz.
     sudo python3 bench/sampler_gap.py --rounds 3 ref=/tmp/ref/ebpfprof new=./ebpfprof
 """
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402
+import switch_pieces  # noqa: E402
 
 
 def one_round(rounds, reps, target_cpu, ep_cpu, label):
@@ -35,12 +34,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3, help="phases per configuration in a round")
     args = ap.parse_args()
-    bindir = Path(tempfile.mkdtemp(prefix="ebpfprof-gap-"))
-    sides = {}
-    for spec in args.binaries:
-        name, path = spec.split("=", 1)
-        sides[name] = bindir / name
-        shutil.copy2(path, sides[name])
+    sides = switch_pieces.copy_binaries(args.binaries, "ebpfprof-gap-")
     target_cpu, ep_cpu = run.pinning()
     probe = run.single(run.DEBIAN_PY, "cpu.py", ["--rounds", 300])
     rounds = max(100, int(300 / probe["cpu_seconds"]))

@@ -22,6 +22,18 @@ CASES = (("ping-pong", "pingpong.py", ["--round-trips", 40000]),
          ("relay", "pingpong.py", ["--round-trips", 20000, "--hog"]))
 
 
+def copy_binaries(specs, prefix):
+    """NAME=PATH specs -> {name: a copy of the binary}: a rebuild meanwhile
+    changes nothing measured."""
+    bindir = Path(tempfile.mkdtemp(prefix=prefix))
+    sides = {}
+    for spec in specs:
+        name, path = spec.split("=", 1)
+        sides[name] = bindir / name
+        shutil.copy2(path, sides[name])
+    return sides
+
+
 def figures(r, round_trips):
     f = gil_blame_cost.figures(*r, round_trips)
     # as make bench gives it: every run of the machine's switches over the target's own
@@ -45,12 +57,7 @@ def main():
                     help="kernel.bpf_stats_enabled off, as users run: the slowdown without "
                          "the kernel's timing of each program run (no BPF figures then)")
     args = ap.parse_args()
-    bindir = Path(tempfile.mkdtemp(prefix="ebpfprof-pieces-"))
-    sides = {}
-    for spec in args.binaries:
-        name, path = spec.split("=", 1)
-        sides[name] = bindir / name
-        shutil.copy2(path, sides[name])
+    sides = copy_binaries(args.binaries, "ebpfprof-pieces-")
     target_cpu, ep_cpu = run.pinning()
     plain = run.bpf_figures
     run.bpf_figures = lambda s0, s1: dict(plain(s0, s1), counters={
