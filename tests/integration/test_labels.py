@@ -317,3 +317,54 @@ def test_group_by_needs_a_label_and_speedscope():
     assert res.returncode != 0
     assert res.stderr.startswith("ebpfprof: --group-by needs the speedscope format"), res.stderr
 
+
+def assert_slices_nest(events):
+    """Chrome's check of a thread's track: every two "X" slices of a thread
+    are nested or apart, never straddling (viewers drop or misdraw those)."""
+    eps = 1e-3  # the times are exact in ns; their sums in floats are not
+    by_tid = {}
+    for e in events:
+        if e.get("ph") == "X":
+            by_tid.setdefault((e["pid"], e["tid"]), []).append(e)
+    for slices in by_tid.values():
+        slices.sort(key=lambda e: (e["ts"], -e["dur"]))
+        open_ends = []
+        for e in slices:
+            while open_ends and open_ends[-1] <= e["ts"] + eps:
+                open_ends.pop()
+            end = e["ts"] + e["dur"]
+            assert not open_ends or end <= open_ends[-1] + eps, (e, open_ends[-1])
+            open_ends.append(end)
+
+
+def test_chrome_trace_has_a_slice_per_task(out):
+    """-f chrome with --label: each run of a thread's samples under one value
+    is a "task" slice on the thread's track named by the value, with the
+    label in its args, around that run's calls; every slice still nests;
+    each kind's share of the CPU kinds' task slices within 5 points of its
+    thread_time() share."""
+    interp = require_interpreter("debian-3.11")
+    path, truth_path = out(".trace.json"), out(".truth.json")
+    res = run_ebpfprof("-r", 400, "-f", "chrome", "-o", path, "--label", "req=handle:0", "--",
+                       *interp.argv, interp.workload_path("label_requests.py"), "--seconds", 6,
+                       "--truth", truth_path, timeout=120)
+    assert res.returncode == 0, res.stderr
+    truth = json.loads(Path(truth_path).read_text())
+    events = json.loads(Path(path).read_text())["traceEvents"]
+    tasks = [e for e in events if e.get("cat") == "task"]
+    assert {e["name"] for e in tasks} == set(KINDS), {e["name"] for e in tasks}
+    assert all(e["ph"] == "X" and e["args"] == {"req": e["name"]} for e in tasks), tasks[:3]
+    assert_slices_nest(events)
+    # every call of handle() is inside a task slice of its thread, but
+    # those before the kernel was told handle's code object (the first 50 ms)
+    calls = [e for e in events if e.get("cat") == "python" and e["name"] == "handle"]
+    first = min(t["ts"] for t in tasks)
+    assert calls and first < 200e3, first
+    for c in calls:
+        assert c["ts"] < first or any(t["tid"] == c["tid"] and t["ts"] <= c["ts"] + 1e-3 and
+                                      c["ts"] + c["dur"] <= t["ts"] + t["dur"] + 1e-3 for t in tasks), c
+    spent = {k: sum(e["dur"] for e in tasks if e["name"] == k) for k in KINDS}
+    for kind in KINDS:
+        share = 100 * spent[kind] / sum(spent.values())
+        true_share = 100 * truth["cpu_s"][kind] / sum(truth["cpu_s"][k] for k in KINDS)
+        assert abs(share - true_share) <= TOLERANCE_POINTS, (kind, spent, truth["cpu_s"])
