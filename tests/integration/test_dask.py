@@ -305,3 +305,142 @@ def test_context_manager_on_local_cluster_with_processes(tmp_path):
     crunch = [crunch_weight(Profile(tmp_path / "lc" / p["profile"])) for p in procs[1:]]
     assert sum(crunch) > 0, crunch
     assert (tmp_path / "lc" / procs[0]["gc_log"]).exists()
+
+
+def phased_tasks(client, workers, seconds):
+    """Two phases on a LocalCluster of two workers with two threads each:
+    crunch (pure-Python CPU) and garbage (cyclic garbage) on both workers,
+    then naps (sleeps) on the first worker only while the second crunches.
+    Returns each task's (prefix, worker pid, thread_time, wall time, phase)."""
+    def crunch(i, phase):
+        import os
+        import time
+        t, w = time.thread_time(), time.monotonic()
+        acc = 0
+        for k in range(200000):
+            acc ^= (k * 31) % 11
+        return "crunch", os.getpid(), time.thread_time() - t, time.monotonic() - w, phase
+
+    def garbage(i, phase):
+        import os
+        import time
+        t, w = time.thread_time(), time.monotonic()
+        for _ in range(100):
+            junk = []
+            for _ in range(300):
+                a = []
+                a.append(a)
+                junk.append(a)
+            del junk
+        return "garbage", os.getpid(), time.thread_time() - t, time.monotonic() - w, phase
+
+    def nap(i, phase):
+        import os
+        import time
+        t, w = time.thread_time(), time.monotonic()
+        time.sleep(0.05)
+        return "nap", os.getpid(), time.thread_time() - t, time.monotonic() - w, phase
+
+    done, batch = [], 0
+    for phase in (1, 2):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ids = range(batch * 8, batch * 8 + 8)
+            if phase == 1:
+                futures = client.map(crunch, ids, [1] * 8, pure=False) + \
+                    client.map(garbage, ids, [1] * 8, pure=False)
+            else:
+                futures = client.map(nap, ids, [2] * 8, pure=False, workers=[workers[0]]) + \
+                    client.map(crunch, ids, [2] * 8, pure=False, workers=[workers[1]])
+            done += client.gather(futures)
+            batch += 1
+    return done
+
+
+def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
+    """Issue 30's cluster report: the package records each worker of a real
+    LocalCluster (2 worker processes, 2 threads each) with --dask and writes
+    the report per task prefix across the cluster and the picture of each
+    worker's task balance over time. Each prefix's on-CPU share within 5
+    points of the tasks' own thread_time() shares, the collections on the
+    garbage prefix, the naps as sleep; the picture's data puts the naps on
+    the first worker in the second phase only; --report DIR writes it again."""
+    need_distributed()
+    from distributed import Client, LocalCluster
+    import xml.etree.ElementTree as ET
+    import ebpfprof_dask
+
+    out = tmp_path / "lc"
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0",
+                      silence_logs=40) as lc, Client(lc) as client:
+        client.wait_for_workers(2, timeout=120)
+        workers = sorted(client.ncores())
+        pids = client.run(os.getpid)
+        # 500 Hz: a task of 10 ms gets a few samples (at 100 Hz 38% went unseen)
+        with ebpfprof_dask.profile(client, out, command=[str(EBPFPROF)], options=["-r", "500"]) as session:
+            time.sleep(2)
+            tasks = phased_tasks(client, workers, 6)
+            time.sleep(0.5)
+    assert all("error" not in p for p in session.results), session.results
+    report = json.loads((out / "report.json").read_text())
+    assert report == session.report
+    rows = {r["prefix"]: r for r in report["prefixes"]}
+    assert set(rows) == {"crunch", "garbage", "nap"}, rows
+
+    truth = {}
+    for prefix, _, cpu, wall, _ in tasks:
+        t = truth.setdefault(prefix, {"cpu": 0.0, "wall": 0.0, "n": 0})
+        t["cpu"] += cpu
+        t["wall"] += wall
+        t["n"] += 1
+    running = {p: r["on_cpu_s"] + r["gc_s"] for p, r in rows.items()}
+    for prefix, t in truth.items():
+        share = 100 * running[prefix] / sum(running.values())
+        true_share = 100 * t["cpu"] / sum(v["cpu"] for v in truth.values())
+        print(f"report: {prefix}: on-CPU share {share:.1f}% (thread_time {true_share:.1f}%), "
+              f"{rows[prefix]['tasks']} of {t['n']} tasks")
+        assert abs(share - true_share) <= 5, (prefix, share, true_share, rows)
+        # a task the recording saw (a sample, a wait over 10 ms) counts under its prefix
+        assert 0.9 * t["n"] <= rows[prefix]["tasks"] <= t["n"], (prefix, rows[prefix]["tasks"], t["n"])
+    gc_total = sum(r["gc_s"] for r in rows.values())
+    assert rows["garbage"]["gc_s"] >= 0.9 * gc_total > 0, rows
+    nap_off = truth["nap"]["wall"] - truth["nap"]["cpu"]
+    assert rows["nap"]["io_sleep_s"] >= 0.8 * nap_off, (rows["nap"], truth["nap"])
+    assert rows["crunch"]["top_functions"][0]["name"].endswith("crunch"), rows["crunch"]
+    assert any(f["name"].endswith("garbage") for f in rows["garbage"]["top_functions"]), rows["garbage"]
+    assert sorted(rows["nap"]["workers"]) == [f"{socket.gethostname()}:{pids[workers[0]]}"], rows["nap"]
+
+    # the picture's data: the naps on the first worker, in the second phase only
+    by_pid = {w["worker"].rsplit(":", 1)[1]: w for w in report["workers"]}
+    first, second = by_pid[str(pids[workers[0]])], by_pid[str(pids[workers[1]])]
+    assert first["nthreads"] == second["nthreads"] == 2
+    assert "nap" not in second["series"], second["series"].keys()
+    naps = first["series"]["nap"]
+    bin_s = first["bin_s"]
+    nap_bins = [i for i, v in enumerate(naps["waiting"]) if v > 0.5 * bin_s]
+    assert len(nap_bins) * bin_s >= 4, naps
+    phase2 = next(i for i, v in enumerate(naps["waiting"]) if v > 0) + int(1 / bin_s)
+    crunch1 = first["series"]["crunch"]["running"]
+    assert sum(crunch1[phase2:]) < 0.05 * sum(crunch1), "the first worker crunched in phase 2"
+    # about two threads asleep there, as the worker's two threads napped
+    mid = sorted(naps["waiting"][i] / bin_s for i in nap_bins)[len(nap_bins) // 2]
+    assert 1.2 <= mid <= 2.05, mid
+
+    svg = ET.parse(out / "balance.svg").getroot()
+    texts = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+    for prefix in rows:
+        assert prefix in texts, texts
+    assert len(list(svg.iter("{http://www.w3.org/2000/svg}polygon"))) >= 5
+    page = (out / "report.html").read_text()
+    assert "<svg" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "crunch" in (out / "report.txt").read_text()
+
+    # again from the directory, with the CLI
+    for name in ("report.json", "balance.svg"):
+        (out / name).rename(out / (name + ".first"))
+    res = subprocess.run([PYTHON, "-m", "ebpfprof_dask", "--report", str(out)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python")), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((out / "report.json").read_text()) == report
+    assert (out / "balance.svg").read_text() == (out / "balance.svg.first").read_text()
+    assert res.stdout.startswith("ebpfprof_dask: time per task prefix across 2 workers"), res.stdout
