@@ -23,6 +23,7 @@
 #include "frame_names.h"
 #include "grow.h"
 #include "history.h"
+#include "label_options.h"
 #include "launch.h"
 #include "match.h"
 #include "multi.h"
@@ -69,9 +70,7 @@ struct options {
 	int as_root;		/* launch mode under sudo: keep root for the command */
 	int threads;		/* -t: collapsed stacks under their thread */
 	int native;		/* -n: native frames */
-	struct label_spec labels[EP_MAX_LABELS];	/* --label, then --dask's */
-	int nlabels;
-	int dask;		/* --dask */
+	struct label_options label;	/* --label, --dask */
 	const char *group_by;	/* --group-by NAME */
 	unsigned native_stack_kib;	/* --native-stack; 0: the default */
 	struct frame_naming naming;
@@ -193,42 +192,6 @@ static void forward_option(struct options *o, int key, char *arg)
 		die("out of memory");
 	o->forward[o->nforward++] = given;
 	o->forward[o->nforward] = NULL;
-}
-
-/* --dask: the task's key is an argument of distributed's task runner for
- * as long as the task runs: _run_task(task, data, execution_state, key, ...)
- * since 2024.11, apply_function(function, args, kwargs, execution_state,
- * key, ...) and apply_function_actor (same place) before; coroutine tasks
- * run in Worker.execute(self, key, ...) on the event loop (3.11+ only:
- * earlier Pythons keep no qualified name). */
-static void add_dask_labels(struct options *o)
-{
-	static const struct { const char *function; int arg; } runners[] = {
-		{ "_run_task", 3 },
-		{ "apply_function", 4 },
-		{ "apply_function_actor", 4 },
-		{ "Worker.execute", 1 },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(runners) / sizeof(runners[0]); i++) {
-		struct label_spec *s = &o->labels[o->nlabels++];
-
-		snprintf(s->name, sizeof(s->name), "dask_key");
-		snprintf(s->function, sizeof(s->function), "%s", runners[i].function);
-		s->arg = runners[i].arg;
-	}
-}
-
-/* Whether a label called name will be recorded. */
-static int label_named(const struct options *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->nlabels; i++)
-		if (!strcmp(o->labels[i].name, name))
-			return 1;
-	return o->dask && !strcmp(name, "dask_prefix");
 }
 
 /* --push's options: with --rotate, each only with --push, tags as labels. */
@@ -392,15 +355,12 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case OPT_LABEL: {
 		char err[ERRLEN];
 
-		if (o->nlabels >= EP_USER_LABELS)
-			argp_error(state, "too many --label: at most %d", EP_USER_LABELS);
-		if (label_spec_parse(arg, &o->labels[o->nlabels], err, sizeof(err)))
+		if (label_options_add(&o->label, arg, err, sizeof(err)))
 			argp_error(state, "%s", err);
-		o->nlabels++;
 		break;
 	}
 	case OPT_DASK:
-		o->dask = 1;
+		o->label.dask = 1;
 		break;
 	case OPT_GROUP_BY:
 		o->group_by = arg;
@@ -445,9 +405,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid, --match or a command, not both");
 		if (o->keep && !o->rotate)
 			argp_error(state, "--keep needs --rotate");
-		if (o->dask)
-			add_dask_labels(o);
-		if (o->group_by && !label_named(o, o->group_by))
+		label_options_finish(&o->label);
+		if (o->group_by && !label_options_named(&o->label, o->group_by))
 			argp_error(state, "--group-by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
 				   o->group_by, o->group_by);
 		if (o->group_by && o->writer != &speedscope_writer)
@@ -938,7 +897,7 @@ int cmd_record(int argc, char **argv)
 		.gil_only = o.gil_only, .by_function = o.by_function, .idle = o.idle,
 		.native = o.native, .native_stack_bytes = o.native_stack_kib * 1024,
 		.subprocesses = o.subprocesses, .verbose = o.verbose,
-		.labels = o.labels, .nlabels = o.nlabels, .dask = o.dask,
+		.labels = o.label.labels, .nlabels = o.label.nlabels, .dask = o.label.dask,
 		.duration_ns = (uint64_t)(o.duration * 1e9), .period_ns = (uint64_t)(o.rotate * 1e9),
 		.periods = CONTROLLER_PERIODS_SEPARATE, .should_stop = should_stop,
 		.on_tick = on_tick, .on_period = on_period, .ctx = &run,
