@@ -20,22 +20,28 @@ extra_pythons() {
 	esac
 }
 
-# Installs pythonX.Y and pythonX.Y-dbg for each extra version DIR lacks.
+# Installs Debian packages into the chroot DIR of suite.
 # The registry's sid is a frozen snapshot: its Release file has expired.
+apt_install() {
+	local suite=$1 dir=$2
+	shift 2
+	echo "chroot $suite: installing $*"
+	chroot "$dir" apt-get -o Acquire::Check-Valid-Until=false update -q \
+		>>"$root/$suite.log" 2>&1 &&
+	chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "$@" >>"$root/$suite.log" 2>&1 ||
+		{ echo "chroot $suite: $* not installable (see $root/$suite.log)"; return 1; }
+	chroot "$dir" apt-get clean >/dev/null 2>&1 || true
+}
+
+# Installs pythonX.Y and pythonX.Y-dbg for each extra version DIR lacks.
 add_pythons() {
 	local suite=$1 dir=$2 v missing=()
 	for v in $(extra_pythons "$suite"); do
 		[ -x "$dir/usr/bin/python$v" ] && [ -x "$dir/usr/bin/python${v}d" ] ||
 			missing+=("python$v" "python$v-dbg")
 	done
-	[ ${#missing[@]} -gt 0 ] || return 0
-	echo "chroot $suite: installing ${missing[*]}"
-	chroot "$dir" apt-get -o Acquire::Check-Valid-Until=false update -q \
-		>>"$root/$suite.log" 2>&1 &&
-	chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends "${missing[@]}" >>"$root/$suite.log" 2>&1 ||
-		{ echo "chroot $suite: ${missing[*]} not installable (see $root/$suite.log)"; return 1; }
-	chroot "$dir" apt-get clean >/dev/null 2>&1 || true
+	[ ${#missing[@]} -eq 0 ] || apt_install "$suite" "$dir" "${missing[@]}"
 }
 
 # Debian packages a suite must hold besides its Pythons: sid's distributed
@@ -54,14 +60,7 @@ add_packages() {
 		chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' installed$' ||
 			missing+=("$p")
 	done
-	[ ${#missing[@]} -gt 0 ] || return 0
-	echo "chroot $suite: installing ${missing[*]}"
-	chroot "$dir" apt-get -o Acquire::Check-Valid-Until=false update -q \
-		>>"$root/$suite.log" 2>&1 &&
-	chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends "${missing[@]}" >>"$root/$suite.log" 2>&1 ||
-		{ echo "chroot $suite: ${missing[*]} not installable (see $root/$suite.log)"; return 1; }
-	chroot "$dir" apt-get clean >/dev/null 2>&1 || true
+	[ ${#missing[@]} -eq 0 ] || apt_install "$suite" "$dir" "${missing[@]}"
 }
 
 build_one() {

@@ -309,49 +309,28 @@ def test_context_manager_on_local_cluster_with_processes(tmp_path):
 
 def phased_tasks(client, workers, seconds):
     """Two phases on a LocalCluster of two workers with two threads each:
-    crunch (pure-Python CPU) and garbage (cyclic garbage) on both workers,
-    then naps (sleeps) on the first worker only while the second crunches.
-    Returns each task's (prefix, worker pid, thread_time, wall time, phase)."""
-    def crunch(i, phase):
-        import os
-        import time
-        t, w = time.thread_time(), time.monotonic()
-        acc = 0
-        for k in range(200000):
-            acc ^= (k * 31) % 11
-        return "crunch", os.getpid(), time.thread_time() - t, time.monotonic() - w, phase
+    the workload dask_prefixes.py's crunch (pure-Python CPU) and garbage
+    (cyclic garbage) on both workers, then its naps (sleeps) on the first
+    worker only while the second crunches. Returns each task's (prefix,
+    thread_time, wall time)."""
+    import importlib.util
 
-    def garbage(i, phase):
-        import os
-        import time
-        t, w = time.thread_time(), time.monotonic()
-        for _ in range(100):
-            junk = []
-            for _ in range(300):
-                a = []
-                a.append(a)
-                junk.append(a)
-            del junk
-        return "garbage", os.getpid(), time.thread_time() - t, time.monotonic() - w, phase
-
-    def nap(i, phase):
-        import os
-        import time
-        t, w = time.thread_time(), time.monotonic()
-        time.sleep(0.05)
-        return "nap", os.getpid(), time.thread_time() - t, time.monotonic() - w, phase
-
+    import cloudpickle
+    spec = importlib.util.spec_from_file_location("dask_prefixes", ROOT / "tests/workloads/dask_prefixes.py")
+    tasks = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tasks
+    spec.loader.exec_module(tasks)
+    cloudpickle.register_pickle_by_value(tasks)     # the workers do not import it
     done, batch = [], 0
     for phase in (1, 2):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             ids = range(batch * 8, batch * 8 + 8)
             if phase == 1:
-                futures = client.map(crunch, ids, [1] * 8, pure=False) + \
-                    client.map(garbage, ids, [1] * 8, pure=False)
+                futures = client.map(tasks.crunch, ids, pure=False) + client.map(tasks.garbage, ids, pure=False)
             else:
-                futures = client.map(nap, ids, [2] * 8, pure=False, workers=[workers[0]]) + \
-                    client.map(crunch, ids, [2] * 8, pure=False, workers=[workers[1]])
+                futures = client.map(tasks.nap, ids, pure=False, workers=[workers[0]]) + \
+                    client.map(tasks.crunch, ids, pure=False, workers=[workers[1]])
             done += client.gather(futures)
             batch += 1
     return done
@@ -388,7 +367,7 @@ def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
     assert set(rows) == {"crunch", "garbage", "nap"}, rows
 
     truth = {}
-    for prefix, _, cpu, wall, _ in tasks:
+    for prefix, cpu, wall in tasks:
         t = truth.setdefault(prefix, {"cpu": 0.0, "wall": 0.0, "n": 0})
         t["cpu"] += cpu
         t["wall"] += wall

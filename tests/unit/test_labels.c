@@ -141,6 +141,15 @@ static void prefix(const char *key, char *out, size_t len)
 	dask_key_split(key, out, len);
 }
 
+/* A table of --dask's labels: dask_key, and dask_prefix derived from it. */
+static void dask_table(struct label_table *t, int *key, int *pre)
+{
+	label_table_init(t);
+	*key = label_table_add_name(t, "dask_key");
+	*pre = label_table_add_name(t, "dask_prefix");
+	label_table_derive(t, *key, *pre, prefix);
+}
+
 static void table_derives_and_bounds(void **state)
 {
 	struct label_table t;
@@ -149,10 +158,7 @@ static void table_derives_and_bounds(void **state)
 	int key, pre;
 
 	(void)state;
-	label_table_init(&t);
-	key = label_table_add_name(&t, "dask_key");
-	pre = label_table_add_name(&t, "dask_prefix");
-	label_table_derive(&t, key, pre, prefix);
+	dask_table(&t, &key, &pre);
 	a = label_intern(&t, key, "('inc-5c1d', 1)", "inc-5c1d");
 	b = label_intern(&t, key, "('inc-5c1d', 2)", "inc-5c1d");
 	assert_int_not_equal(a, b);
@@ -215,10 +221,7 @@ static void series_over_time(void **state)
 	int key, pre;
 
 	(void)state;
-	label_table_init(&t);
-	key = label_table_add_name(&t, "dask_key");
-	pre = label_table_add_name(&t, "dask_prefix");
-	label_table_derive(&t, key, pre, prefix);
+	dask_table(&t, &key, &pre);
 	a = label_intern(&t, key, "('inc-5c1d', 1)", "inc-5c1d");
 	pre_id = t.v[a].derived;
 	assert_null(t.v[a].series);

@@ -94,7 +94,7 @@ static volatile sig_atomic_t cut_requested;
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
        OPT_HISTORY_DB, OPT_TAG, OPT_PUSH, OPT_APP, OPT_SPOOL, OPT_SPOOL_MAX_MB,
        OPT_PUSH_BASIC_AUTH_FILE, OPT_PUSH_TOKEN_FILE, OPT_PUSH_CA_FILE,
-       OPT_PUSH_TENANT, OPT_LABEL, OPT_DASK, OPT_GROUP_BY };
+       OPT_PUSH_TENANT, OPT_GROUP_BY };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -139,8 +139,8 @@ static const struct argp_option option_list[] = {
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
 	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
 	FRAME_NAMING_OPTIONS,
-	{ "label", OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label every sample and wait whose stack holds a frame of FUNCTION (qualified or plain name) with the value of its argument number ARGUMENT (from 0): a str, an int or a tuple of them; time per value in the summary and the recording (repeatable, at most 4)", 0 },
-	{ "dask", OPT_DASK, NULL, 0, "Dask workers: label dask_key (the task's key, from distributed's task runner) and dask_prefix (its key_split)", 0 },
+	{ "label", LABEL_OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label every sample and wait whose stack holds a frame of FUNCTION (qualified or plain name) with the value of its argument number ARGUMENT (from 0): a str, an int or a tuple of them; time per value in the summary and the recording (repeatable, at most 4)", 0 },
+	{ "dask", LABEL_OPT_DASK, NULL, 0, "Dask workers: label dask_key (the task's key, from distributed's task runner) and dask_prefix (its key_split)", 0 },
 	{ "group-by", OPT_GROUP_BY, "NAME", 0, "speedscope: one profile per value of label NAME (--label, or --dask's dask_key and dask_prefix) instead of one per thread", 0 },
 	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into the Python stacks: each C call of the eval loop replaced by the Python frames it ran", 0 },
 	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
@@ -231,7 +231,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 
 	forward_option(o, key, arg);
 	if (frame_naming_option(key, &o->naming) ||
-	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN ||
+	    label_options_parse(key, arg, state, &o->label) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
 	case 'p':
@@ -351,16 +352,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'n':
 		o->native = 1;
-		break;
-	case OPT_LABEL: {
-		char err[ERRLEN];
-
-		if (label_options_add(&o->label, arg, err, sizeof(err)))
-			argp_error(state, "%s", err);
-		break;
-	}
-	case OPT_DASK:
-		o->label.dask = 1;
 		break;
 	case OPT_GROUP_BY:
 		o->group_by = arg;

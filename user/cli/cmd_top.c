@@ -51,7 +51,7 @@ struct top_options {
 	const char *by;			/* --by NAME */
 };
 
-enum { OPT_LABEL = 0x200, OPT_DASK, OPT_BY };
+enum { OPT_BY = 0x200 };
 
 struct top_view {
 	const struct top_options *o;
@@ -83,8 +83,8 @@ static const struct argp_option option_list[] = {
 	CONTROLLER_RATE_OPTION,
 	{ "interval", 'i', "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until q, Ctrl-C or the target exits)", 0 },
-	{ "label", OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label samples and waits whose stack holds a frame of FUNCTION with its argument ARGUMENT (as record's --label; repeatable, at most 4)", 0 },
-	{ "dask", OPT_DASK, NULL, 0, "Dask workers: labels dask_key and dask_prefix (as record's --dask)", 0 },
+	{ "label", LABEL_OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label samples and waits whose stack holds a frame of FUNCTION with its argument ARGUMENT (as record's --label; repeatable, at most 4)", 0 },
+	{ "dask", LABEL_OPT_DASK, NULL, 0, "Dask workers: labels dask_key and dask_prefix (as record's --dask)", 0 },
 	{ "by", OPT_BY, "NAME", 0, "Show each value of label NAME (--label's, or dask_prefix, dask_key) with its time per state", 0 },
 	FRAME_NAMING_OPTIONS,
 	{ NULL, 0, NULL, 0, NULL, 0 },
@@ -104,7 +104,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	struct top_options *o = state->input;
 
 	if (frame_naming_option(key, &o->naming) ||
-	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN ||
+	    label_options_parse(key, arg, state, &o->label) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
 	case 'i':
@@ -112,16 +113,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'd':
 		o->duration_s = parse_seconds(state, "duration", arg);
-		break;
-	case OPT_LABEL: {
-		char err[ERRLEN];
-
-		if (label_options_add(&o->label, arg, err, sizeof(err)))
-			argp_error(state, "%s", err);
-		break;
-	}
-	case OPT_DASK:
-		o->label.dask = 1;
 		break;
 	case OPT_BY:
 		o->by = arg;

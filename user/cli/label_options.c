@@ -15,6 +15,23 @@ int label_options_add(struct label_options *o, const char *arg, char *err, size_
 	return 0;
 }
 
+error_t label_options_parse(int key, char *arg, struct argp_state *state, struct label_options *o)
+{
+	char err[256];
+
+	switch (key) {
+	case LABEL_OPT_LABEL:
+		if (label_options_add(o, arg, err, sizeof(err)))
+			argp_error(state, "%s", err);
+		return 0;
+	case LABEL_OPT_DASK:
+		o->dask = 1;
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
 /* --dask: the task's key is an argument of distributed's task runner for
  * as long as the task runs: _run_task(task, data, execution_state, key, ...)
  * since 2024.11, apply_function(function, args, kwargs, execution_state,
