@@ -204,6 +204,14 @@ def test_cli_on_dask_scheduler_and_two_workers(cluster, tmp_path):
         assert p["gc_log_bad_lines"] == 0
     workers_crunch = sum(crunch_weight(Profile(out / p["profile"], check=False)) for p in procs[1:])
     assert workers_crunch > 0, "the tasks' function is in the workers' profiles"
+    # the command's report per task prefix: printed, and in the directory
+    report = json.loads((out / "report.json").read_text())
+    assert [r["prefix"] for r in report["prefixes"]] == ["crunch_for_ebpfprof"], report["prefixes"]
+    # a task counts when a sample (100 Hz) hits it once the kernel knows the
+    # runner's code object (the first 50 ms go without): 10 of these 20 were
+    assert 0 < report["prefixes"][0]["tasks"] <= 20 and report["prefixes"][0]["on_cpu_s"] > 0
+    assert "time per task prefix across 2 workers" in stdout and "crunch_for_ebpfprof" in stdout, stdout
+    assert "and the report per task prefix" in stderr, stderr
 
     # the scheduler's GC figures against its own gc.callbacks
     truth = scheduler_collections(client)
