@@ -138,7 +138,7 @@ fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c 
 			   user/native/xz_bound.c user/base/mapped_file.c user/base/grow.c user/base/clock.c
 fuzz_native_LIBS        := -ldw -lelf -llzma
 fuzz_native_proto_SRCS  := user/native/native_proto.c
-fuzz_labels_SRCS        := user/model/labels.c user/model/dask_key.c user/base/grow.c
+fuzz_labels_SRCS        := user/model/labels.c user/model/label_series.c user/model/dask_key.c user/base/grow.c
 fuzz_push_labels_SRCS   := user/push/push_labels.c
 
 .SECONDEXPANSION:

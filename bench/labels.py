@@ -12,6 +12,10 @@ under main(), 4 Python frames), in four setups, ROUNDS times in turn, medians:
   labelled frame:  --label on handle(request_id): every sample's stack holds
                    it, its tuple is read and sent
 
+Each setup's ratio to "no label" is taken within each round (the setups of
+a round run back to back, so the machine's load moves them together), and
+its median given beside the medians of the times.
+
 Only the programs of the profiler under test are counted (their ids from its
 /proc/PID/fdinfo). Run as root; prints the table and puts it into
 docs/benchmarks.md as the section "Labels (issue 30)". --quick: 1 round of 2 s."""
@@ -84,10 +88,14 @@ def write_doc(got, args, elapsed, load):
          "probe reads) and 128 bytes more go with a stack sent whole. Each cell: the median "
          f"(the rounds' range). Load average {load[0]:.1f} at the start, "
          f"{os.getloadavg()[0]:.1f} at the end: on a shared machine, ranges that overlap are "
-         "noise.", "", "| setup | BPF per tick |", "|---|---|"]
+         "noise. The ratio: each setup's time over \"no label\"'s of the same round, the "
+         "rounds' median (range).", "", "| setup | BPF per tick | ratio to no label |",
+         "|---|---|---|"]
     for name, _, _ in SETUPS:
         v = got[name]
-        L.append(f"| {name} | {statistics.median(v):.0f} ns ({min(v):.0f}–{max(v):.0f}) |")
+        ratios = [a / b for a, b in zip(v, got["no label"]) if b > 0]
+        ratio = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "-"
+        L.append(f"| {name} | {statistics.median(v):.0f} ns ({min(v):.0f}–{max(v):.0f}) | {ratio} |")
     L.append("")
     doc = DOC.read_text() if DOC.exists() else ""
     doc = re.sub(r"\n" + re.escape(TITLE) + r"\n.*?(?=\n## |\Z)", "\n", doc, flags=re.S)

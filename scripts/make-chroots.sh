@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds (once, then reuses) the Debian chroots the version tests profile:
-#   bullseye -> CPython 3.9, trixie -> 3.13, sid -> 3.14 and 3.15, each with its -dbg build too.
+#   bullseye -> CPython 3.9, trixie -> 3.13, sid -> 3.14 and 3.15, each with its -dbg build too;
+#   sid also gets python3-distributed (2024.12: --dask's _run_task runner) for its python3.
 # A process started inside one has its own root, the way a container's has, so the
 # profiler must find its interpreter through /proc/PID/root.
 # Usage: scripts/make-chroots.sh [SUITE...]   (default: bullseye trixie sid)
@@ -19,22 +20,47 @@ extra_pythons() {
 	esac
 }
 
-# Installs pythonX.Y and pythonX.Y-dbg for each extra version DIR lacks.
+# Installs Debian packages into the chroot DIR of suite.
 # The registry's sid is a frozen snapshot: its Release file has expired.
+apt_install() {
+	local suite=$1 dir=$2
+	shift 2
+	echo "chroot $suite: installing $*"
+	chroot "$dir" apt-get -o Acquire::Check-Valid-Until=false update -q \
+		>>"$root/$suite.log" 2>&1 &&
+	chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "$@" >>"$root/$suite.log" 2>&1 ||
+		{ echo "chroot $suite: $* not installable (see $root/$suite.log)"; return 1; }
+	chroot "$dir" apt-get clean >/dev/null 2>&1 || true
+}
+
+# Installs pythonX.Y and pythonX.Y-dbg for each extra version DIR lacks.
 add_pythons() {
 	local suite=$1 dir=$2 v missing=()
 	for v in $(extra_pythons "$suite"); do
 		[ -x "$dir/usr/bin/python$v" ] && [ -x "$dir/usr/bin/python${v}d" ] ||
 			missing+=("python$v" "python$v-dbg")
 	done
-	[ ${#missing[@]} -gt 0 ] || return 0
-	echo "chroot $suite: installing ${missing[*]}"
-	chroot "$dir" apt-get -o Acquire::Check-Valid-Until=false update -q \
-		>>"$root/$suite.log" 2>&1 &&
-	chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-		--no-install-recommends "${missing[@]}" >>"$root/$suite.log" 2>&1 ||
-		{ echo "chroot $suite: ${missing[*]} not installable (see $root/$suite.log)"; return 1; }
-	chroot "$dir" apt-get clean >/dev/null 2>&1 || true
+	[ ${#missing[@]} -eq 0 ] || apt_install "$suite" "$dir" "${missing[@]}"
+}
+
+# Debian packages a suite must hold besides its Pythons: sid's distributed
+# (2024.12) runs tasks through _run_task, which --dask is tested on there.
+extra_packages() {
+	case $1 in
+	sid) echo "python3-distributed" ;;
+	esac
+}
+
+# Installs the suite's extra packages DIR lacks; a chroot built before a
+# package was added gets it on the next run.
+add_packages() {
+	local suite=$1 dir=$2 p missing=()
+	for p in $(extra_packages "$suite"); do
+		chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' installed$' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] || apt_install "$suite" "$dir" "${missing[@]}"
 }
 
 build_one() {
@@ -42,8 +68,10 @@ build_one() {
 	if [ -f "$dir/.ebpfprof-ready" ]; then
 		echo "chroot $suite: cached at $dir"
 		# a chroot cached before a version was added gets it now
-		add_pythons "$suite" "$dir"
-		return
+		local rc=0
+		add_pythons "$suite" "$dir" || rc=1
+		add_packages "$suite" "$dir" || rc=1
+		return $rc
 	fi
 	echo "chroot $suite: building at $dir (a few minutes, once)"
 	rm -rf "$dir.tmp"
@@ -57,6 +85,7 @@ build_one() {
 		--no-install-recommends "python$pyver-dbg" >>"$root/$suite.log" 2>&1 ||
 		echo "chroot $suite: python$pyver-dbg not installable (see $root/$suite.log)"
 	add_pythons "$suite" "$dir.tmp" || true
+	add_packages "$suite" "$dir.tmp" || true
 	chroot "$dir.tmp" apt-get clean >/dev/null 2>&1 || true
 	touch "$dir.tmp/.ebpfprof-ready"
 	rm -rf "$dir"

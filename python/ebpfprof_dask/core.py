@@ -12,6 +12,8 @@ import cloudpickle
 
 from . import remote, untrusted
 from .atomic import WriteError, write_atomic
+from .balance import balance_svg, report_html
+from .report import cluster_report, format_report, read_prefixes
 
 DEFAULT_COMMAND = ("ebpfprof",)
 
@@ -102,7 +104,7 @@ class ClusterProfile:
     """One profiling session over a cluster. Use profile() or profile_cluster()."""
 
     def __init__(self, client, outdir, duration=None, gc_log=False, idle=False, workers="all",
-                 command=None, options=(), wait_threshold_ms=None):
+                 command=None, options=(), wait_threshold_ms=None, dask=True):
         if workers != "all" and (not isinstance(workers, int) or workers < 0):
             raise ValueError(f"workers: 'all' or a count, not {workers!r}")
         self.client = client
@@ -112,6 +114,8 @@ class ClusterProfile:
         self.workers = workers
         self.command = tuple(command) if command else command_from_env()
         opts = list(options)
+        if dask:    # each task's key and prefix on its samples: the cluster report
+            opts.append("--dask")
         if idle:
             opts.append("--idle")
         if wait_threshold_ms is not None:
@@ -121,10 +125,14 @@ class ClusterProfile:
         self.started = []       # (role, address, start result)
         self.results = []       # entries of the index, scheduler first
         self.index_path = os.path.join(self.outdir, "index.json")
+        self.report = None      # the cluster report per task prefix, if any
+        self._prefixes = {}     # address: the prefixes its recording holds
+        self._ncores = {}
         self._t0 = None
 
     def _worker_addresses(self):
-        addrs = sorted(self.client.ncores())  # asked now: the cached info may be old
+        self._ncores = self.client.ncores()  # asked now: the cached info may be old
+        addrs = sorted(self._ncores)
         return addrs if self.workers == "all" else addrs[:self.workers]
 
     def start(self):
@@ -167,7 +175,18 @@ class ClusterProfile:
         for role, addr, started in self.started:
             self.results.append(self._write(role, addr, started, done.get(addr, started), names))
         self._write_index()
+        self._write_report()
         return self.results
+
+    def _write_report(self):
+        """The report per task prefix, from the workers' recordings with
+        --dask's labels; none when no worker has them."""
+        workers = []
+        for e in self.results:
+            rec = self._prefixes.get(e["address"])
+            if e["role"] == "worker" and rec is not None:
+                workers.append((f"{e['host']}:{e['pid']}", e.get("nthreads"), rec))
+        self.report = write_cluster_report(self.outdir, workers)
 
     def _write(self, role, addr, started, result, names):
         """The process's entry of the index, its files written. What the
@@ -176,6 +195,8 @@ class ClusterProfile:
         claimed_host, claimed_pid = result.get("host", started.get("host")), result.get("pid", started.get("pid"))
         entry = {"role": role, "address": addr, "host": untrusted.host(claimed_host),
                  "pid": untrusted.pid(claimed_pid)}
+        if role == "worker" and untrusted.count(self._ncores.get(addr)):
+            entry["nthreads"] = self._ncores[addr]
         error = result.get("error") or untrusted.bytes_error("profile", result.get("profile")) or \
             untrusted.bytes_error("GC log", result.get("gc_log"), optional=True)
         doc = None if error else untrusted.json_object(result["profile"])
@@ -195,6 +216,9 @@ class ClusterProfile:
             entry["error"] = str(e)
             return entry
         entry.update(summarize_gc_log(result.get("gc_log"), untrusted.state_names(doc)))
+        prefixes = read_prefixes(doc)
+        if prefixes is not None:
+            self._prefixes[addr] = prefixes
         entry["summary"] = summarize_recording(doc)
         if "duration_s" in entry["summary"]:
             entry["recorded_s"] = entry["summary"]["duration_s"]
@@ -218,6 +242,48 @@ class ClusterProfile:
 
 
 _NO_ANSWER = {"error": "the worker did not answer"}
+
+REPORT_FILES = ("report.json", "report.txt", "balance.svg", "report.html")
+
+
+def write_cluster_report(outdir, workers):
+    """Writes the cluster report of workers ([(name, nthreads, prefixes)])
+    into outdir: report.json, report.txt, balance.svg and report.html (the
+    picture and the table). Returns the report; None (nothing written) when
+    no worker's recording has task prefixes."""
+    if not any(rec["prefixes"] for _, _, rec in workers):
+        return None
+    report = cluster_report(workers)
+    svg = balance_svg(report)
+    texts = {"report.json": json.dumps(report, indent=1, allow_nan=False) + "\n",
+             "report.txt": format_report(report), "balance.svg": svg,
+             "report.html": report_html(report, svg)}
+    for name in REPORT_FILES:
+        write_atomic(os.path.join(outdir, name), texts[name].encode())
+    return report
+
+
+def report_from_directory(outdir):
+    """The cluster report again, from a directory profile_cluster wrote (its
+    index.json and the workers' recordings there). Returns the report or
+    None; raises OSError (WriteError) if a file cannot be read or written."""
+    with open(os.path.join(outdir, "index.json"), "rb") as f:
+        index = untrusted.json_object(f.read())
+    procs = index.get("processes") if index else None
+    if not isinstance(procs, list):
+        raise WriteError(f"{outdir}/index.json: not an index ebpfprof_dask wrote")
+    workers = []
+    for e in procs:
+        if not isinstance(e, dict) or e.get("role") != "worker" or not isinstance(e.get("profile"), str):
+            continue
+        # only a file of this directory, whatever the index says
+        path = os.path.join(outdir, os.path.basename(e["profile"]))
+        with open(path, "rb") as f:
+            rec = read_prefixes(untrusted.json_object(f.read()) or {})
+        if rec is not None:
+            name = f"{untrusted.host(e.get('host')) or 'unknown'}:{untrusted.pid(e.get('pid')) or 'unknown'}"
+            workers.append((name, untrusted.count(e.get("nthreads")), rec))
+    return write_cluster_report(outdir, workers)
 
 
 def _answer(answer):

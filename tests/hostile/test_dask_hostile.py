@@ -439,3 +439,66 @@ def test_index_txt_escapes_bidi_controls_as_ebpfprof_does(dask_pkg, tmp_path):
     for i, c in enumerate(BIDI):
         escaped = "".join(f"\\x{b:02x}" for b in c.encode())
         assert f"w{i}{escaped}gnp.exe\\x5cx41:{100 + i} " in table, (escaped, table)
+
+
+def labelled(values, **info):
+    """A format-4 recording whose dask_prefix label holds values."""
+    fields = {"version": 4, "states": ["on-cpu", "gc", "gil-wait", "io", "sleep"],
+              "start_unix_s": 1.8e9, "label_bin_s": 0.1,
+              "labels": {"dask_key": {}, "dask_prefix": values}}
+    fields.update(info)
+    return json.loads(recording(**fields))
+
+
+def test_cluster_report_takes_only_checked_figures_and_bounded_names(dask_pkg, tmp_path):
+    """The cluster report reads what a worker's recording says of its task
+    prefixes: a figure that is not a finite second, a state the recording
+    does not name, a series too long, a function that is not one are left
+    out; names are escaped as ebpfprof escapes them, and HTML-escaped in the
+    picture and the page; a worker with a thousand prefixes gives 64 rows."""
+    from ebpfprof_dask.core import write_cluster_report
+    from ebpfprof_dask.report import BINS_MAX, PREFIXES_MAX, read_prefixes
+    evil = "<script>alert(1)</script>\x1b[31m\u202e"
+    values = {
+        "good": {"states_s": {"on-cpu": 2.0, "io": 1.0}, "sources": 7,
+                 "series": {"on-cpu": [0.1] * 20, "io": [0.05] * 20},
+                 "functions": [{"name": "crunch", "file": "w.py", "self_s": 1.5, "total_s": 2.0}]},
+        evil: {"states_s": {"on-cpu": 1.0, "no-such-state": 5.0, "gc": float("nan"), "sleep": -1},
+               "series": {"on-cpu": [0.1] * (BINS_MAX + 1), "gc": ["x"], "sleep": [1e300]},
+               "functions": [{"name": evil, "file": 3, "self_s": 1.0, "total_s": 1.0}, "no", {"name": 5}],
+               "sources": -3},
+        "nonsense": ["not", "a", "value"],
+    }
+    rec = read_prefixes(labelled(values))
+    good, bad = rec["prefixes"]["good"], rec["prefixes"][dask_pkg.untrusted.printable(evil, 200)]
+    assert good["states"] == {"on-cpu": 2.0, "io": 1.0} and good["tasks"] == 7
+    assert good["functions"] == [("crunch", "w.py", 1.5, 2.0)]
+    assert bad["states"] == {"on-cpu": 1.0} and bad["tasks"] == 0
+    assert bad["series"] == {} and bad["functions"] == []
+    assert "\x1b" not in "".join(rec["prefixes"]) and "\u202e" not in "".join(rec["prefixes"])
+    assert rec["prefixes"]["nonsense"]["states"] == {}
+    assert read_prefixes({"ebpfprof": {"labels": {"dask_prefix": "x"}}}) is None
+    assert read_prefixes({"ebpfprof": {"version": 1}}) is None
+    assert read_prefixes(labelled({}, start_unix_s=float("inf")))["start_s"] is None
+
+    many = {f"p{i}": {"states_s": {"on-cpu": 1.0 + i}} for i in range(1000)}
+    crowd = read_prefixes(labelled(many))
+    assert len(crowd["prefixes"]) == PREFIXES_MAX
+    assert crowd["prefixes"]["[other prefixes]"]["states"]["on-cpu"] == pytest.approx(
+        sum(1.0 + i for i in range(1000 - PREFIXES_MAX + 1)))
+
+    import xml.etree.ElementTree as ET
+    write_cluster_report(str(tmp_path), [("w1:1", 2, rec)])
+    for name in ("balance.svg", "report.html"):
+        text = (tmp_path / name).read_text()
+        assert "<script>" not in text and "&lt;script&gt;" in text, name
+        assert "\x1b" not in text
+    ET.parse(tmp_path / "balance.svg")
+    report = write_cluster_report(str(tmp_path), [("w1:1", 2, rec), ("w2:2", None, crowd)])
+    assert len(report["prefixes"]) == PREFIXES_MAX      # across the cluster too
+    assert sum(r["time_s"] for r in report["prefixes"]) == pytest.approx(
+        3.0 + 1.0 + sum(1.0 + i for i in range(1000)))
+    ET.parse(tmp_path / "balance.svg")
+    # no worker with prefixes: no report, nothing written
+    assert write_cluster_report(str(tmp_path / "none"), [("w", 2, read_prefixes(labelled({})))]) is None
+    assert not (tmp_path / "none").exists()

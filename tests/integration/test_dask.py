@@ -204,6 +204,14 @@ def test_cli_on_dask_scheduler_and_two_workers(cluster, tmp_path):
         assert p["gc_log_bad_lines"] == 0
     workers_crunch = sum(crunch_weight(Profile(out / p["profile"], check=False)) for p in procs[1:])
     assert workers_crunch > 0, "the tasks' function is in the workers' profiles"
+    # the command's report per task prefix: printed, and in the directory
+    report = json.loads((out / "report.json").read_text())
+    assert [r["prefix"] for r in report["prefixes"]] == ["crunch_for_ebpfprof"], report["prefixes"]
+    # a task counts when a sample (100 Hz) hits it once the kernel knows the
+    # runner's code object (the first 50 ms go without): 10 of these 20 were
+    assert 0 < report["prefixes"][0]["tasks"] <= 20 and report["prefixes"][0]["on_cpu_s"] > 0
+    assert "time per task prefix across 2 workers" in stdout and "crunch_for_ebpfprof" in stdout, stdout
+    assert "and the report per task prefix" in stderr, stderr
 
     # the scheduler's GC figures against its own gc.callbacks
     truth = scheduler_collections(client)
@@ -305,3 +313,121 @@ def test_context_manager_on_local_cluster_with_processes(tmp_path):
     crunch = [crunch_weight(Profile(tmp_path / "lc" / p["profile"])) for p in procs[1:]]
     assert sum(crunch) > 0, crunch
     assert (tmp_path / "lc" / procs[0]["gc_log"]).exists()
+
+
+def phased_tasks(client, workers, seconds):
+    """Two phases on a LocalCluster of two workers with two threads each:
+    the workload dask_prefixes.py's crunch (pure-Python CPU) and garbage
+    (cyclic garbage) on both workers, then its naps (sleeps) on the first
+    worker only while the second crunches. Returns each task's (prefix,
+    thread_time, wall time)."""
+    import importlib.util
+
+    import cloudpickle
+    spec = importlib.util.spec_from_file_location("dask_prefixes", ROOT / "tests/workloads/dask_prefixes.py")
+    tasks = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tasks
+    spec.loader.exec_module(tasks)
+    cloudpickle.register_pickle_by_value(tasks)     # the workers do not import it
+    done, batch = [], 0
+    for phase in (1, 2):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ids = range(batch * 8, batch * 8 + 8)
+            if phase == 1:
+                futures = client.map(tasks.crunch, ids, pure=False) + client.map(tasks.garbage, ids, pure=False)
+            else:
+                futures = client.map(tasks.nap, ids, pure=False, workers=[workers[0]]) + \
+                    client.map(tasks.crunch, ids, pure=False, workers=[workers[1]])
+            done += client.gather(futures)
+            batch += 1
+    return done
+
+
+def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
+    """Issue 30's cluster report: the package records each worker of a real
+    LocalCluster (2 worker processes, 2 threads each) with --dask and writes
+    the report per task prefix across the cluster and the picture of each
+    worker's task balance over time. Each prefix's on-CPU share within 5
+    points of the tasks' own thread_time() shares, the collections on the
+    garbage prefix, the naps as sleep; the picture's data puts the naps on
+    the first worker in the second phase only; --report DIR writes it again."""
+    need_distributed()
+    from distributed import Client, LocalCluster
+    import xml.etree.ElementTree as ET
+    import ebpfprof_dask
+
+    out = tmp_path / "lc"
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0",
+                      silence_logs=40) as lc, Client(lc) as client:
+        client.wait_for_workers(2, timeout=120)
+        workers = sorted(client.ncores())
+        pids = client.run(os.getpid)
+        # 500 Hz: a task of 10 ms gets a few samples (at 100 Hz 38% went unseen)
+        with ebpfprof_dask.profile(client, out, command=[str(EBPFPROF)], options=["-r", "500"]) as session:
+            time.sleep(2)
+            tasks = phased_tasks(client, workers, 6)
+            time.sleep(0.5)
+    assert all("error" not in p for p in session.results), session.results
+    report = json.loads((out / "report.json").read_text())
+    assert report == session.report
+    rows = {r["prefix"]: r for r in report["prefixes"]}
+    assert set(rows) == {"crunch", "garbage", "nap"}, rows
+
+    truth = {}
+    for prefix, cpu, wall in tasks:
+        t = truth.setdefault(prefix, {"cpu": 0.0, "wall": 0.0, "n": 0})
+        t["cpu"] += cpu
+        t["wall"] += wall
+        t["n"] += 1
+    running = {p: r["on_cpu_s"] + r["gc_s"] for p, r in rows.items()}
+    for prefix, t in truth.items():
+        share = 100 * running[prefix] / sum(running.values())
+        true_share = 100 * t["cpu"] / sum(v["cpu"] for v in truth.values())
+        print(f"report: {prefix}: on-CPU share {share:.1f}% (thread_time {true_share:.1f}%), "
+              f"{rows[prefix]['tasks']} of {t['n']} tasks")
+        assert abs(share - true_share) <= 5, (prefix, share, true_share, rows)
+        # a task the recording saw (a sample, a wait over 10 ms) counts under its prefix
+        assert 0.9 * t["n"] <= rows[prefix]["tasks"] <= t["n"], (prefix, rows[prefix]["tasks"], t["n"])
+    gc_total = sum(r["gc_s"] for r in rows.values())
+    assert rows["garbage"]["gc_s"] >= 0.9 * gc_total > 0, rows
+    nap_off = truth["nap"]["wall"] - truth["nap"]["cpu"]
+    assert rows["nap"]["io_sleep_s"] >= 0.8 * nap_off, (rows["nap"], truth["nap"])
+    assert rows["crunch"]["top_functions"][0]["name"].endswith("crunch"), rows["crunch"]
+    assert any(f["name"].endswith("garbage") for f in rows["garbage"]["top_functions"]), rows["garbage"]
+    assert sorted(rows["nap"]["workers"]) == [f"{socket.gethostname()}:{pids[workers[0]]}"], rows["nap"]
+
+    # the picture's data: the naps on the first worker, in the second phase only
+    by_pid = {w["worker"].rsplit(":", 1)[1]: w for w in report["workers"]}
+    first, second = by_pid[str(pids[workers[0]])], by_pid[str(pids[workers[1]])]
+    assert first["nthreads"] == second["nthreads"] == 2
+    assert "nap" not in second["series"], second["series"].keys()
+    naps = first["series"]["nap"]
+    bin_s = first["bin_s"]
+    nap_bins = [i for i, v in enumerate(naps["waiting"]) if v > 0.5 * bin_s]
+    assert len(nap_bins) * bin_s >= 4, naps
+    phase2 = next(i for i, v in enumerate(naps["waiting"]) if v > 0) + int(1 / bin_s)
+    crunch1 = first["series"]["crunch"]["running"]
+    assert sum(crunch1[phase2:]) < 0.05 * sum(crunch1), "the first worker crunched in phase 2"
+    # about two threads asleep there, as the worker's two threads napped
+    mid = sorted(naps["waiting"][i] / bin_s for i in nap_bins)[len(nap_bins) // 2]
+    assert 1.2 <= mid <= 2.05, mid
+
+    svg = ET.parse(out / "balance.svg").getroot()
+    texts = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+    for prefix in rows:
+        assert prefix in texts, texts
+    assert len(list(svg.iter("{http://www.w3.org/2000/svg}polygon"))) >= 5
+    page = (out / "report.html").read_text()
+    assert "<svg" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "crunch" in (out / "report.txt").read_text()
+
+    # again from the directory, with the CLI
+    for name in ("report.json", "balance.svg"):
+        (out / name).rename(out / (name + ".first"))
+    res = subprocess.run([PYTHON, "-m", "ebpfprof_dask", "--report", str(out)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python")), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((out / "report.json").read_text()) == report
+    assert (out / "balance.svg").read_text() == (out / "balance.svg.first").read_text()
+    assert res.stdout.startswith("ebpfprof_dask: time per task prefix across 2 workers"), res.stdout

@@ -434,7 +434,7 @@ def test_old_unknown_state_and_missing_state_recordings_diff_against_a_new_one(w
     new = tmp_path / "new.json"
     run_ebpfprof("--pid", w.pid, "-d", 1, "-F", "-o", new, check=True)
     new_doc = json.loads(new.read_text())["ebpfprof"]
-    assert new_doc["version"] == 3 and new_doc["states"][-1] == "other", new_doc["states"]
+    assert new_doc["version"] == 4 and new_doc["states"][-1] == "other", new_doc["states"]
     old = json.loads(OLD_RECORDING.read_text())
     assert old["ebpfprof"]["version"] == 1 and "states" not in old["ebpfprof"]
     extra = tmp_path / "extra.json"
@@ -453,3 +453,29 @@ def test_old_unknown_state_and_missing_state_recordings_diff_against_a_new_one(w
             states = {(s["thread"], s["state"]): s for s in diff_json(a, b)["states"]}
             for key in (("locker", "lock-wait"), ("reader", "io")):
                 assert states[key]["base"] > 0.9 and states[key]["new"] > 0.9, states[key]
+
+
+def test_diff_per_label_value(tmp_path):
+    """diff compares each label value's time per state (format 3 on): the
+    same request handler recorded without and with a fourth kind that sleeps
+    (label_requests.py --sleeper); nap's sleep appears, in the text and the
+    JSON, and every kind of both sides has its on-CPU line."""
+    interp = require_interpreter("debian-3.11")
+    paths = []
+    for i, extra in enumerate(([], ["--sleeper"])):
+        path = tmp_path / f"req{i}.speedscope.json"
+        run_ebpfprof("-r", 400, "-o", path, "--label", "req=handle:0", "--", *interp.argv,
+                     interp.workload_path("label_requests.py"), "--seconds", 4, *extra,
+                     check=True, timeout=120)
+        paths.append(path)
+    rep = diff_json(*paths)
+    lines = {(l["label"], l["value"], l["state"]): l for l in rep["labels"]}
+    nap = lines[("req", "nap", "sleep")]
+    assert nap["base"] == 0 and nap["new"] > 1 and nap["verdict"] == "grew", nap
+    for kind in ("alpha", "beta", "gamma"):
+        line = lines[("req", kind, "on-cpu")]
+        assert line["base"] > 0 and line["new"] > 0, line
+    text = diff(*paths).stdout
+    assert "time per label value and state" in text, text
+    assert any(l.lstrip().startswith("req=nap: ") and l.split()[-2:] == ["new", "grew"]
+               for l in text.splitlines()), text

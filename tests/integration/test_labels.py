@@ -8,6 +8,7 @@ thread_time() per kind. The whole process is recorded (launched by
 ebpfprof), so the truth covers the same time."""
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -146,28 +147,67 @@ def test_too_many_labels():
     assert res.stderr.splitlines()[0] == "ebpfprof: too many --label: at most 4", res.stderr
 
 
-def test_dask_local_cluster_prefixes(tmp_path):
+def need_distributed(interp):
+    """distributed importable by interp: the host's (bookworm's 2022.12) or
+    the chroot's (sid's 2024.12, scripts/make-chroots.sh installs it)."""
+    if not interp.chroot:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            conftest.cannot_run("python3-distributed is not installed (scripts/deps.sh)")
+        return
+    if not (Path(interp.chroot) / "usr/lib/python3/dist-packages/distributed").is_dir():
+        conftest.cannot_run(f"{interp}: python3-distributed is not installed in {interp.chroot} "
+                            "(scripts/make-chroots.sh sid)")
+
+
+def cluster_argv(interp):
+    """How to run a LocalCluster with interp. In a chroot it needs /proc
+    (psutil: distributed's memory monitor) and a /dev/shm (multiprocessing's
+    semaphores), mounted in a mount namespace of its own: the shared chroot
+    is left as it is, and every process of the cluster keeps its pid."""
+    if not interp.chroot:
+        return list(interp.argv)
+    d = shlex.quote(interp.chroot)
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f"mount -t proc proc {d}/proc && mount -t tmpfs tmpfs {d}/dev/shm && "
+            f'exec chroot {d} {shlex.quote(interp.argv[-1])} "$@"', "sh"]
+
+
+def inside_and_host(interp, tmp_path, name):
+    """(the path the workload writes, as it sees it; the same file on the host)."""
+    if not interp.chroot:
+        return str(tmp_path / name), tmp_path / name
+    inside = f"/tmp/{os.getpid()}-{tmp_path.name}-{name}"
+    host = Path(interp.chroot) / inside.lstrip("/")
+    host.unlink(missing_ok=True)
+    return inside, host
+
+
+@pytest.mark.parametrize("name", ["debian-3.11", "chroot-3.14"])
+def test_dask_local_cluster_prefixes(tmp_path, name):
     """--dask on each worker of a real LocalCluster (2 worker processes, 2
-    threads each, bookworm's distributed 2022.12 on Debian's python3.11:
-    the key is apply_function's argument 4) running three prefixes for
-    20 s: each prefix's on-CPU share within 5 points of the tasks' own
-    thread_time() shares, the collections under a task on the garbage
-    prefix, the naps' time as sleep."""
+    threads each) running three prefixes for 20 s: each prefix's on-CPU
+    share within 5 points of the tasks' own thread_time() shares, the
+    collections under a task on the garbage prefix, the naps' time as
+    sleep. debian-3.11: bookworm's distributed 2022.12 (the key is
+    apply_function's argument 4); chroot-3.14: sid's python3 with its
+    distributed 2024.12 (_run_task's argument 3)."""
     import subprocess
     import time
 
-    interp = require_interpreter("debian-3.11")
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        conftest.cannot_run("python3-distributed is not installed (scripts/deps.sh)")
-    pids_file, truth_file = tmp_path / "pids.json", tmp_path / "truth.json"
+    interp = require_interpreter(name)
+    need_distributed(interp)
+    pids_inside, pids_file = inside_and_host(interp, tmp_path, "pids.json")
+    truth_inside, truth_file = inside_and_host(interp, tmp_path, "truth.json")
     go_host, go_inside = conftest.go_file(interp, tmp_path)
     seconds = 20
-    cluster = subprocess.Popen([*interp.argv, interp.workload_path("dask_prefixes.py"),
-                                "--seconds", str(seconds), "--pids", str(pids_file),
-                                "--go", go_inside, "--truth", str(truth_file)],
-                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    # the chroot's own scratch space, not the root of the chroot
+    env = dict(os.environ, DASK_TEMPORARY_DIRECTORY="/tmp")
+    cluster = subprocess.Popen([*cluster_argv(interp), interp.workload_path("dask_prefixes.py"),
+                                "--seconds", str(seconds), "--pids", pids_inside,
+                                "--go", go_inside, "--truth", truth_inside],
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     recorders = []
     try:
         deadline = time.monotonic() + 120
@@ -192,8 +232,8 @@ def test_dask_local_cluster_prefixes(tmp_path):
             assert "ebpfprof: label dask_prefix: 3 values" in err, err
             labels = Profile(path).doc["ebpfprof"]["labels"]
             assert len(labels["dask_key"]) > 100, "a value per task key"
-            for name, v in labels["dask_prefix"].items():
-                acc = prefixes.setdefault(name, {"cpu": 0.0, "sleep": 0.0, "gc_s": 0.0})
+            for prefix, v in labels["dask_prefix"].items():
+                acc = prefixes.setdefault(prefix, {"cpu": 0.0, "sleep": 0.0, "gc_s": 0.0})
                 acc["cpu"] += on_cpu(v)
                 acc["sleep"] += v["states_s"]["sleep"] + v["states_s"]["io"]
                 acc["gc_s"] += v["gc_s"]
@@ -207,12 +247,12 @@ def test_dask_local_cluster_prefixes(tmp_path):
     assert set(prefixes) == {"crunch", "garbage", "nap"}, prefixes
     total = sum(p["cpu"] for p in prefixes.values())
     true_total = sum(truth["cpu_s"].values())
-    for name in prefixes:
-        share = 100 * prefixes[name]["cpu"] / total
-        true_share = 100 * truth["cpu_s"][name] / true_total
-        print(f"dask prefix {name}: on-CPU share {share:.1f}%, tasks' thread_time {true_share:.1f}%, "
-              f"GC {prefixes[name]['gc_s']:.3f} s of {gc_labelled:.3f} s")
-        assert abs(share - true_share) <= TOLERANCE_POINTS, (name, share, true_share, prefixes)
+    for prefix in prefixes:
+        share = 100 * prefixes[prefix]["cpu"] / total
+        true_share = 100 * truth["cpu_s"][prefix] / true_total
+        print(f"{name}: dask prefix {prefix}: on-CPU share {share:.1f}%, tasks' thread_time "
+              f"{true_share:.1f}%, GC {prefixes[prefix]['gc_s']:.3f} s of {gc_labelled:.3f} s")
+        assert abs(share - true_share) <= TOLERANCE_POINTS, (prefix, share, true_share, prefixes)
     assert prefixes["garbage"]["gc_s"] >= 0.9 * gc_labelled, prefixes
     # the naps slept (wall less CPU); a nap's other time is waits for the GIL
     nap_off = truth["wall_s"]["nap"] - truth["cpu_s"]["nap"]
@@ -276,3 +316,55 @@ def test_group_by_needs_a_label_and_speedscope():
     res = run_ebpfprof("--label", "req=handle:0", "--group-by", "req", "-f", "pprof", "--", "true")
     assert res.returncode != 0
     assert res.stderr.startswith("ebpfprof: --group-by needs the speedscope format"), res.stderr
+
+
+def assert_slices_nest(events):
+    """Chrome's check of a thread's track: every two "X" slices of a thread
+    are nested or apart, never straddling (viewers drop or misdraw those)."""
+    eps = 1e-3  # the times are exact in ns; their sums in floats are not
+    by_tid = {}
+    for e in events:
+        if e.get("ph") == "X":
+            by_tid.setdefault((e["pid"], e["tid"]), []).append(e)
+    for slices in by_tid.values():
+        slices.sort(key=lambda e: (e["ts"], -e["dur"]))
+        open_ends = []
+        for e in slices:
+            while open_ends and open_ends[-1] <= e["ts"] + eps:
+                open_ends.pop()
+            end = e["ts"] + e["dur"]
+            assert not open_ends or end <= open_ends[-1] + eps, (e, open_ends[-1])
+            open_ends.append(end)
+
+
+def test_chrome_trace_has_a_slice_per_task(out):
+    """-f chrome with --label: each run of a thread's samples under one value
+    is a "task" slice on the thread's track named by the value, with the
+    label in its args, around that run's calls; every slice still nests;
+    each kind's share of the CPU kinds' task slices within 5 points of its
+    thread_time() share."""
+    interp = require_interpreter("debian-3.11")
+    path, truth_path = out(".trace.json"), out(".truth.json")
+    res = run_ebpfprof("-r", 400, "-f", "chrome", "-o", path, "--label", "req=handle:0", "--",
+                       *interp.argv, interp.workload_path("label_requests.py"), "--seconds", 6,
+                       "--truth", truth_path, timeout=120)
+    assert res.returncode == 0, res.stderr
+    truth = json.loads(Path(truth_path).read_text())
+    events = json.loads(Path(path).read_text())["traceEvents"]
+    tasks = [e for e in events if e.get("cat") == "task"]
+    assert {e["name"] for e in tasks} == set(KINDS), {e["name"] for e in tasks}
+    assert all(e["ph"] == "X" and e["args"] == {"req": e["name"]} for e in tasks), tasks[:3]
+    assert_slices_nest(events)
+    # every call of handle() is inside a task slice of its thread, but
+    # those before the kernel was told handle's code object (the first 50 ms)
+    calls = [e for e in events if e.get("cat") == "python" and e["name"] == "handle"]
+    first = min(t["ts"] for t in tasks)
+    assert calls and first < 200e3, first
+    for c in calls:
+        assert c["ts"] < first or any(t["tid"] == c["tid"] and t["ts"] <= c["ts"] + 1e-3 and
+                                      c["ts"] + c["dur"] <= t["ts"] + t["dur"] + 1e-3 for t in tasks), c
+    spent = {k: sum(e["dur"] for e in tasks if e["name"] == k) for k in KINDS}
+    for kind in KINDS:
+        share = 100 * spent[kind] / sum(spent.values())
+        true_share = 100 * truth["cpu_s"][kind] / sum(truth["cpu_s"][k] for k in KINDS)
+        assert abs(share - true_share) <= TOLERANCE_POINTS, (kind, spent, truth["cpu_s"])

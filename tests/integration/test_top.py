@@ -118,10 +118,36 @@ def test_top_plain_text_when_not_a_terminal(interp_name, workloads):
     ([], "give one of --pid PID or --match PATTERN"),
     (["--pid", "1", "--interval", "0"], "invalid interval"),
     (["--pid", "1", "--rate", "0"], "invalid rate"),
+    (["--pid", "1", "--by", "req"], "--by req: no label of that name"),
+    (["--pid", "1", "--label", "req"], "invalid --label req: NAME=FUNCTION:ARGUMENT expected"),
 ])
 def test_top_bad_input(args, text):
     res = run_ebpfprof("top", *args)
     assert res.returncode == 2 and text in res.stderr, res
+
+
+def test_top_by_label_value(workloads):
+    """top --label req=handle:0 --by req: a row per request kind with its
+    time per state; the kinds cost 1, 2 and 3 units of the same loop, so
+    their on-CPU shares, over the last three views, are 1/6, 2/6, 3/6
+    within 5 points."""
+    w = workloads(require_interpreter("debian-3.11"), "label_requests.py", seconds=60)
+    res = run_ebpfprof("top", "--pid", w.pid, "-d", 4.5, "--interval", 1, "-r", 400,
+                       "--label", "req=handle:0", "--by", "req", check=True)
+    views = res.stdout.split("ebpfprof top: pid")[1:]
+    assert len(views) >= 4, res.stdout
+    on_cpu = {}
+    for view in views[-3:]:
+        table = view.split("\nreq ", 1)[1].split("\n\n", 1)[0]
+        assert table.split("\n", 1)[0].split()[0] == "on-CPU", table
+        for line in table.splitlines()[1:]:
+            name, share = line.split()[:2]
+            on_cpu[name] = on_cpu.get(name, 0.0) + float(share.rstrip("%"))
+    assert set(on_cpu) == {"alpha", "beta", "gamma"}, res.stdout
+    total = sum(on_cpu.values())
+    for kind, units in (("alpha", 1), ("beta", 2), ("gamma", 3)):
+        share = 100 * on_cpu[kind] / total
+        assert abs(share - 100 * units / 6) <= 5, (kind, on_cpu)
 
 
 def test_top_shows_gc_pauses_and_states(workloads, tmp_path):

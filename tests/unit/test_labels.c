@@ -141,6 +141,15 @@ static void prefix(const char *key, char *out, size_t len)
 	dask_key_split(key, out, len);
 }
 
+/* A table of --dask's labels: dask_key, and dask_prefix derived from it. */
+static void dask_table(struct label_table *t, int *key, int *pre)
+{
+	label_table_init(t);
+	*key = label_table_add_name(t, "dask_key");
+	*pre = label_table_add_name(t, "dask_prefix");
+	label_table_derive(t, *key, *pre, prefix);
+}
+
 static void table_derives_and_bounds(void **state)
 {
 	struct label_table t;
@@ -149,17 +158,14 @@ static void table_derives_and_bounds(void **state)
 	int key, pre;
 
 	(void)state;
-	label_table_init(&t);
-	key = label_table_add_name(&t, "dask_key");
-	pre = label_table_add_name(&t, "dask_prefix");
-	label_table_derive(&t, key, pre, prefix);
+	dask_table(&t, &key, &pre);
 	a = label_intern(&t, key, "('inc-5c1d', 1)", "inc-5c1d");
 	b = label_intern(&t, key, "('inc-5c1d', 2)", "inc-5c1d");
 	assert_int_not_equal(a, b);
 	assert_int_equal(t.v[a].derived, t.v[b].derived);
 	assert_string_equal(t.v[t.v[a].derived].value, "inc");
-	label_add_time(&t, a, STATE_ON_CPU, 10, 1);
-	label_add_time(&t, b, STATE_SLEEP, 5, 0);
+	label_add_time(&t, a, STATE_ON_CPU, 0, 10, 1);
+	label_add_time(&t, b, STATE_SLEEP, 0, 5, 0);
 	label_add_gc(&t, b, 3);
 	id = t.v[a].derived;
 	assert_int_equal(t.v[id].ns[STATE_ON_CPU], 10);
@@ -167,7 +173,7 @@ static void table_derives_and_bounds(void **state)
 	assert_int_equal(t.v[id].samples, 1);
 	assert_int_equal(t.v[id].gc_count, 1);
 	assert_int_equal(label_value_total(&t.v[id]), 15);
-	label_add_time(&t, LABEL_NONE, STATE_ON_CPU, 10, 1);	/* no label: nothing */
+	label_add_time(&t, LABEL_NONE, STATE_ON_CPU, 0, 10, 1);	/* no label: nothing */
 	for (int i = 0; i < LABEL_VALUES_MAX + 100; i++) {
 		snprintf(text, sizeof(text), "k-%d", i);
 		id = label_intern(&t, key, text, text);
@@ -189,6 +195,68 @@ static void table_derives_and_bounds(void **state)
 	label_table_free(&t);
 }
 
+#define SEC	1000000000ull
+
+/* The time of state in the series' bins [from, to). */
+static uint64_t series_sum(const uint64_t *series, uint32_t from, uint32_t to, int state)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t b = from; b < to; b++)
+		sum += label_series_at(series, b, state);
+	return sum;
+}
+
+/*
+ * A value's time over the recording: an interval is spread over the bins it
+ * covers; a key (a source of dask_prefix) keeps no series, its prefix does;
+ * a recording longer than LABEL_BINS bins widens every series' bins, and
+ * keeps every nanosecond.
+ */
+static void series_over_time(void **state)
+{
+	struct label_table t;
+	uint32_t a, pre_id;
+	const uint64_t *s;
+	int key, pre;
+
+	(void)state;
+	dask_table(&t, &key, &pre);
+	a = label_intern(&t, key, "('inc-5c1d', 1)", "inc-5c1d");
+	pre_id = t.v[a].derived;
+	assert_null(t.v[a].series);
+	assert_non_null(t.v[pre_id].series);
+	s = t.v[pre_id].series;
+	assert_int_equal(t.clock.bin_ns, LABEL_BIN_NS_FIRST);
+	/* 250 ms of sleep from 0.95 s: 50 ms in bin 9, 100 in 10 and 11 */
+	label_add_time(&t, a, STATE_SLEEP, 950000000ull, 250000000ull, 0);
+	assert_int_equal(label_series_at(s, 9, STATE_SLEEP), 50000000ull);
+	assert_int_equal(label_series_at(s, 10, STATE_SLEEP), 100000000ull);
+	assert_int_equal(label_series_at(s, 11, STATE_SLEEP), 100000000ull);
+	assert_int_equal(label_series_at(s, 12, STATE_SLEEP), 0);
+	label_add_time(&t, a, STATE_ON_CPU, 3 * SEC, 1000, 1);
+	assert_int_equal(label_series_at(s, 30, STATE_ON_CPU), 1000);
+	/* at 100 s, past 512 bins of 100 ms: the bins are 200 ms wide */
+	label_add_time(&t, a, STATE_ON_CPU, 100 * SEC, 7, 1);
+	assert_int_equal(t.clock.bin_ns, 2 * LABEL_BIN_NS_FIRST);
+	assert_int_equal(label_series_at(s, 4, STATE_SLEEP), 50000000ull);
+	assert_int_equal(label_series_at(s, 5, STATE_SLEEP), 200000000ull);
+	assert_int_equal(label_series_at(s, 15, STATE_ON_CPU), 1000);
+	assert_int_equal(label_series_at(s, 500, STATE_ON_CPU), 7);
+	assert_int_equal(series_sum(s, 0, LABEL_BINS, STATE_ON_CPU), 1007);
+	assert_int_equal(label_clock_bins(&t.clock, 100 * SEC), 500);
+	/* a time far past the end: the clock is bounded, the time kept */
+	label_add_time(&t, a, STATE_IO, UINT64_MAX - 10, 5, 0);
+	assert_int_equal(series_sum(s, 0, LABEL_BINS, STATE_IO), 5);
+	assert_int_equal(series_sum(s, 0, LABEL_BINS, STATE_SLEEP), 250000000ull);
+	assert_true(t.clock.bin_ns <= LABEL_BIN_NS_MAX);
+	/* a period starts its series from 0 */
+	label_table_next_period(&t);
+	assert_int_equal(t.clock.bin_ns, LABEL_BIN_NS_FIRST);
+	assert_int_equal(series_sum(s, 0, LABEL_BINS, STATE_IO), 0);
+	label_table_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +266,7 @@ int main(void)
 		cmocka_unit_test(function_names_match),
 		cmocka_unit_test(values_read_as_text),
 		cmocka_unit_test(table_derives_and_bounds),
+		cmocka_unit_test(series_over_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

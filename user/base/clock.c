@@ -9,3 +9,15 @@ uint64_t monotonic_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
+
+uint64_t realtime_of_monotonic(uint64_t mono_ns)
+{
+	struct timespec rt;
+	uint64_t now = monotonic_ns(), real, ago;
+
+	if (clock_gettime(CLOCK_REALTIME, &rt) || mono_ns > now)
+		return 0;
+	real = rt.tv_sec * 1000000000ull + rt.tv_nsec;
+	ago = now - mono_ns;
+	return real > ago ? real - ago : 0;
+}

@@ -6,5 +6,9 @@
 #include <stdint.h>
 
 uint64_t monotonic_ns(void);
+/* The wall-clock time (CLOCK_REALTIME, ns since the epoch) of monotonic time
+ * mono_ns, as far as both clocks agree now; 0 if unknown. Lines up the
+ * recordings of several hosts' processes (the Dask cluster report). */
+uint64_t realtime_of_monotonic(uint64_t mono_ns);
 
 #endif

@@ -23,6 +23,7 @@
 #include "frame_names.h"
 #include "grow.h"
 #include "history.h"
+#include "label_options.h"
 #include "launch.h"
 #include "match.h"
 #include "multi.h"
@@ -69,9 +70,7 @@ struct options {
 	int as_root;		/* launch mode under sudo: keep root for the command */
 	int threads;		/* -t: collapsed stacks under their thread */
 	int native;		/* -n: native frames */
-	struct label_spec labels[EP_MAX_LABELS];	/* --label, then --dask's */
-	int nlabels;
-	int dask;		/* --dask */
+	struct label_options label;	/* --label, --dask */
 	const char *group_by;	/* --group-by NAME */
 	unsigned native_stack_kib;	/* --native-stack; 0: the default */
 	struct frame_naming naming;
@@ -95,7 +94,7 @@ static volatile sig_atomic_t cut_requested;
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
        OPT_HISTORY_DB, OPT_TAG, OPT_PUSH, OPT_APP, OPT_SPOOL, OPT_SPOOL_MAX_MB,
        OPT_PUSH_BASIC_AUTH_FILE, OPT_PUSH_TOKEN_FILE, OPT_PUSH_CA_FILE,
-       OPT_PUSH_TENANT, OPT_LABEL, OPT_DASK, OPT_GROUP_BY };
+       OPT_PUSH_TENANT, OPT_GROUP_BY };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -140,8 +139,8 @@ static const struct argp_option option_list[] = {
 	{ "as-root", OPT_AS_ROOT, NULL, 0, "Under sudo, run the launched command as root (default: as the user who ran sudo, with their groups and HOME)", 0 },
 	{ "threads", 't', NULL, 0, "collapsed: start each stack with its thread (id and name)", 0 },
 	FRAME_NAMING_OPTIONS,
-	{ "label", OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label every sample and wait whose stack holds a frame of FUNCTION (qualified or plain name) with the value of its argument number ARGUMENT (from 0): a str, an int or a tuple of them; time per value in the summary and the recording (repeatable, at most 4)", 0 },
-	{ "dask", OPT_DASK, NULL, 0, "Dask workers: label dask_key (the task's key, from distributed's task runner) and dask_prefix (its key_split)", 0 },
+	{ "label", LABEL_OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label every sample and wait whose stack holds a frame of FUNCTION (qualified or plain name) with the value of its argument number ARGUMENT (from 0): a str, an int or a tuple of them; time per value in the summary and the recording (repeatable, at most 4)", 0 },
+	{ "dask", LABEL_OPT_DASK, NULL, 0, "Dask workers: label dask_key (the task's key, from distributed's task runner) and dask_prefix (its key_split)", 0 },
 	{ "group-by", OPT_GROUP_BY, "NAME", 0, "speedscope: one profile per value of label NAME (--label, or --dask's dask_key and dask_prefix) instead of one per thread", 0 },
 	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into the Python stacks: each C call of the eval loop replaced by the Python frames it ran", 0 },
 	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
@@ -195,42 +194,6 @@ static void forward_option(struct options *o, int key, char *arg)
 	o->forward[o->nforward] = NULL;
 }
 
-/* --dask: the task's key is an argument of distributed's task runner for
- * as long as the task runs: _run_task(task, data, execution_state, key, ...)
- * since 2024.11, apply_function(function, args, kwargs, execution_state,
- * key, ...) and apply_function_actor (same place) before; coroutine tasks
- * run in Worker.execute(self, key, ...) on the event loop (3.11+ only:
- * earlier Pythons keep no qualified name). */
-static void add_dask_labels(struct options *o)
-{
-	static const struct { const char *function; int arg; } runners[] = {
-		{ "_run_task", 3 },
-		{ "apply_function", 4 },
-		{ "apply_function_actor", 4 },
-		{ "Worker.execute", 1 },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(runners) / sizeof(runners[0]); i++) {
-		struct label_spec *s = &o->labels[o->nlabels++];
-
-		snprintf(s->name, sizeof(s->name), "dask_key");
-		snprintf(s->function, sizeof(s->function), "%s", runners[i].function);
-		s->arg = runners[i].arg;
-	}
-}
-
-/* Whether a label called name will be recorded. */
-static int label_named(const struct options *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->nlabels; i++)
-		if (!strcmp(o->labels[i].name, name))
-			return 1;
-	return o->dask && !strcmp(name, "dask_prefix");
-}
-
 /* --push's options: with --rotate, each only with --push, tags as labels. */
 static void check_push_options(struct argp_state *state, struct options *o)
 {
@@ -268,7 +231,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 
 	forward_option(o, key, arg);
 	if (frame_naming_option(key, &o->naming) ||
-	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN ||
+	    label_options_parse(key, arg, state, &o->label) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
 	case 'p':
@@ -389,19 +353,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'n':
 		o->native = 1;
 		break;
-	case OPT_LABEL: {
-		char err[ERRLEN];
-
-		if (o->nlabels >= EP_USER_LABELS)
-			argp_error(state, "too many --label: at most %d", EP_USER_LABELS);
-		if (label_spec_parse(arg, &o->labels[o->nlabels], err, sizeof(err)))
-			argp_error(state, "%s", err);
-		o->nlabels++;
-		break;
-	}
-	case OPT_DASK:
-		o->dask = 1;
-		break;
 	case OPT_GROUP_BY:
 		o->group_by = arg;
 		break;
@@ -445,9 +396,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid, --match or a command, not both");
 		if (o->keep && !o->rotate)
 			argp_error(state, "--keep needs --rotate");
-		if (o->dask)
-			add_dask_labels(o);
-		if (o->group_by && !label_named(o, o->group_by))
+		label_options_finish(&o->label);
+		if (o->group_by && !label_options_named(&o->label, o->group_by))
 			argp_error(state, "--group-by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
 				   o->group_by, o->group_by);
 		if (o->group_by && o->writer != &speedscope_writer)
@@ -938,7 +888,7 @@ int cmd_record(int argc, char **argv)
 		.gil_only = o.gil_only, .by_function = o.by_function, .idle = o.idle,
 		.native = o.native, .native_stack_bytes = o.native_stack_kib * 1024,
 		.subprocesses = o.subprocesses, .verbose = o.verbose,
-		.labels = o.labels, .nlabels = o.nlabels, .dask = o.dask,
+		.labels = o.label.labels, .nlabels = o.label.nlabels, .dask = o.label.dask,
 		.duration_ns = (uint64_t)(o.duration * 1e9), .period_ns = (uint64_t)(o.rotate * 1e9),
 		.periods = CONTROLLER_PERIODS_SEPARATE, .should_stop = should_stop,
 		.on_tick = on_tick, .on_period = on_period, .ctx = &run,

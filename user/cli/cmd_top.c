@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "controller.h"
 #include "frame_names.h"
+#include "label_options.h"
 #include "parse_num.h"
 #include "preflight.h"
 #include "printable.h"
@@ -46,7 +47,11 @@ struct top_options {
 	double interval_s;
 	double duration_s;
 	struct frame_naming naming;
+	struct label_options label;	/* --label, --dask */
+	const char *by;			/* --by NAME */
 };
+
+enum { OPT_BY = 0x200 };
 
 struct top_view {
 	const struct top_options *o;
@@ -70,13 +75,17 @@ static const char doc[] =
 	"O/T (since the start), n name, q quit.\v"
 	"Examples:\n"
 	"  sudo ebpfprof top --pid 4242\n"
-	"  sudo ebpfprof top --pid 4242 -d 10 > top.txt     plain text every second";
+	"  sudo ebpfprof top --pid 4242 -d 10 > top.txt     plain text every second\n"
+	"  sudo ebpfprof top --pid 4242 --dask --by dask_prefix     time per Dask task prefix";
 
 static const struct argp_option option_list[] = {
 	TARGET_PICK_OPTIONS("watch"),
 	CONTROLLER_RATE_OPTION,
 	{ "interval", 'i', "SECONDS", 0, "Refresh every SECONDS (default 1)", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until q, Ctrl-C or the target exits)", 0 },
+	{ "label", LABEL_OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label samples and waits whose stack holds a frame of FUNCTION with its argument ARGUMENT (as record's --label; repeatable, at most 4)", 0 },
+	{ "dask", LABEL_OPT_DASK, NULL, 0, "Dask workers: labels dask_key and dask_prefix (as record's --dask)", 0 },
+	{ "by", OPT_BY, "NAME", 0, "Show each value of label NAME (--label's, or dask_prefix, dask_key) with its time per state", 0 },
 	FRAME_NAMING_OPTIONS,
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
@@ -95,7 +104,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	struct top_options *o = state->input;
 
 	if (frame_naming_option(key, &o->naming) ||
-	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN)
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN ||
+	    label_options_parse(key, arg, state, &o->label) != ARGP_ERR_UNKNOWN)
 		return 0;
 	switch (key) {
 	case 'i':
@@ -104,6 +114,15 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'd':
 		o->duration_s = parse_seconds(state, "duration", arg);
 		break;
+	case OPT_BY:
+		o->by = arg;
+		break;
+	case ARGP_KEY_END:
+		label_options_finish(&o->label);
+		if (o->by && !label_options_named(&o->label, o->by))
+			argp_error(state, "--by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
+				   o->by, o->by);
+		return target_pick_option(key, arg, state, &o->pid, &o->match);
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -225,6 +244,37 @@ static void render_threads(struct top_view *v, int cols, double window_ns)
 	}
 }
 
+/* --by NAME: its values with the most time in the interval, each state's
+ * time as a share of the interval (over 100% for a value on several
+ * threads at once); returns the lines written. */
+static int render_values(struct top_view *v, int cols, double window_ns)
+{
+	const struct label_table *t = &recorder_analysis(v->rec)->labels;
+	const struct top_model *m = &v->model;
+	int shares[STATE_MAX], nshares = state_top_columns(shares), j, n;
+	char head[256], row[512], name[4 * 26 + 1];
+	size_t i;
+
+	if (m->by_label < 0)
+		return 0;
+	n = snprintf(head, sizeof(head), "%-26s", t->names[m->by_label]);
+	for (j = 0; j < nshares; j++)
+		n += snprintf(head + n, sizeof(head) - n, " %7s", state_table[shares[j]].short_label);
+	put_line(v, cols, "%s", head);
+	for (i = 0; i < m->nvalues; i++) {
+		if (m->values[i].id >= t->n)
+			continue;
+		utf8_fit(t->v[m->values[i].id].value, 26, name, sizeof(name));
+		n = snprintf(row, sizeof(row), "%s", name);
+		for (j = 0; j < nshares; j++)
+			n += snprintf(row + n, sizeof(row) - n, " %6.0f%%",
+				      window_ns > 0 ? 100.0 * m->values[i].ns[shares[j]] / window_ns : 0.0);
+		put_line(v, cols, "%s", row);
+	}
+	put_line(v, cols, "");
+	return (int)m->nvalues + 2;
+}
+
 #define TOP_HOLDER_LINES	5
 
 static int by_holder_ns(const void *x, const void *y)
@@ -316,6 +366,7 @@ static void render(struct top_view *v)
 	put_line(v, cols, "");
 	render_threads(v, cols, window_ns);
 	put_line(v, cols, "");
+	rows -= render_values(v, cols, window_ns);
 	rows -= render_holders(v, cols, window_ns);
 	put_line(v, cols, "Sort: %s    keys: o own  t total  O/T since start  n name  q quit",
 		 sort_title(v->sort));
@@ -401,6 +452,7 @@ static void start(struct top_view *v, char *err)
 		.by_function = 1, .duration_ns = (uint64_t)(v->o->duration_s * 1e9),
 		.period_ns = (uint64_t)(v->o->interval_s * 1e9), .periods = CONTROLLER_PERIODS_LIVE,
 		.should_stop = should_stop, .on_tick = on_tick, .on_period = refresh, .ctx = v,
+		.labels = v->o->label.labels, .nlabels = v->o->label.nlabels, .dask = v->o->label.dask,
 	};
 
 	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||
@@ -409,6 +461,8 @@ static void start(struct top_view *v, char *err)
 	if (controller_open(&v->ctl, &cc, err, ERRLEN))
 		die(err);
 	v->rec = controller_recorder(&v->ctl);
+	if (v->o->by)
+		top_model_by(&v->model, label_table_find(&recorder_analysis(v->rec)->labels, v->o->by));
 	if (controller_attach(&v->ctl, v->t, -1, 0, err, ERRLEN))
 		die(err);
 }

@@ -26,6 +26,15 @@ struct rec_thread {
 	double states_s[DIFF_NSTATES];	/* enum sample_state */
 };
 
+/* A label's value (--label, --dask), its time per state (format 3 on). */
+struct rec_label {
+	char *label, *value;
+	double states_s[DIFF_NSTATES];
+};
+
+/* A recording's label values read, at most: beyond, the rest are left out. */
+#define DIFF_MAX_LABEL_VALUES	100000
+
 struct rec_gc {
 	char *process;
 	int generation;
@@ -60,6 +69,8 @@ struct recording {
 	size_t nthreads;
 	struct rec_gc *gcs;
 	size_t ngcs;
+	struct rec_label *labels;
+	size_t nlabels;
 };
 
 /* Reads path; on failure writes a one-line reason to err and returns -1. */
@@ -84,6 +95,8 @@ enum line_kind {
 	LINE_SELF,		/* a function's self time */
 	LINE_TOTAL,		/* a function's total (inclusive) time */
 	LINE_HOLDER,		/* GIL waits behind a function its holder ran, per process */
+	LINE_LABEL,		/* a state's time under a label value (process: the
+				 * label, thread: the value) */
 };
 
 enum verdict {

@@ -253,6 +253,28 @@ static int add_states(struct diff *d, struct line_index *ix, int side, size_t ru
 	return 0;
 }
 
+/* A label value's time per state: its on-CPU and GC time are sampled
+ * (Poisson in their samples), its waits exact. */
+static int add_labels(struct diff *d, struct line_index *ix, int side, size_t run,
+		      const struct recording *r)
+{
+	struct diff_line key = { .kind = LINE_LABEL };
+	size_t i;
+
+	for (i = 0; i < r->nlabels; i++) {
+		key.process = r->labels[i].label;
+		key.thread = r->labels[i].value;
+		for (key.state = 0; key.state < DIFF_NSTATES; key.state++) {
+			double v = r->labels[i].states_s[key.state];
+			int sampled = key.state == STATE_ON_CPU || key.state == STATE_GC;
+
+			if (add(d, ix, &key, side, run, v, sampled ? v * r->rate_hz : 0))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /* The index of a frame's function's self line (its total line follows). */
 static long fn_line(struct diff *d, struct line_index *ix, const struct frame_info *fr)
 {
@@ -554,7 +576,8 @@ int diff_build(struct diff *d)
 	}
 	for (side = 0; !err && side < 2; side++)
 		for (i = 0; !err && i < d->nruns[side]; i++)
-			err = add_states(d, &ix, side, i, &d->runs[side][i]);
+			err = add_states(d, &ix, side, i, &d->runs[side][i]) ||
+			      add_labels(d, &ix, side, i, &d->runs[side][i]);
 	for (side = 0; !err && side < 2; side++)
 		for (i = 0; !err && i < d->nruns[side]; i++)
 			err = add_functions(d, &ix, side, i, &d->runs[side][i]) ||

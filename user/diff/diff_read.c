@@ -286,6 +286,63 @@ oom:
 	return -1;
 }
 
+/* One label's values: {VALUE: {"states_s": {...}, ...}}; a value without
+ * a valid states_s is left out (a state missing reads as 0). */
+static int read_label(struct recording *r, const char *label, json_t *values,
+		      char *err, size_t errlen)
+{
+	struct rec_label *rl;
+	const char *value;
+	json_t *v, *states;
+	int s;
+
+	json_object_foreach(values, value, v) {
+		states = json_object_get(v, "states_s");
+		if (!json_is_object(states) || r->nlabels >= DIFF_MAX_LABEL_VALUES)
+			continue;
+		rl = &r->labels[r->nlabels];
+		memset(rl, 0, sizeof(*rl));
+		for (s = 0; s < DIFF_NSTATES; s++) {
+			if (json_object_get(states, sample_state_name(s)) &&
+			    bounded(states, sample_state_name(s), MAX_SECONDS, &rl->states_s[s])) {
+				snprintf(err, errlen, "labels.%.40s: invalid states_s.%s (not a number "
+					 "of seconds in [0, %.0e])", label, sample_state_name(s), MAX_SECONDS);
+				return -1;
+			}
+		}
+		rl->label = strdup(label);
+		rl->value = strdup(value);
+		r->nlabels++;	/* recording_free() frees what was read */
+		if (!rl->label || !rl->value) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* "labels" (format 3 on): per label and value, its time per state. */
+static int read_labels(struct recording *r, json_t *labels, char *err, size_t errlen)
+{
+	const char *label;
+	json_t *values;
+	size_t n = 0;
+
+	json_object_foreach(labels, label, values)
+		if (json_is_object(values))
+			n += json_object_size(values);
+	n = n < DIFF_MAX_LABEL_VALUES ? n : DIFF_MAX_LABEL_VALUES;
+	r->labels = calloc(n + 1, sizeof(*r->labels));
+	if (!r->labels) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	json_object_foreach(labels, label, values)
+		if (json_is_object(values) && read_label(r, label, values, err, errlen))
+			return -1;
+	return 0;
+}
+
 static int by_pid(const void *x, const void *y, void *arg)
 {
 	const struct rec_thread *t = arg;
@@ -438,7 +495,9 @@ static int read_ebpfprof(struct recording *r, json_t *root, char *err, size_t er
 	r->samples = (unsigned long)samples;
 	if (!json_is_array(threads) || !json_is_array(gcs))
 		return 0;	/* written without the analysis: functions only */
-	if (read_threads(r, threads, why, sizeof(why)) || read_gcs(r, gcs, why, sizeof(why))) {
+	if (read_threads(r, threads, why, sizeof(why)) || read_gcs(r, gcs, why, sizeof(why)) ||
+	    (json_is_object(json_object_get(e, "labels")) &&
+	     read_labels(r, json_object_get(e, "labels"), why, sizeof(why)))) {
 		snprintf(err, errlen, "\"ebpfprof\" object: %s", why);
 		return -1;
 	}
@@ -538,6 +597,11 @@ void recording_free(struct recording *r)
 	}
 	for (i = 0; i < r->ngcs; i++)
 		free(r->gcs[i].process);
+	for (i = 0; i < r->nlabels; i++) {
+		free(r->labels[i].label);
+		free(r->labels[i].value);
+	}
+	free(r->labels);
 	free(r->threads);
 	free(r->gcs);
 	free(r->frame_map);

@@ -57,6 +57,10 @@ static void line_label(char *out, size_t len, const struct diff_line *l)
 	case LINE_GC_TOTAL:
 		snprintf(out, len, "%s: gen %d GC time", proc, l->generation);
 		break;
+	case LINE_LABEL:
+		snprintf(out, len, "%s=%s: %s", proc, printable(l->thread, name, sizeof(name)),
+			 diff_state_title(l->state));
+		break;
 	case LINE_HOLDER:
 		snprintf(out, len, "%s: behind %s%s%s%s", proc, printable(l->function, name, sizeof(name)),
 			 l->file ? " (" : "", printable(l->file, file, sizeof(file)), l->file ? ")" : "");
@@ -241,6 +245,30 @@ static void print_noise(FILE *f, const struct diff *d)
 		" >= %.0f%% of the larger side\n", d->o.z, 1e3 * d->o.min_abs, 100 * d->o.min_rel);
 }
 
+/* --label's values, each state with time on a side (seconds per run). */
+static void print_labels(FILE *f, const struct diff *d)
+{
+	const struct diff_line **v;
+	size_t n = diff_sorted(d, LINE_LABEL, 0, &v), i;
+	char label[512], rel[32];
+	int any = 0;
+
+	for (i = 0; i < n; i++) {
+		if (v[i]->verdict == VERDICT_SAME)
+			continue;
+		if (!any++)
+			fprintf(f, "\ntime per label value and state (seconds per run, share of the run's "
+				"wall time; changes first):\n  %-48s %16s %16s %7s  %s\n", "", "base", "new",
+				"change", "verdict");
+		line_label(label, sizeof(label), v[i]);
+		diff_fmt_rel(rel, sizeof(rel), v[i]);
+		fprintf(f, "  %-48s %8.2f s %4.0f%% %8.2f s %4.0f%% %7s  %s\n", label,
+			v[i]->amount[0], 100 * v[i]->rate[0], v[i]->amount[1], 100 * v[i]->rate[1],
+			rel, verdict_name(v[i]->verdict));
+	}
+	free(v);
+}
+
 int diff_report_text(FILE *f, const struct diff *d)
 {
 	char summary[1024], shown[4 * sizeof(summary)];
@@ -252,6 +280,7 @@ int diff_report_text(FILE *f, const struct diff *d)
 	print_noise(f, d);
 	print_changes(f, d);
 	print_states(f, d);
+	print_labels(f, d);
 	print_gc(f, d);
 	print_functions(f, d, LINE_SELF);
 	print_functions(f, d, LINE_TOTAL);
@@ -282,7 +311,7 @@ static void json_kv(FILE *f, const char *key, const char *s)
 static const char *kind_name(int kind)
 {
 	static const char *const names[] = { "state", "gc_count", "gc_total", "self", "total",
-					     "holder" };
+					     "holder", "label" };
 
 	return names[kind];
 }
@@ -295,6 +324,10 @@ static void json_line(FILE *f, const struct diff_line *l, int rank)
 	if (l->kind == LINE_STATE) {
 		json_kv(f, "process", l->process);
 		json_kv(f, "thread", l->thread);
+		json_kv(f, "state", sample_state_name(l->state));
+	} else if (l->kind == LINE_LABEL) {
+		json_kv(f, "label", l->process);
+		json_kv(f, "value", l->thread);
 		json_kv(f, "state", sample_state_name(l->state));
 	} else if (l->kind == LINE_GC_COUNT || l->kind == LINE_GC_TOTAL) {
 		json_kv(f, "process", l->process);
@@ -419,6 +452,7 @@ int diff_report_json(FILE *f, const struct diff *d)
 	json_lines(f, "functions_self", d, LINE_SELF, 0, 0, 1);
 	json_lines(f, "functions_total", d, LINE_TOTAL, 0, 0, 1);
 	json_lines(f, "gil_holders", d, LINE_HOLDER, 0, 0, 1);
+	json_lines(f, "labels", d, LINE_LABEL, 0, 0, 0);
 	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }

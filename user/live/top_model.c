@@ -7,6 +7,46 @@
 void top_model_init(struct top_model *m)
 {
 	memset(m, 0, sizeof(*m));
+	m->by_label = -1;
+}
+
+void top_model_by(struct top_model *m, int label)
+{
+	m->by_label = label;
+}
+
+static uint64_t value_time(const uint64_t *ns)
+{
+	uint64_t total = 0;
+	int s;
+
+	for (s = 0; s < STATE_RECORDED; s++)
+		total += ns[s];
+	return total;
+}
+
+/* The --by label's values with the most time in the interval, most first:
+ * the label table holds the interval's figures (released after each). */
+static void take_values(struct top_model *m, const struct analysis *a)
+{
+	const struct label_table *t = &a->labels;
+	struct top_value v;
+	size_t i, j;
+
+	m->nvalues = 0;
+	for (i = 0; m->by_label >= 0 && i < t->n; i++) {
+		if (t->v[i].label != m->by_label || !label_value_total(&t->v[i]))
+			continue;
+		v.id = i;
+		memcpy(v.ns, t->v[i].ns, sizeof(v.ns));
+		if (m->nvalues == TOP_VALUES_MAX &&
+		    value_time(m->values[m->nvalues - 1].ns) >= value_time(v.ns))
+			continue;
+		j = m->nvalues < TOP_VALUES_MAX ? m->nvalues++ : m->nvalues - 1;
+		for (; j > 0 && value_time(m->values[j - 1].ns) < value_time(v.ns); j--)
+			m->values[j] = m->values[j - 1];
+		m->values[j] = v;
+	}
 }
 
 void top_model_free(struct top_model *m)
@@ -236,6 +276,7 @@ int top_model_update(struct top_model *m, const struct profile *p, const struct 
 	    take_states(m, p, a))
 		return -1;
 	take_gcs(m, a);
+	take_values(m, a);
 	return 0;
 }
 

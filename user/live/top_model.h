@@ -33,6 +33,14 @@ struct top_holder {
 	int has_frame;
 };
 
+/* A value of the --by label in the last interval. */
+struct top_value {
+	uint32_t id;			/* its id in the recording's label table */
+	uint64_t ns[STATE_MAX];		/* its time (all its threads') */
+};
+
+#define TOP_VALUES_MAX	16
+
 enum top_sort { TOP_SORT_OWN, TOP_SORT_TOTAL, TOP_SORT_OWN_ALL, TOP_SORT_TOTAL_ALL, TOP_SORT_NAME };
 
 struct top_model {
@@ -52,9 +60,15 @@ struct top_model {
 	/* GC pauses */
 	unsigned long gc_window, gc_all;
 	uint64_t gc_longest_window, gc_longest_all;
+	/* --by NAME: that label's values with the most time in the interval */
+	int by_label;			/* its index in the label table, -1: none */
+	struct top_value values[TOP_VALUES_MAX];
+	size_t nvalues;
 };
 
 void top_model_init(struct top_model *m);
+/* Shows label `label` (its index in the label table) per value. */
+void top_model_by(struct top_model *m, int label);
 void top_model_free(struct top_model *m);
 /* Takes what p and a gained since the last call; the interval is
  * [previous end, end_ns), in ns since the session start, and a must hold

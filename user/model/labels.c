@@ -14,14 +14,17 @@ void label_table_init(struct label_table *t)
 	memset(t, 0, sizeof(*t));
 	for (i = 0; i < 2 * EP_MAX_LABELS; i++)
 		t->derive_to[i] = -1;
+	label_clock_init(&t->clock);
 }
 
 void label_table_free(struct label_table *t)
 {
 	size_t i;
 
-	for (i = 0; i < t->n; i++)
+	for (i = 0; i < t->n; i++) {
 		free(t->v[i].value);
+		free(t->v[i].series);
+	}
 	for (i = 0; i < (size_t)t->nnames; i++)
 		free(t->names[i]);
 	free(t->v);
@@ -104,6 +107,11 @@ static uint32_t intern_one(struct label_table *t, int label, const char *text)
 		return LABEL_NONE;
 	*slot = ++t->n;
 	t->per_label[label]++;
+	/* a series is 37 KB: the first values of a label few enough to draw */
+	if (t->derive_to[label] < 0 && t->with_series[label] < LABEL_SERIES_VALUES) {
+		v->series = label_series_new();
+		t->with_series[label] += v->series != NULL;
+	}
 	return t->n - 1;
 }
 
@@ -146,15 +154,32 @@ uint32_t label_intern(struct label_table *t, int label, const char *text, const 
 	return id;
 }
 
-void label_add_time(struct label_table *t, uint32_t id, int state, uint64_t ns, int sample)
+/* Widens the series' clock until its bins reach end_ns. */
+static void fit_clock(struct label_table *t, uint64_t end_ns)
+{
+	size_t i;
+
+	while (label_clock_too_narrow(&t->clock, end_ns)) {
+		for (i = 0; i < t->n; i++)
+			if (t->v[i].series)
+				label_series_halve(t->v[i].series);
+		label_clock_widen(&t->clock);
+	}
+}
+
+void label_add_time(struct label_table *t, uint32_t id, int state, uint64_t start_ns,
+		    uint64_t ns, int sample)
 {
 	int hops;
 
-	if (state < 0 || state >= STATE_MAX)
+	if (state < 0 || state >= STATE_MAX || id >= t->n)
 		return;
+	fit_clock(t, start_ns + ns < start_ns ? UINT64_MAX : start_ns + ns);
 	for (hops = 0; id < t->n && hops < 2; hops++, id = t->v[id].derived) {
 		t->v[id].ns[state] += ns;
 		t->v[id].samples += sample;
+		if (t->v[id].series)
+			label_series_add(t->v[id].series, &t->clock, state, start_ns, ns);
 	}
 }
 
@@ -175,7 +200,11 @@ void label_table_next_period(struct label_table *t)
 	for (i = 0; i < t->n; i++) {
 		memset(t->v[i].ns, 0, sizeof(t->v[i].ns));
 		t->v[i].samples = t->v[i].gc_count = t->v[i].gc_ns = 0;
+		if (t->v[i].series)
+			memset(t->v[i].series, 0,
+			       (size_t)LABEL_BINS * STATE_RECORDED * sizeof(*t->v[i].series));
 	}
+	label_clock_init(&t->clock);	/* the period's times start from 0 again */
 }
 
 uint64_t label_value_total(const struct label_value *v)

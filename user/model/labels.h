@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "ebpfprof.h"
+#include "label_series.h"
 #include "states.h"
 
 /* Distinct values kept apart per label and recording: a target can make a
@@ -22,6 +23,10 @@
 /* The longest text a value is shown as (a tuple of four items). */
 #define LABEL_TEXT_MAX		256
 #define LABEL_NONE		UINT32_MAX
+/* Values of a label that keep a series over time (label_series.h): the
+ * first ones of each label others do not derive from (dask_prefix, not
+ * dask_key: a key per task). */
+#define LABEL_SERIES_VALUES	32
 
 struct label_value {
 	int label;			/* index of its label's name */
@@ -30,6 +35,7 @@ struct label_value {
 	uint64_t ns[STATE_MAX];		/* indexed by enum sample_state */
 	uint64_t samples;		/* on-CPU samples (in GC or not) */
 	uint64_t gc_count, gc_ns;	/* collections that ran under it */
+	uint64_t *series;		/* its time per bin and state, or NULL */
 };
 
 /* Makes the value of a derived label from its source (dask_prefix from a
@@ -46,6 +52,8 @@ struct label_table {
 	size_t *index;			/* open addressing: value index + 1 */
 	size_t index_cap;
 	size_t per_label[2 * EP_MAX_LABELS];	/* values of each label */
+	size_t with_series[2 * EP_MAX_LABELS];	/* of those, with a series */
+	struct label_clock clock;		/* the series' bins */
 };
 
 void label_table_init(struct label_table *t);
@@ -57,8 +65,10 @@ void label_table_derive(struct label_table *t, int from, int to, label_derive_fn
 /* The id of (label, text), kept if new, with its derived value made from
  * source; LABEL_NONE when out of memory. */
 uint32_t label_intern(struct label_table *t, int label, const char *text, const char *source);
-/* Adds ns of state (a sample when sample is set) under id and its derived. */
-void label_add_time(struct label_table *t, uint32_t id, int state, uint64_t ns, int sample);
+/* Adds ns of state (a sample when sample is set) under id and its derived,
+ * spent from start_ns on (since the recording's start), for their series. */
+void label_add_time(struct label_table *t, uint32_t id, int state, uint64_t start_ns,
+		    uint64_t ns, int sample);
 /* Adds a collection of ns under id and its derived. */
 void label_add_gc(struct label_table *t, uint32_t id, uint64_t ns);
 /* Forgets the figures, keeps the values (their ids are in stacks kept). */

@@ -65,6 +65,7 @@ struct profile {
 	size_t nlabels, labels_cap;
 	uint64_t duration_ns;	/* session length: the common time axis */
 	uint64_t start_monotonic_ns;	/* CLOCK_MONOTONIC at the session start */
+	uint64_t start_realtime_ns;	/* CLOCK_REALTIME then, 0: unknown */
 	unsigned rate_hz;
 	const char *command;	/* what was profiled, for the writers' metadata */
 };

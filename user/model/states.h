@@ -38,8 +38,12 @@ enum sample_state {
  *      table's order, so a reader knows the vocabulary without a list of its own
  *   3  "labels" (with --label, --dask): time per state, samples and collections
  *      per label value
+ *   4  "start_unix_s" (the session's wall-clock start); per label value with a
+ *      series (labels.h) its "series" of time per state over "label_bin_s"
+ *      bins and its top "functions"; a derived value's "sources" (the
+ *      dask_key values under a dask_prefix)
  */
-#define RECORDING_FORMAT_VERSION	3
+#define RECORDING_FORMAT_VERSION	4
 
 /* One state's spellings; NULL where that output never shows the state. */
 struct state_spelling {

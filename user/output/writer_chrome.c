@@ -13,6 +13,11 @@
  * its real start to its real end, with its generation, the objects it
  * collected and the Python stack that triggered it. The calls rebuilt from
  * samples are cut around it, so slices still nest.
+ *
+ * With --label (--dask), each run of a thread's samples under one label
+ * value (a Dask task's key) is a "task" slice on the thread's track, around
+ * that run's calls: the calls are cut where the value changes, so that the
+ * same function in two tasks is two calls, each inside its task.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,11 +45,20 @@ struct call {
 	uint32_t depth;		/* 0 for the root */
 };
 
+/* A run of samples under one label value. */
+struct task_run {
+	uint64_t start, end;
+	uint32_t label;		/* the samples' label: a value's id + 1 */
+};
+
 struct call_list {
 	struct call *calls;
 	size_t n, cap;
 	struct call *open;	/* the calls in progress, root first */
 	size_t nopen, open_cap;
+	struct task_run *tasks;
+	size_t ntasks, tasks_cap;
+	struct task_run task;	/* the run in progress, label 0: none */
 };
 
 static int push(struct call **arr, size_t *n, size_t *cap, const struct call *c)
@@ -163,12 +177,46 @@ static int add_around_gcs(struct call_list *cl, struct gc_cuts *gc, const struct
 	return add_sample(cl, s, start);
 }
 
+/* Ends the task run in progress, if any. */
+static int end_task(struct call_list *cl)
+{
+	if (cl->task.label && cl->task.end > cl->task.start) {
+		if (GROW_ARRAY(cl->tasks, cl->tasks_cap, cl->ntasks + 1))
+			return -1;
+		cl->tasks[cl->ntasks++] = cl->task;
+	}
+	cl->task.label = 0;
+	return 0;
+}
+
 /*
- * The thread's calls. A sample overlapping the previous one is pushed past
- * it, whole, so calls nest properly and keep their time.
+ * A sample under another label value than the run in progress's, placed
+ * from start: the calls and the run end; the new run starts at start, or at
+ * the collection this sample will be cut around if it starts earlier (it
+ * starts after the previous sample's end: see add_around_gcs), so that the
+ * collection's slice is inside the run.
+ */
+static int change_task(struct call_list *cl, const struct gc_cuts *gc, const struct sample *s,
+		       uint64_t start, uint64_t cursor)
+{
+	uint64_t from = start;
+
+	if (close_calls(cl, 0, start) || end_task(cl))
+		return -1;
+	if (gc->next < gc->n && gc->v[gc->next]->start_ns < from)
+		from = gc->v[gc->next]->start_ns;
+	cl->task.label = s->label;
+	cl->task.start = from > cursor ? from : cursor;
+	cl->task.end = cl->task.start;
+	return 0;
+}
+
+/*
+ * The thread's calls and task runs. A sample overlapping the previous one is
+ * pushed past it, whole, so calls nest properly and keep their time.
  */
 static int build_calls(const struct profile *p, const struct thread_profile *t,
-		       struct call_list *cl, struct gc_cuts *gc)
+		       struct call_list *cl, struct gc_cuts *gc, int with_tasks)
 {
 	uint64_t cursor = 0, start, end;
 	struct sample_iter it;
@@ -176,6 +224,8 @@ static int build_calls(const struct profile *p, const struct thread_profile *t,
 
 	cl->n = 0;
 	cl->nopen = 0;
+	cl->ntasks = 0;
+	cl->task.label = 0;
 	sample_iter_init(&it, p, t);
 	while (sample_iter_next(&it, &s)) {
 		start = s.start_ns > cursor ? s.start_ns : cursor;
@@ -184,10 +234,15 @@ static int build_calls(const struct profile *p, const struct thread_profile *t,
 			continue;
 		if (start > cursor && close_calls(cl, 0, cursor))
 			return -1;
+		if (!with_tasks)
+			s.label = 0;
+		if (s.label != cl->task.label && change_task(cl, gc, &s, start, cursor))
+			return -1;
 		if (add_around_gcs(cl, gc, &s, start, end, &cursor))
 			return -1;
+		cl->task.end = cursor;
 	}
-	return close_calls(cl, 0, cursor);
+	return close_calls(cl, 0, cursor) || end_task(cl) ? -1 : 0;
 }
 
 /* Time order, callers before their callees: the order viewers nest by. */
@@ -276,14 +331,48 @@ static int put_gc(struct trace_out *out, const struct profile *p, const struct i
 	return 0;
 }
 
-static int put_thread_calls(struct trace_out *out, const struct profile *p,
-			    const struct thread_profile *t, struct call_list *cl,
-			    struct gc_cuts *gc)
+/* "label":"value" for the task's value and the one it derives. */
+static int put_task_args(FILE *f, const struct label_table *t, uint32_t id)
 {
+	int hops, err = fputs(",\"args\":{", f) < 0;
+
+	for (hops = 0; !err && id < t->n && hops < 2; hops++, id = t->v[id].derived)
+		err = (hops && fputc(',', f) == EOF) ||
+		      json_write_string(f, t->names[t->v[id].label]) || fputc(':', f) == EOF ||
+		      json_write_string(f, t->v[id].value);
+	return err || fputc('}', f) == EOF ? -1 : 0;
+}
+
+static int put_task(struct trace_out *out, const struct label_table *t,
+		    const struct thread_profile *th, const struct task_run *run)
+{
+	uint32_t id = run->label - 1;
+	FILE *f = out->f;
+
+	if (id >= t->n)
+		return 0;
+	if (event_start(out) || fputs("\"ph\":\"X\",\"name\":", f) < 0 ||
+	    json_write_string(f, t->v[id].value) ||
+	    fprintf(f, ",\"cat\":\"task\",\"pid\":%d,\"tid\":%d", th->pid, th->tid) < 0 ||
+	    put_us(f, "ts", run->start) || put_us(f, "dur", run->end - run->start) ||
+	    put_task_args(f, t, id))
+		return -1;
+	return fputc('}', f) == EOF ? -1 : 0;
+}
+
+static int put_thread_calls(struct trace_out *out, const struct profile *p,
+			    const struct writer_options *o, const struct thread_profile *t,
+			    struct call_list *cl, struct gc_cuts *gc)
+{
+	const struct label_table *labels = o && o->analysis ? &o->analysis->labels : NULL;
 	size_t i;
 
-	if (build_calls(p, t, cl, gc))
+	if (build_calls(p, t, cl, gc, labels && labels->n))
 		return -1;
+	/* each run before its calls: viewers nest the first of equal slices outside */
+	for (i = 0; i < cl->ntasks; i++)
+		if (put_task(out, labels, t, &cl->tasks[i]))
+			return -1;
 	qsort(cl->calls, cl->n, sizeof(*cl->calls), call_cmp);
 	for (i = 0; i < cl->n; i++) {
 		/* A stack with an id from no interned frame has no name to show. */
@@ -363,11 +452,12 @@ static int chrome_write(const struct profile *p, const struct writer_options *o,
 		err = put_names(&out, &p->threads[i], first_of_process(p, i));
 	for (i = 0; !err && i < p->nthreads; i++)
 		err = collect_gcs(o, &p->threads[i], &gc) ||
-		      put_thread_calls(&out, p, &p->threads[i], &cl, &gc);
+		      put_thread_calls(&out, p, o, &p->threads[i], &cl, &gc);
 	if (!err && fputs("\n]}\n", f) < 0)
 		err = -1;
 	free(cl.calls);
 	free(cl.open);
+	free(cl.tasks);
 	free(gc.v);
 	if (err && !errno)
 		errno = EIO;

@@ -18,6 +18,7 @@
 #include "grow.h"
 #include "analysis.h"
 #include "json.h"
+#include "label_top.h"
 #include "writer.h"
 
 #include "version.h"
@@ -439,6 +440,9 @@ static int write_info(FILE *f, const struct profile *p, const struct recording_i
 	    fprintf(f, ",\"duration_s\":%.9f,\"rate_hz\":%u", p->duration_ns / 1e9,
 		    p->rate_hz) < 0)
 		return -1;
+	if (p->start_realtime_ns &&
+	    fprintf(f, ",\"start_unix_s\":%.6f", p->start_realtime_ns / 1e9) < 0)
+		return -1;
 	if (!in)
 		return 0;
 	if (fprintf(f, ",\"samples\":%lu,\"lost\":%llu,\"python\":\"%d.%d\",\"idle\":%s,"
@@ -576,9 +580,94 @@ static int on_cpu_exact(const struct analysis *a)
 	return 0;
 }
 
-/* --label: "labels":{NAME:{VALUE:{"states_s":{...},"samples":N,"gc_count":N,"gc_s":S}}},
- * the values with time in this recording only. */
-static int write_label_values(FILE *f, const struct label_table *t, int label)
+/* Per value, how many values with time derive it (the task keys of a
+ * dask_prefix): a calloc'ed array of t->n, NULL when out of memory. */
+static uint32_t *count_sources(const struct label_table *t)
+{
+	uint32_t *n = calloc(t->n + 1, sizeof(*n));
+	size_t i;
+
+	for (i = 0; n && i < t->n; i++)
+		if (t->v[i].derived < t->n && (label_value_total(&t->v[i]) || t->v[i].gc_count))
+			n[t->v[i].derived]++;
+	return n;
+}
+
+/* "series":{STATE:[seconds per bin],...}: the states with time only. */
+static int write_series(FILE *f, const struct label_value *v, uint32_t nbins)
+{
+	uint64_t sum;
+	uint32_t b;
+	int s, k = 0, err = fputs(",\"series\":{", f) < 0;
+
+	for (s = 0; !err && s < STATE_RECORDED; s++) {
+		for (b = 0, sum = 0; b < nbins; b++)
+			sum += label_series_at(v->series, b, s);
+		if (!sum)
+			continue;
+		err = fprintf(f, "%s\"%s\":[", k++ ? "," : "", sample_state_name(s)) < 0;
+		for (b = 0; !err && b < nbins; b++)
+			err = fprintf(f, "%s%.6f", b ? "," : "",
+				      label_series_at(v->series, b, s) / 1e9) < 0;
+		err = err || fputc(']', f) == EOF;
+	}
+	return err || fputc('}', f) == EOF ? -1 : 0;
+}
+
+#define LABEL_TOP_FUNCTIONS	10
+
+/* "functions":[{"name","file","self_s","total_s"}]: the most self time first. */
+static int write_functions(FILE *f, const struct profile *p, const struct label_top *lt,
+			   uint32_t id)
+{
+	const struct label_fn *top[LABEL_TOP_FUNCTIONS];
+	const struct frame_info *fr;
+	size_t i, n = label_top_of(lt, id, top, LABEL_TOP_FUNCTIONS);
+	int err = fputs(",\"functions\":[", f) < 0;
+
+	for (i = 0; !err && i < n; i++) {
+		fr = &p->frames[top[i]->frame];
+		err = fputs(i ? ",{\"name\":" : "{\"name\":", f) < 0 ||
+		      json_write_string(f, fr->name ? fr->name : "") ||
+		      fputs(",\"file\":", f) < 0 || json_write_string(f, fr->file ? fr->file : "") ||
+		      fprintf(f, ",\"self_s\":%.9f,\"total_s\":%.9f}", top[i]->self_ns / 1e9,
+			      top[i]->total_ns / 1e9) < 0;
+	}
+	return err || fputc(']', f) == EOF ? -1 : 0;
+}
+
+/* What a label's series and functions are written with. */
+struct label_extras {
+	const struct profile *p;
+	const struct label_top *top;	/* NULL: out of memory, no functions */
+	const uint32_t *sources;	/* count_sources(), NULL: out of memory */
+	uint32_t nbins;
+};
+
+/* A value's figures beyond its totals: its series and functions, and the
+ * count of values deriving it. */
+static int write_value_extras(FILE *f, const struct label_table *t, uint32_t id,
+			      const struct label_extras *x)
+{
+	const struct label_value *v = &t->v[id];
+	int label_derived = 0, i;
+
+	for (i = 0; i < t->nnames; i++)
+		label_derived |= t->derive_to[i] == v->label;
+	if (label_derived && x->sources && fprintf(f, ",\"sources\":%u", x->sources[id]) < 0)
+		return -1;
+	if (!v->series)
+		return 0;
+	if (write_series(f, v, x->nbins))
+		return -1;
+	return x->top ? write_functions(f, x->p, x->top, id) : 0;
+}
+
+/* --label: "labels":{NAME:{VALUE:{"states_s":{...},"samples":N,"gc_count":N,"gc_s":S,
+ * and with a series "series" and "functions"}}}, the values with time in this
+ * recording only. */
+static int write_label_values(FILE *f, const struct label_table *t, int label,
+			      const struct label_extras *x)
 {
 	const struct label_value *v;
 	size_t i, k = 0;
@@ -593,23 +682,34 @@ static int write_label_values(FILE *f, const struct label_table *t, int label)
 		for (s = 0; !err && s < STATE_RECORDED; s++)
 			err = fprintf(f, "%s\"%s\":%.9f", s ? "," : "", sample_state_name(s),
 				      v->ns[s] / 1e9) < 0;
-		err = err || fprintf(f, "},\"samples\":%llu,\"gc_count\":%llu,\"gc_s\":%.9f}",
+		err = err || fprintf(f, "},\"samples\":%llu,\"gc_count\":%llu,\"gc_s\":%.9f",
 				     (unsigned long long)v->samples,
-				     (unsigned long long)v->gc_count, v->gc_ns / 1e9) < 0;
+				     (unsigned long long)v->gc_count, v->gc_ns / 1e9) < 0 ||
+		      write_value_extras(f, t, i, x) || fputc('}', f) == EOF;
 	}
 	return err ? -1 : 0;
 }
 
-static int write_labels(FILE *f, const struct label_table *t)
+static int write_labels(FILE *f, const struct profile *p, const struct label_table *t)
 {
+	struct label_top top;
+	struct label_extras x = { .p = p, .top = &top,
+				  .nbins = label_clock_bins(&t->clock, p->duration_ns) };
+	uint32_t *sources;
 	int i, err;
 
 	if (!t->nnames)
 		return 0;
-	err = fputs(",\n\"labels\":{", f) < 0;
+	if (label_top_build(&top, p, t))
+		x.top = NULL;	/* the rest is still worth writing */
+	sources = count_sources(t);
+	x.sources = sources;
+	err = fprintf(f, ",\n\"label_bin_s\":%.3f,\"labels\":{", t->clock.bin_ns / 1e9) < 0;
 	for (i = 0; !err && i < t->nnames; i++)
 		err = (i && fputc(',', f) == EOF) || json_write_string(f, t->names[i]) ||
-		      fputs(":{", f) < 0 || write_label_values(f, t, i) || fputs("}", f) < 0;
+		      fputs(":{", f) < 0 || write_label_values(f, t, i, &x) || fputs("}", f) < 0;
+	label_top_free(&top);
+	free(sources);
 	return err || fputs("}", f) < 0 ? -1 : 0;
 }
 
@@ -620,7 +720,7 @@ static int write_ebpfprof(FILE *f, const struct profile *p, const struct writer_
 	if (o && o->analysis &&
 	    (fprintf(f, ",\"on_cpu_exact\":%s", on_cpu_exact(o->analysis) ? "true" : "false") < 0 ||
 	     write_thread_states(f, p, o->analysis) || write_gc_stats(f, o->analysis) ||
-	     write_labels(f, &o->analysis->labels)))
+	     write_labels(f, p, &o->analysis->labels)))
 		return -1;
 	return fputs("}", f) < 0 ? -1 : 0;
 }

@@ -681,7 +681,7 @@ static void on_sample(struct recorder *r, const struct ep_stack_event *ev)
 	s.state = (ev->flags & EP_F_IN_GC) ? STATE_GC : STATE_ON_CPU;
 	if (t)
 		t->last_label = label;
-	label_add_time(&r->analysis.labels, label, s.state, s.weight_ns, 1);
+	label_add_time(&r->analysis.labels, label, s.state, s.start_ns, s.weight_ns, 1);
 	s.label = label == LABEL_NONE ? 0 : label + 1;
 	tp = profile_thread(&r->profile, ev->pid, ev->tid);
 	if (tp && !profile_add_sample(&r->profile, tp, &s)) {
@@ -763,8 +763,17 @@ static void add_exact(struct recorder *r, const struct ep_offcpu_record *rec,
 		iv.frames = st->frames;
 		iv.nframes = st->nframes;
 	}
-	label_add_time(&r->analysis.labels, label, STATE_GIL_WAIT_GC, gc_ns, 0);
-	label_add_time(&r->analysis.labels, label, state, iv.end_ns - iv.start_ns - gc_ns, 0);
+	/* the series need no more than which part came first */
+	if (rec->flags & EP_IV_GC_FIRST) {
+		label_add_time(&r->analysis.labels, label, STATE_GIL_WAIT_GC, iv.start_ns, gc_ns, 0);
+		label_add_time(&r->analysis.labels, label, state, iv.start_ns + gc_ns,
+			       iv.end_ns - iv.start_ns - gc_ns, 0);
+	} else {
+		label_add_time(&r->analysis.labels, label, state, iv.start_ns,
+			       iv.end_ns - iv.start_ns - gc_ns, 0);
+		label_add_time(&r->analysis.labels, label, STATE_GIL_WAIT_GC, iv.end_ns - gc_ns,
+			       gc_ns, 0);
+	}
 	gc_part = iv;
 	gc_part.state = STATE_GIL_WAIT_GC;
 	if (gc_ns && rec->flags & EP_IV_GC_FIRST) {
@@ -817,8 +826,10 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 	if (gc_w > rec->weight_ns)
 		gc_w = rec->weight_ns;
 	/* the label table takes sampled waits without --idle too */
-	label_add_time(&r->analysis.labels, label, STATE_GIL_WAIT_GC, gc_w, 0);
-	label_add_time(&r->analysis.labels, label, state, rec->weight_ns - gc_w, 0);
+	label_add_time(&r->analysis.labels, label, STATE_GIL_WAIT_GC, since_start(r, rec->start_ts),
+		       gc_w, 0);
+	label_add_time(&r->analysis.labels, label, state, since_start(r, rec->start_ts) + gc_w,
+		       rec->weight_ns - gc_w, 0);
 	if (!r->opts.idle)
 		return;
 	add_sampled(r, rec, st, STATE_GIL_WAIT_GC, gc_w, label);
@@ -1081,6 +1092,7 @@ static void finish(struct recorder *r, uint64_t end_ns)
 	label_threads(r);
 	r->profile.duration_ns = since_start(r, end_ns);
 	r->profile.start_monotonic_ns = r->t0_ns;
+	r->profile.start_realtime_ns = realtime_of_monotonic(r->t0_ns);
 	profile_sort(&r->profile);
 	name_late_holders(r);
 	gil_blame_name_collectors(&r->analysis.blame, &r->analysis.gcs, &r->analysis.waits);
