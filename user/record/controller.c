@@ -30,22 +30,33 @@ static void offcpu_thresholds(const struct controller_config *cfg, struct sessio
 				so->offcpu_period_ns;
 }
 
-static void session_opts_of(struct controller *c, struct session_opts *so)
+void controller_session_opts(const struct controller_config *cfg, struct session_opts *so)
 {
-	const struct controller_config *cfg = &c->cfg;
-
 	so->rate_hz = cfg->rate_hz;
 	so->follow_children = cfg->subprocesses;
 	so->native = cfg->native;
 	so->native_stack_bytes = cfg->native_stack_bytes;
 	so->verbose = cfg->verbose;
+	offcpu_thresholds(cfg, so);
+}
+
+void controller_recorder_opts(const struct controller_config *cfg, struct recorder_opts *ro)
+{
+	*ro = (struct recorder_opts){ .rate_hz = cfg->rate_hz, .gil_only = cfg->gil_only,
+				      .by_function = cfg->by_function, .idle = cfg->idle,
+				      .native = cfg->native, .labels = cfg->labels,
+				      .nlabels = cfg->nlabels, .dask = cfg->dask };
+}
+
+static void session_opts_of(struct controller *c, struct session_opts *so)
+{
+	controller_session_opts(&c->cfg, so);
 	so->on_event = recorder_on_event;
 	so->on_totals = recorder_on_totals;
 	so->next_lost_stack = recorder_next_lost_stack;
 	so->next_label_codes = recorder_next_label_codes;
 	so->stack_of_blocked = blocked_stack_of;
 	so->ctx = &c->rec;
-	offcpu_thresholds(cfg, so);
 }
 
 error_t controller_rate_option(int key, char *arg, struct argp_state *state, unsigned *rate_hz)
@@ -71,10 +82,7 @@ int controller_open(struct controller *c, const struct controller_config *cfg,
 	c->pidfd = -1;
 	if (!c->cfg.rate_hz)
 		c->cfg.rate_hz = SESSION_DEFAULT_RATE_HZ;
-	ro = (struct recorder_opts){ .rate_hz = c->cfg.rate_hz, .gil_only = cfg->gil_only,
-				     .by_function = cfg->by_function, .idle = cfg->idle,
-				     .native = cfg->native, .labels = cfg->labels,
-				     .nlabels = cfg->nlabels, .dask = cfg->dask };
+	controller_recorder_opts(&c->cfg, &ro);
 	if (recorder_init(&c->rec, &ro)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -102,6 +102,10 @@ struct controller {
 	int cut_requested;
 };
 
+/* The session's and the recorder's options of cfg (rate_hz set), without
+ * the session's callbacks: for a driver of its own (group.h). */
+void controller_session_opts(const struct controller_config *cfg, struct session_opts *so);
+void controller_recorder_opts(const struct controller_config *cfg, struct recorder_opts *ro);
 /* Loads and attaches the BPF programs, readies the recorder. 0, or -1 with
  * err filled (c is then closed). */
 int controller_open(struct controller *c, const struct controller_config *cfg,
