@@ -5,7 +5,10 @@ are Debian's python3.11 each busy ~10% of a CPU (5 ms of work, 45 ms asleep),
 so 32 of them do not saturate the 2 CPUs. Each recording runs --seconds;
 its CPU is user + system time from wait4() at its exit (the BPF programs
 run in the targets and are charged there), its memory the peak RSS
-(ru_maxrss); the 8 separate recordings are summed. Medians over --reps,
+(ru_maxrss) and its BPF maps' memory (the memlock of each map descriptor
+in /proc/PID/fdinfo, read half-way through: what the kernel charges to
+the recording's memory cgroup besides its RSS); the 8 separate recordings
+are summed. Medians over --reps,
 every configuration once per round, so the ratios come from one run.
 
     sudo python3 bench/agent_scale.py --reps 3 --seconds 10
@@ -34,8 +37,24 @@ def targets(n, marker):
     return procs
 
 
-def waited(procs):
-    """(CPU seconds, peak RSS MiB) summed over the recordings procs, each reaped."""
+def map_mib(pid):
+    """The memlock of the BPF maps process pid holds a descriptor of."""
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        if "\nmap_type:" in "\n" + info:
+            total += int(info.split("memlock:")[1].split()[0])
+    return total / 2**20
+
+
+def waited(procs, seconds):
+    """(CPU seconds, peak RSS MiB, BPF map MiB) summed over the recordings
+    procs, each reaped."""
+    time.sleep(seconds / 2)
+    maps = sum(map_mib(p.pid) for p in procs)
     cpu = rss = 0.0
     for p in procs:
         _, status, ru = os.wait4(p.pid, 0)
@@ -44,7 +63,7 @@ def waited(procs):
             raise SystemExit(f"a recording failed: {p.args}")
         cpu += ru.ru_utime + ru.ru_stime
         rss += ru.ru_maxrss / 1024
-    return cpu, rss
+    return cpu, rss, maps
 
 
 def one_session(n, seconds, out):
@@ -53,7 +72,7 @@ def one_session(n, seconds, out):
     try:
         rec = subprocess.Popen([str(EBPFPROF), "--match", marker, "--max-processes", str(n),
                                 "-d", str(seconds), "-o", out], stderr=subprocess.DEVNULL)
-        return waited([rec])
+        return waited([rec], seconds)
     finally:
         for p in procs:
             p.kill()
@@ -66,7 +85,7 @@ def separate(n, seconds, out):
         recs = [subprocess.Popen([str(EBPFPROF), "--pid", str(p.pid), "-d", str(seconds),
                                   "-o", f"{out}/sep-{p.pid}.json"], stderr=subprocess.DEVNULL)
                 for p in procs]
-        return waited(recs)
+        return waited(recs, seconds)
     finally:
         for p in procs:
             p.kill()
@@ -87,17 +106,17 @@ def main():
         for name, run in configs:
             with tempfile.TemporaryDirectory() as out:
                 got[name].append(run(out))
-            print(f"round {rep + 1} {name}: {got[name][-1][0]:.2f} s CPU, "
-                  f"{got[name][-1][1]:.1f} MiB", flush=True)
-    sep_cpu = statistics.median(c for c, _ in got["8 separate recordings"])
-    sep_rss = statistics.median(r for _, r in got["8 separate recordings"])
+            cpu, rss, maps = got[name][-1]
+            print(f"round {rep + 1} {name}: {cpu:.2f} s CPU, {rss:.1f} MiB RSS, "
+                  f"{maps:.1f} MiB maps", flush=True)
+    sep = [statistics.median(x[i] for x in got["8 separate recordings"]) for i in range(3)]
     print(f"\n{args.seconds:g} s recordings, medians of {args.reps}\n")
-    print("| recording | CPU s | CPU / 8 separate | peak RSS MiB | RSS / 8 separate |")
-    print("|---|---|---|---|---|")
+    print("| recording | CPU s | / 8 separate | peak RSS MiB | / 8 separate | BPF maps MiB | / 8 separate |")
+    print("|---|---|---|---|---|---|---|")
     for name, _ in configs:
-        cpu = statistics.median(c for c, _ in got[name])
-        rss = statistics.median(r for _, r in got[name])
-        print(f"| {name} | {cpu:.2f} | {cpu / sep_cpu:.2f} | {rss:.1f} | {rss / sep_rss:.2f} |")
+        med = [statistics.median(x[i] for x in got[name]) for i in range(3)]
+        print(f"| {name} | " + " | ".join(f"{m:.{2 if i == 0 else 1}f} | {m / s:.2f}"
+                                         for i, (m, s) in enumerate(zip(med, sep))) + " |")
 
 
 if __name__ == "__main__":
