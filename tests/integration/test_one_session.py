@@ -153,3 +153,31 @@ def test_ended_processes_leave_memory_and_descriptors(tmp_path):
     assert len(list(out.glob("ebpfprof-*.speedscope.json"))) == recorded
     assert after[1] == before[1], f"descriptors {before[1]} -> {after[1]}"
     assert after[0] - before[0] < 1024, f"RSS {before[0]} -> {after[0]} KiB"
+
+
+def test_subprocesses_of_several_targets_go_to_their_own_profile(workloads, tmp_path):
+    """-s with --pid A,B: each target's forked workers are followed in the one
+    session and land in their parent's profile, none in the other's."""
+    need_bpf()
+    interp = require_interpreter("debian-3.11")
+    gos = [tmp_path / f"go-{i}" for i in range(2)]
+    ws = [workloads(interp, "pool.py", "--method", "fork", "--go", str(go), seconds=3,
+                    truth=str(tmp_path / f"truth-{i}.json")) for i, go in enumerate(gos)]
+    out = tmp_path / "out"
+    rec = subprocess.Popen([str(EBPFPROF), "-s", "--pid", f"{ws[0].pid},{ws[1].pid}", "-d", "30",
+                            "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    for go in gos:
+        go.write_text("go")
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    assert "2 processes recorded" in err, err
+    for w, other in ((ws[0], ws[1]), (ws[1], ws[0])):
+        workers = w.truth()["workers"]
+        prof = Profile(out / f"ebpfprof-{w.pid}.speedscope.json")
+        pids = {int(name.split("(pid ")[1].split(")")[0]) for name in prof.threads()}
+        assert {w.pid, *workers} <= pids, (prof.threads(), workers)
+        assert not pids & {other.pid, *other.truth()["workers"]}, (pids, other.pid)
+        for worker in workers:
+            worker_profile = next(p for p in prof.doc["profiles"] if f"(pid {worker})" in p["name"])
+            assert prof.weight_with("pool_work", worker_profile) > 0.3e9
