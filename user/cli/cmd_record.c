@@ -571,11 +571,12 @@ static int open_history(const struct options *o, struct hist_db **db, char *err,
 }
 
 /* --history: the profile as its speedscope recording, read back as diff
- * reads it, stored as a run. A failure is said, the recording stands. */
-static void store_history(const struct options *o, const struct profile *p,
+ * reads it, stored as a run named after its file (source). A failure is
+ * said, the recording stands. */
+static void store_history(const struct options *o, const char *source, const struct profile *p,
 			  const struct writer_options *wopts)
 {
-	struct hist_add add = { o->history, o->output, (long long)time(NULL), o->tags, o->ntags };
+	struct hist_add add = { o->history, source, (long long)time(NULL), o->tags, o->ntags };
 	struct recording r;
 	struct hist_db *db = NULL;
 	char *buf = NULL, err[ERRLEN], shown[4 * ERRLEN];
@@ -630,7 +631,8 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 	    writer_write_file(run->o->writer, recorder_profile(run->rec), &wopts, profile_path))
 		write_failed(run, profile_path);
 	if (run->o->history)
-		store_history(run->o, recorder_profile(run->rec), &wopts);
+		store_history(run->o, run->several ? profile_path : run->o->output,
+			      recorder_profile(run->rec), &wopts);
 	if (gc_log_path && report_gc_log(gc_log_path, recorder_analysis(run->rec),
 					 recorder_profile(run->rec),
 					 (uint64_t)(run->o->wait_threshold_ms * 1e6)))
