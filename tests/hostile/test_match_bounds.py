@@ -147,3 +147,26 @@ def test_max_processes(tmp_path):
                          (["--pid", "1", "--max-processes", "2"], "--max-processes needs --match or --pid A,B")):
         res = subprocess.run([str(EBPFPROF), *args], capture_output=True, text=True, timeout=30)
         assert res.returncode == 2 and needle in res.stderr.splitlines()[0], res.stderr
+
+
+def test_a_write_failing_at_the_end_fails_that_process_alone(tmp_path):
+    """One session for every process: the profile of one that cannot be
+    written at the end (its name taken by a directory meanwhile) is that
+    process's failure, said in one line; the other's is written."""
+    need_bpf()
+    marker = f"late-fail-{os.getpid()}"
+    procs = sleepers(PY, marker, 2)
+    out = tmp_path / "out"
+    rec = subprocess.Popen([str(EBPFPROF), "--pid", f"{procs[0].pid},{procs[1].pid}", "-d", "3",
+                            "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        (out / f"ebpfprof-{procs[0].pid}.speedscope.json").mkdir()
+        _, err = rec.communicate(timeout=60)
+    finally:
+        for p in procs:
+            p.kill()
+    assert rec.returncode == 1, err
+    assert err.count(f"ebpfprof: process {procs[0].pid}: cannot write ") == 1, err
+    assert "1 process recorded" in err and "1 failed" in err, err
+    assert (out / f"ebpfprof-{procs[1].pid}.speedscope.json").is_file()

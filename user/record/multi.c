@@ -287,7 +287,9 @@ static void on_end(void *ctx, struct group_member *mem)
 	t->out = NULL;
 	m->running--;
 	if (m->o->out.end(m->o->out.ctx, mem, out)) {
-		failed(m, t, "its profile could not be written");
+		/* the front end said why; a process recorded once is not again */
+		m->failed++;
+		t->state = T_REFUSED;
 		return;
 	}
 	t->state = T_DONE;
