@@ -336,6 +336,9 @@ int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
 	group_stop(&m.group, why);
 	print_summary(&m);
 	session_print_summary(m.group.session, stderr);
+	if (o->cfg->verbose)
+		fprintf(stderr, "ebpfprof: %lu records of processes no longer recorded, dropped\n",
+			m.group.unrouted);
 	rc = m.failed || m.refused || waiting(&m) ? 1 : 0;
 	group_close(&m.group);
 	free(m.t);
