@@ -37,6 +37,11 @@ static struct group_member *member_of(struct group *g, int pid)
 	return NULL;
 }
 
+int group_records(struct group *g, pid_t pid)
+{
+	return member_of(g, pid) != NULL;
+}
+
 /* Every record starts with its kind and its process (include/ebpfprof.h);
  * a fork belongs to the parent's member. */
 static int on_event(void *ctx, void *data, size_t len)

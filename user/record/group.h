@@ -75,9 +75,7 @@ void group_request_cut(struct group *g);
 void group_stop(struct group *g, enum controller_stop_reason why);
 void group_close(struct group *g);
 
-static inline size_t group_size(const struct group *g)
-{
-	return g->n;
-}
+/* 1 if a member records pid: its target, or a child it follows (-s). */
+int group_records(struct group *g, pid_t pid);
 
 #endif

@@ -135,6 +135,12 @@ static void try_start(struct multi *m, struct target *t)
 
 	if (t->state == T_READY && m->running >= m->max)
 		return;
+	if (group_records(&m->group, t->pid)) {
+		/* a child a member follows (-s): in its parent's profile already */
+		t->state = T_DONE;
+		t->cmd_hash = cmdline_hash(t->pid);
+		return;
+	}
 	rc = py_target_find(t->pid, &pt, err, sizeof(err));
 	/* started only once its interpreter is initialised */
 	if (rc == PY_TARGET_OK)
