@@ -960,6 +960,8 @@ static int several_end(void *ctx, struct group_member *m, void *out)
 	}
 	if (!run->failed)
 		print_summary(run, prof[0] ? prof : NULL, run->gc_log ? log : NULL);
+	for (size_t i = 0; run->pusher && i < recorder_nprocs(run->rec); i++)
+		pusher_forget(run->pusher, recorder_pid(run->rec, i));
 	failed = run->failed;
 	free_run(run);
 	return failed ? -1 : 0;
