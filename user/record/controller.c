@@ -9,14 +9,9 @@
 #include "launch.h"
 #include "parse_num.h"
 
-/* Passes over the ring at a period's end before its cut: the records of a
- * target that fills the ring as fast as we read belong to the next one. */
-#define CUT_DRAIN_PASSES	16
 /* Two requests for a cut this close are one (SIGUSR1 sent to every ebpfprof
  * process, and passed on by the one that started this one). */
 #define CUT_REQUEST_MERGE_NS	250000000ull
-/* Thread names change and threads come and go: read them this often. */
-#define NAMES_EVERY_NS		1000000000ull
 
 /* The kernel's thresholds from the wait threshold and the rate: every wait
  * as long as the threshold is sent whole (the --gc-log shows them), shorter
@@ -136,12 +131,11 @@ int controller_attach(struct controller *c, const struct py_target *t, int pidfd
 	return 0;
 }
 
-/* Drains what is ready without waiting, at most passes times (0: until empty). */
-static void drain(struct controller *c, unsigned passes)
+void controller_drain(struct session *s, unsigned passes)
 {
 	unsigned n = 0;
 
-	while (session_poll(c->session, 0) > 0 && (!passes || ++n < passes))
+	while (session_poll(s, 0) > 0 && (!passes || ++n < passes))
 		;
 }
 
@@ -149,7 +143,7 @@ void controller_cut_period(struct controller *c)
 {
 	uint64_t end;
 
-	drain(c, CUT_DRAIN_PASSES);
+	controller_drain(c->session, CONTROLLER_CUT_DRAIN_PASSES);
 	end = monotonic_ns();
 	session_cut_period(c->session, c->target->pid);
 	if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
@@ -214,7 +208,7 @@ enum controller_stop_reason controller_run(struct controller *c)
 		follower_step(&c->follower);
 		if (monotonic_ns() >= c->next_names_ns) {
 			recorder_refresh_names(&c->rec);
-			c->next_names_ns = monotonic_ns() + NAMES_EVERY_NS;
+			c->next_names_ns = monotonic_ns() + CONTROLLER_NAMES_EVERY_NS;
 		}
 	}
 	return c->stopped;
@@ -225,7 +219,7 @@ void controller_stop(struct controller *c)
 	uint64_t end = monotonic_ns();
 
 	session_remove_process(c->session, c->target->pid);
-	drain(c, 0);
+	controller_drain(c->session, 0);
 	if (c->cfg.periods != CONTROLLER_PERIODS_LIVE)
 		recorder_finish(&c->rec, end);
 }

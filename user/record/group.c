@@ -12,11 +12,6 @@
 #include "launch.h"
 #include "remote.h"
 
-/* As the controller's (controller.c): passes over the ring before a cut,
- * and how often thread names are read. */
-#define CUT_DRAIN_PASSES	16
-#define NAMES_EVERY_NS		1000000000ull
-
 /* The member profiling pid: its target, else (--subprocesses) the one whose
  * recorder knows pid as a child it followed. The last one found is kept:
  * records come in runs of one process. */
@@ -207,15 +202,6 @@ struct group_member *group_add(struct group *g, const struct py_target *t, char 
 	return m;
 }
 
-/* Drains what is ready without waiting, at most passes times (0: until empty). */
-static void drain(struct group *g, unsigned passes)
-{
-	unsigned n = 0;
-
-	while (session_poll(g->session, 0) > 0 && (!passes || ++n < passes))
-		;
-}
-
 static void cut_member(struct group *g, struct group_member *m, uint64_t end)
 {
 	session_cut_period(g->session, m->target.pid);
@@ -239,7 +225,7 @@ static void maybe_cut(struct group *g, uint64_t now)
 		if (!g->cut_requested && (!m->next_cut_ns || now < m->next_cut_ns))
 			continue;
 		if (!drained++)
-			drain(g, CUT_DRAIN_PASSES);
+			controller_drain(g->session, CONTROLLER_CUT_DRAIN_PASSES);
 		cut_member(g, m, monotonic_ns());
 		while (m->next_cut_ns && m->next_cut_ns <= now)
 			m->next_cut_ns += g->cfg.period_ns;
@@ -255,7 +241,7 @@ static void end_member(struct group *g, size_t i, enum controller_stop_reason wh
 
 	m->stopped = why;
 	forget_processes(g, m);
-	drain(g, 0);
+	controller_drain(g->session, 0);
 	recorder_finish(&m->rec, monotonic_ns());
 	if (g->hooks.on_end)
 		g->hooks.on_end(g->hooks.ctx, m);
@@ -290,7 +276,7 @@ static void step_members(struct group *g)
 			recorder_refresh_names(&g->members[i]->rec);
 	}
 	if (names)
-		g->next_names_ns = monotonic_ns() + NAMES_EVERY_NS;
+		g->next_names_ns = monotonic_ns() + CONTROLLER_NAMES_EVERY_NS;
 }
 
 enum controller_stop_reason group_run(struct group *g)
