@@ -2,7 +2,8 @@
 put the pattern in its command line. A matching process ebpfprof refuses (a
 GIL build named like a free-threaded one) or whose recording fails must not
 be retried (it was, every 200 ms, each time a child loading the whole BPF
-object); and the number of recordings at once is bounded."""
+object); and the number of processes recorded at once is bounded. Since
+issue 33 they are members of one recording session, never children."""
 import os
 import re
 import shutil
@@ -91,31 +92,81 @@ def test_failed_recording_is_not_retried(tmp_path):
     marker = f"failing-{os.getpid()}"
     procs = sleepers(PY, marker, 1)
     out = tmp_path / "out"
-    # the child cannot write its profile: it fails before recording
+    # its profile cannot be written: it is given up on before it is recorded
     (out / f"ebpfprof-{procs[0].pid}.speedscope.json").mkdir(parents=True)
     try:
         rc, err, seen, _ = watch(["--match", re.escape(marker), "-d", "5", "-o", str(out)], 30)
     finally:
         for p in procs:
             p.kill()
-    assert len(seen) == 1, f"{len(seen)} recordings started for one failing target\n{err}"
-    assert err.count(f"not profiling process {procs[0].pid}: its recording failed (exit status 1)") == 1, err
-    assert rc == 1 and "1 failed" in err, err
+    assert seen == set(), f"{len(seen)} child recordings started\n{err}"
+    assert err.count(f"not profiling process {procs[0].pid}: cannot write ") == 1, err
+    assert "it is a directory; not tried again" in err, err
+    assert rc == 1 and "0 processes recorded" in err and "1 failed" in err, err
 
 
-def test_recordings_at_once_are_bounded(tmp_path):
+def profiled(err):
+    return len(re.findall(r"^ebpfprof: profiling process \d+: ", err, re.M))
+
+
+def test_processes_at_once_are_bounded(tmp_path):
     need_bpf()
     marker = f"many-{os.getpid()}"
     procs = sleepers(PY, marker, 18)
     try:
-        rc, err, seen, most = watch(["--match", re.escape(marker), "-d", "8",
-                                     "-o", str(tmp_path / "out")], 60)
+        rc, err, seen, _ = watch(["--match", re.escape(marker), "-d", "8",
+                                  "-o", str(tmp_path / "out")], 60)
     finally:
         for p in procs:
             p.kill()
-    assert most <= 16, f"{most} recordings at once\n{err}"
-    assert len(seen) == 16, err
+    assert seen == set(), f"{len(seen)} child recordings started\n{err}"
+    assert profiled(err) == 16, err
     # said once, and counted at the end: not silently dropped
-    assert err.count("16 recordings at once already, the most") == 1, err
+    assert err.count("16 processes recorded at once already, the most") == 1, err
     assert "16 processes recorded" in err and "2 not recorded (more than 16 at once)" in err, err
     assert rc == 1
+
+
+def test_max_processes(tmp_path):
+    need_bpf()
+    marker = f"bounded-{os.getpid()}"
+    procs = sleepers(PY, marker, 5)
+    try:
+        rc, err, _, _ = watch(["--match", re.escape(marker), "--max-processes", "3", "-d", "4",
+                               "-o", str(tmp_path / "out")], 60)
+    finally:
+        for p in procs:
+            p.kill()
+    assert profiled(err) == 3, err
+    assert err.count("3 processes recorded at once already, the most (--max-processes)") == 1, err
+    assert "3 processes recorded" in err and "2 not recorded (more than 3 at once)" in err, err
+    assert len(list((tmp_path / "out").glob("ebpfprof-*.speedscope.json"))) == 3
+    assert rc == 1
+    for args, needle in ((["--match", "x", "--max-processes", "0"], "invalid --max-processes: 0 (1 to 256)"),
+                         (["--match", "x", "--max-processes", "257"], "invalid --max-processes: 257"),
+                         (["--pid", "1", "--max-processes", "2"], "--max-processes needs --match or --pid A,B")):
+        res = subprocess.run([str(EBPFPROF), *args], capture_output=True, text=True, timeout=30)
+        assert res.returncode == 2 and needle in res.stderr.splitlines()[0], res.stderr
+
+
+def test_a_write_failing_at_the_end_fails_that_process_alone(tmp_path):
+    """One session for every process: the profile of one that cannot be
+    written at the end (its name taken by a directory meanwhile) is that
+    process's failure, said in one line; the other's is written."""
+    need_bpf()
+    marker = f"late-fail-{os.getpid()}"
+    procs = sleepers(PY, marker, 2)
+    out = tmp_path / "out"
+    rec = subprocess.Popen([str(EBPFPROF), "--pid", f"{procs[0].pid},{procs[1].pid}", "-d", "3",
+                            "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        (out / f"ebpfprof-{procs[0].pid}.speedscope.json").mkdir()
+        _, err = rec.communicate(timeout=60)
+    finally:
+        for p in procs:
+            p.kill()
+    assert rec.returncode == 1, err
+    assert err.count(f"ebpfprof: process {procs[0].pid}: cannot write ") == 1, err
+    assert "1 process recorded" in err and "1 failed" in err, err
+    assert (out / f"ebpfprof-{procs[1].pid}.speedscope.json").is_file()

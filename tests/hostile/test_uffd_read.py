@@ -43,7 +43,7 @@ def run_bounded(args, within, interrupt_after=None):
     """ebpfprof with args; SIGINT after interrupt_after s if given; killed and
     failed if still running `within` s after it started."""
     started = time.monotonic()
-    # a session of its own: --match's children are killed with it
+    # a session of its own: its reader of target memory is killed with it
     proc = subprocess.Popen([str(EBPFPROF), *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -90,7 +90,7 @@ def test_dump_returns(uffd_target):
 
 
 def test_match_records_and_ends(uffd_target, tmp_path):
-    """--match's parent examines the target, its child records it: both read
+    """--match examines the target, then records it in its session: both read
     its memory; the sidecar's recording ends at -d with its profile."""
     outdir = tmp_path / "out"
     rc, _, err, took = run_bounded(["--match", re.escape(MARKER), "-d", 3, "-o", outdir], within=3 + 5)

@@ -42,6 +42,8 @@
 #include "writer.h"
 
 #define ERRLEN 512
+#define MULTI_DEFAULT_TEXT	SESSION_QUOTE(MULTI_DEFAULT_PROCESSES)
+#define MULTI_MAX_TEXT		SESSION_QUOTE(MULTI_MAX_PROCESSES)
 /* keys of long options without a short form */
 #define OPT_AS_ROOT 0x100
 /* How long a launched command may take to start its interpreter. */
@@ -80,21 +82,16 @@ struct options {
 	int verbose;
 	char **command;		/* launch mode */
 	int dashdash;		/* argv index of "--"; 0: none */
-	char **forward;		/* "--option[=ARG]" for every option given but
-				 * those choosing targets and files: for each
-				 * child of --pid A,B and --match */
-	size_t nforward, forward_cap;
+	unsigned max_processes;	/* --max-processes; 0: the default */
 };
 
-/* with several targets: a signal to pass on to the recordings */
-static volatile sig_atomic_t forward_signal;
 /* --rotate: SIGUSR1 asks for the current period to be written now */
 static volatile sig_atomic_t cut_requested;
 
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
        OPT_HISTORY_DB, OPT_TAG, OPT_PUSH, OPT_APP, OPT_SPOOL, OPT_SPOOL_MAX_MB,
        OPT_PUSH_BASIC_AUTH_FILE, OPT_PUSH_TOKEN_FILE, OPT_PUSH_CA_FILE,
-       OPT_PUSH_TENANT, OPT_GROUP_BY };
+       OPT_PUSH_TENANT, OPT_GROUP_BY, OPT_MAX_PROCESSES };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -112,6 +109,7 @@ static const char doc[] =
 static const struct argp_option option_list[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile the running process PID (several: one profile each in the --output directory)", 0 },
 	{ "match", 'm', "REGEX", 0, "Profile every CPython process whose command line matches REGEX, running now or started later (one profile each in the --output directory)", 0 },
+	{ "max-processes", OPT_MAX_PROCESSES, "N", 0, "With --match or --pid A,B: record at most N processes at once (default " MULTI_DEFAULT_TEXT ", at most " MULTI_MAX_TEXT "); further matches wait their turn", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS (default: until Ctrl-C or the target exits)", 0 },
 	CONTROLLER_RATE_OPTION,
 	{ "output", 'o', "FILE", 0, "Write the profile to FILE (default: ebpfprof-PID-TIME.speedscope.json)", 0 },
@@ -166,34 +164,6 @@ static int find_dashdash(int argc, char **argv)
 	return 0;
 }
 
-/* Chosen per child by multi.c (--pid, -o, --gc-log, -d) or by the parent
- * alone (--match): every other option is forwarded as given. */
-static int option_is_the_parents(int key)
-{
-	return key == 'p' || key == 'm' || key == 'o' || key == 'G' || key == 'd';
-}
-
-/* Notes an option for the children of record_several(): from the argp table
- * itself, so that no option can be forgotten. */
-static void forward_option(struct options *o, int key, char *arg)
-{
-	const struct argp_option *opt;
-	char *given;
-
-	if (option_is_the_parents(key))
-		return;
-	for (opt = option_list; opt->name || opt->key; opt++)
-		if (opt->key == key && opt->name)
-			break;
-	if (!opt->name)
-		return;		/* argp's own keys, not an option */
-	if (GROW_ARRAY(o->forward, o->forward_cap, o->nforward + 2) ||
-	    asprintf(&given, arg ? "--%s=%s" : "--%s", opt->name, arg) < 0)
-		die("out of memory");
-	o->forward[o->nforward++] = given;
-	o->forward[o->nforward] = NULL;
-}
-
 /* --push's options: with --rotate, each only with --push, tags as labels. */
 static void check_push_options(struct argp_state *state, struct options *o)
 {
@@ -229,7 +199,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	const char *why;
 	unsigned long v;
 
-	forward_option(o, key, arg);
 	if (frame_naming_option(key, &o->naming) ||
 	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN ||
 	    label_options_parse(key, arg, state, &o->label) != ARGP_ERR_UNKNOWN)
@@ -362,6 +331,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 				   CONTROLLER_NATIVE_STACK_MAX_KIB);
 		o->native_stack_kib = v;
 		break;
+	case OPT_MAX_PROCESSES:
+		if (parse_ulong(arg, 1, MULTI_MAX_PROCESSES, &v))
+			argp_error(state, "invalid --max-processes: %s (1 to %d)", arg, MULTI_MAX_PROCESSES);
+		o->max_processes = v;
+		break;
 	case OPT_ROTATE:
 		if (parse_real(arg, 0.1, 0, 1e7, &o->rotate))
 			argp_error(state, "invalid rotation period: %s (seconds, at least 0.1)", arg);
@@ -397,6 +371,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (o->keep && !o->rotate)
 			argp_error(state, "--keep needs --rotate");
 		label_options_finish(&o->label);
+		if (o->max_processes && !o->pids && !o->match)
+			argp_error(state, "--max-processes needs --match or --pid A,B,...");
 		if (o->group_by && !label_options_named(&o->label, o->group_by))
 			argp_error(state, "--group-by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
 				   o->group_by, o->group_by);
@@ -433,20 +409,31 @@ static void default_output(struct options *o, pid_t pid, char *buf, size_t len)
 	snprintf(buf, len, "ebpfprof-%d%s%s", pid, o->rotate ? "" : stamp, o->writer->suffix);
 }
 
+/* One process's recording and outputs: the only one (--pid PID, a
+ * command), or one of several (--pid A,B, --match: a member of the group). */
 struct run {
 	struct options *o;
 	pid_t pid;
 	int is_child;
 	int pidfd;
 	int exit_status;
-	struct controller ctl;
-	struct recorder *rec;	/* the controller's */
-	struct py_target target;
+	int several;		/* one of several: a failed write fails only it */
+	int failed;		/* ... and one did */
+	struct controller ctl;	/* the only one's */
+	struct py_target found;	/* the only one's target */
+	/* the recording: the controller's, or the group member's */
+	struct recorder *rec;
+	struct session *session;
+	const struct py_target *target;
+	enum gc_probe_kind gc_probe;
+	enum controller_stop_reason stopped;
 	const char *output;	/* the profile's path (--rotate: the base of the names) */
+	int files;		/* profile files are written (not with --push alone) */
+	const char *gc_log;	/* NULL: none */
 	struct rotation rotation;
 	struct timespec period_start;	/* wall clock, for the names */
 	struct progress progress;
-	struct pusher pusher;	/* --push */
+	struct pusher *pusher;	/* --push */
 };
 
 static void end_command(struct run *run);
@@ -459,9 +446,9 @@ static void find_interpreter(struct run *run)
 	int rc;
 
 	for (;;) {
-		rc = py_target_find(run->pid, &run->target, err, sizeof(err));
+		rc = py_target_find(run->pid, &run->found, err, sizeof(err));
 		if (rc == PY_TARGET_OK)
-			rc = py_target_prepare(&run->target, err, sizeof(err));
+			rc = py_target_prepare(&run->found, err, sizeof(err));
 		if (rc == PY_TARGET_OK)
 			return;
 		if (rc == PY_TARGET_UNSUPPORTED || rc == PY_TARGET_GONE)
@@ -487,6 +474,16 @@ static int should_stop(void *ctx)
 	return stop_signal != 0;
 }
 
+/* Records the kernel could not hand us (ring full): the session's, shared
+ * by every process of a group. */
+static uint64_t run_lost(struct run *run)
+{
+	uint64_t counters[EP_CNT_MAX];
+
+	session_counters(run->session, counters);
+	return counters[EP_CNT_LOST];
+}
+
 static void show_progress(struct run *run, uint64_t now)
 {
 	struct progress *progress = &run->progress;
@@ -494,7 +491,7 @@ static void show_progress(struct run *run, uint64_t now)
 	if (!progress->f || now < progress->next_ns)
 		return;
 	progress_update(progress, now, (now - recorder_t0(run->rec)) / 1e9, recorder_kept(run->rec),
-			(unsigned long long)controller_lost(&run->ctl), recorder_analysis(run->rec)->gcs.n);
+			(unsigned long long)run_lost(run), recorder_analysis(run->rec)->gcs.n);
 }
 
 /* --rotate: SIGUSR1 asks for a period; the progress line */
@@ -524,11 +521,12 @@ static int open_history(const struct options *o, struct hist_db **db, char *err,
 }
 
 /* --history: the profile as its speedscope recording, read back as diff
- * reads it, stored as a run. A failure is said, the recording stands. */
-static void store_history(const struct options *o, const struct profile *p,
+ * reads it, stored as a run named after its file (source). A failure is
+ * said, the recording stands. */
+static void store_history(const struct options *o, const char *source, const struct profile *p,
 			  const struct writer_options *wopts)
 {
-	struct hist_add add = { o->history, o->output, (long long)time(NULL), o->tags, o->ntags };
+	struct hist_add add = { o->history, source, (long long)time(NULL), o->tags, o->ntags };
 	struct recording r;
 	struct hist_db *db = NULL;
 	char *buf = NULL, err[ERRLEN], shown[4 * ERRLEN];
@@ -557,30 +555,38 @@ static void store_history(const struct options *o, const struct profile *p,
 	free(buf);
 }
 
-/* A failed write (disk full) ends the launched command too: it never
- * outlives ebpfprof. profile_path NULL: no profile file (--push alone). */
+/* A write failed: the only recording ends, and the launched command with it
+ * (it never outlives ebpfprof); one of several fails alone. */
+static void write_failed(struct run *run, const char *path)
+{
+	char err[ERRLEN], shown[4 * ERRLEN];
+
+	snprintf(err, sizeof(err), "cannot write %s: %s", path, strerror(errno));
+	if (!run->several) {
+		end_command(run);
+		die(err);
+	}
+	fprintf(stderr, "ebpfprof: process %d: %s\n", run->pid, printable(err, shown, sizeof(shown)));
+	run->failed = 1;
+}
+
+/* profile_path NULL: no profile file (--push alone). */
 static void write_outputs(struct run *run, const char *profile_path, const char *gc_log_path)
 {
 	struct writer_options wopts = { .threads = run->o->threads };
 	struct recording_info info;
-	char err[ERRLEN];
 
 	fill_writer_options(run, &wopts, &info);
 	if (profile_path &&
-	    writer_write_file(run->o->writer, recorder_profile(run->rec), &wopts, profile_path)) {
-		snprintf(err, sizeof(err), "cannot write %s: %s", profile_path, strerror(errno));
-		end_command(run);
-		die(err);
-	}
+	    writer_write_file(run->o->writer, recorder_profile(run->rec), &wopts, profile_path))
+		write_failed(run, profile_path);
 	if (run->o->history)
-		store_history(run->o, recorder_profile(run->rec), &wopts);
+		store_history(run->o, run->several ? profile_path : run->o->output,
+			      recorder_profile(run->rec), &wopts);
 	if (gc_log_path && report_gc_log(gc_log_path, recorder_analysis(run->rec),
 					 recorder_profile(run->rec),
-					 (uint64_t)(run->o->wait_threshold_ms * 1e6))) {
-		snprintf(err, sizeof(err), "cannot write %s: %s", gc_log_path, strerror(errno));
-		end_command(run);
-		die(err);
-	}
+					 (uint64_t)(run->o->wait_threshold_ms * 1e6)))
+		write_failed(run, gc_log_path);
 }
 
 /* --rotate: the files of the period that started at run->period_start,
@@ -588,7 +594,7 @@ static void write_outputs(struct run *run, const char *profile_path, const char 
 static void period_paths(struct run *run, char *prof, char *log, size_t len)
 {
 	unsigned ms = run->period_start.tv_nsec / 1000000;
-	const char *gc_log = run->o->gc_log;
+	const char *gc_log = run->gc_log;
 
 	do {
 		run->rotation.seq++;
@@ -609,7 +615,7 @@ static void push_period(struct run *run)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	fill_writer_options(run, &wopts, &info);
-	pusher_period(&run->pusher, recorder_profile(run->rec), &wopts,
+	pusher_period(run->pusher, recorder_profile(run->rec), &wopts,
 		      run->period_start.tv_sec + run->period_start.tv_nsec / 1e9,
 		      now.tv_sec + now.tv_nsec / 1e9);
 }
@@ -618,8 +624,8 @@ static void push_period(struct run *run)
  * it, deletes the oldest files beyond --keep. */
 static void write_period(struct run *run, char *prof, char *log, size_t len)
 {
-	const char *paths[3] = { prof, run->o->gc_log ? log : NULL, NULL };
-	int files = !run->o->push.url || run->o->output;
+	const char *paths[3] = { prof, run->gc_log ? log : NULL, NULL };
+	int files = run->files;
 
 	if (run->o->push.url)
 		push_period(run);
@@ -657,13 +663,14 @@ static void record(struct run *run)
 {
 	char err[ERRLEN];
 
-	if (controller_attach(&run->ctl, &run->target, run->pidfd, run->is_child, err, sizeof(err))) {
+	if (controller_attach(&run->ctl, &run->found, run->pidfd, run->is_child, err, sizeof(err))) {
 		end_command(run);
 		die(err);
 	}
+	run->gc_probe = run->ctl.gc_probe;
 	progress_init(&run->progress, stderr);
 	clock_gettime(CLOCK_REALTIME, &run->period_start);
-	controller_run(&run->ctl);
+	run->stopped = controller_run(&run->ctl);
 	progress_clear(&run->progress);
 	controller_stop(&run->ctl);
 }
@@ -684,7 +691,7 @@ static const char *stop_reason(const struct run *run)
 		return "interrupted";
 	if (stop_signal)
 		return "terminated";
-	if (run->ctl.stopped == CONTROLLER_TARGET_EXITED)
+	if (run->stopped == CONTROLLER_TARGET_EXITED)
 		return "target exited";
 	return "duration reached";
 }
@@ -694,10 +701,10 @@ static void recording_info_of(struct run *run, struct recording_info *info)
 {
 	*info = (struct recording_info){
 		.samples = recorder_kept(run->rec),
-		.lost = controller_lost(&run->ctl),
-		.python_major = run->target.major,
-		.python_minor = run->target.minor,
-		.gc_timing = gc_probe_name(run->ctl.gc_probe),
+		.lost = run_lost(run),
+		.python_major = run->target->major,
+		.python_minor = run->target->minor,
+		.gc_timing = gc_probe_name(run->gc_probe),
 		.stop_reason = stop_reason(run),
 		.idle = run->o->idle,
 		.gil_only = run->o->gil_only,
@@ -708,7 +715,11 @@ static void print_losses(FILE *f, void *ctx)
 {
 	struct run *run = ctx;
 
-	controller_print_losses(&run->ctl, f);
+	/* the session's own losses are said once, at the end of several */
+	if (run->several)
+		recorder_print_losses(run->rec, f);
+	else
+		controller_print_losses(&run->ctl, f);
 }
 
 static void print_summary(struct run *run, const char *path, const char *gc_log)
@@ -719,8 +730,8 @@ static void print_summary(struct run *run, const char *path, const char *gc_log)
 		.profile = recorder_profile(run->rec),
 		.analysis = recorder_analysis(run->rec),
 		.children = run->o->subprocesses ? (long)recorder_nprocs(run->rec) - 1 : -1,
-		.gc_needs_sys_admin = run->ctl.gc_probe == GC_PROBE_NONE &&
-				      (run->target.has_usdt || run->target.has_symtab) &&
+		.gc_needs_sys_admin = run->gc_probe == GC_PROBE_NONE &&
+				      (run->target->has_usdt || run->target->has_symtab) &&
 				      !preflight_sys_admin(),
 		.gc_log = gc_log,
 		.wait_threshold_ms = run->o->wait_threshold_ms,
@@ -778,11 +789,6 @@ static void check_environment(struct options *o, char *output, size_t outlen)
 	}
 }
 
-static void on_forward_signal(int sig)
-{
-	forward_signal = sig;
-}
-
 /* A directory for one file per process: made if missing, writable. */
 static void prepare_dir(const char *dir)
 {
@@ -797,58 +803,188 @@ static void prepare_dir(const char *dir)
 		die(err);
 }
 
-/* --pid A,B or --match: one child recording per process (multi.c) with the
- * options given here, forwarded as they were given. */
-static int record_several(struct options *o)
+/* The recording's options, for the controller or the group. */
+static void controller_config_of(struct options *o, struct controller_config *cc)
 {
-	const char **base = calloc(o->nforward + 2, sizeof(*base));
-	struct proc_matcher matcher;
-	/* --push without -o: the recordings write no profile files */
-	struct multi_opts mo = { .base_argv = base,
-				 .outdir = o->output ? o->output : o->push.url ? NULL : ".",
-				 .suffix = o->writer->suffix, .gc_log_dir = o->gc_log,
-				 .duration = o->duration, .pids = o->pids, .npids = o->npids,
-				 .pattern = o->match };
-	char err[ERRLEN];
-	struct sigaction sa = { .sa_handler = on_forward_signal };
-	int rc;
+	*cc = (struct controller_config){
+		.rate_hz = o->rate_hz, .wait_threshold_ms = o->wait_threshold_ms,
+		.gil_only = o->gil_only, .by_function = o->by_function, .idle = o->idle,
+		.native = o->native, .native_stack_bytes = o->native_stack_kib * 1024,
+		.subprocesses = o->subprocesses, .verbose = o->verbose,
+		.labels = o->label.labels, .nlabels = o->label.nlabels, .dask = o->label.dask,
+		.duration_ns = (uint64_t)(o->duration * 1e9), .period_ns = (uint64_t)(o->rotate * 1e9),
+		.periods = CONTROLLER_PERIODS_SEPARATE,
+	};
+}
 
-	if (!base)
-		die("out of memory");
-	base[0] = "ebpfprof";
-	for (size_t i = 0; i < o->nforward; i++)
-		base[i + 1] = o->forward[i];
+/* --pid A,B or --match: what every process's outputs share. */
+struct several {
+	struct options *o;
+	const char *outdir;	/* NULL: no profile files (--push alone) */
+	struct pusher *pusher;	/* --push */
+};
+
+static void free_run(struct run *run)
+{
+	rotation_free(&run->rotation);
+	free((char *)run->output);
+	free((char *)run->gc_log);
+	free(run);
+}
+
+/* A process joins: its files are named DIR/ebpfprof-PID.SUFFIX and
+ * DIR/ebpfprof-PID.gc.jsonl (--rotate: the bases of each period's names),
+ * and refused now if they cannot be written. */
+static void *several_start(void *ctx, const struct py_target *t, char *err, size_t errlen)
+{
+	struct several *sv = ctx;
+	struct options *o = sv->o;
+	struct run *run = calloc(1, sizeof(*run));
+	char path[PATH_MAX];
+
+	if (!run) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	*run = (struct run){ .o = o, .pid = t->pid, .pidfd = -1, .several = 1,
+			     .files = sv->outdir != NULL, .pusher = sv->pusher };
+	run->rotation.keep = o->keep;
+	snprintf(path, sizeof(path), "%s/ebpfprof-%d%s", sv->outdir ? sv->outdir : ".", t->pid,
+		 o->writer->suffix);
+	run->output = strdup(path);
+	if (o->gc_log) {
+		snprintf(path, sizeof(path), "%s/ebpfprof-%d.gc.jsonl", o->gc_log, t->pid);
+		run->gc_log = strdup(path);
+	}
+	if (!run->output || (o->gc_log && !run->gc_log)) {
+		snprintf(err, errlen, "out of memory");
+	} else if ((!run->files || !preflight_output(run->output, err, errlen)) &&
+		   (!run->gc_log || !preflight_output(run->gc_log, err, errlen))) {
+		clock_gettime(CLOCK_REALTIME, &run->period_start);
+		return run;
+	}
+	free_run(run);
+	return NULL;
+}
+
+static void several_discard(void *ctx, void *out)
+{
+	(void)ctx;
+	free_run(out);
+}
+
+/* The run reads the member's recording. */
+static struct run *bind_member(void *out, struct group_member *m)
+{
+	struct run *run = out;
+
+	run->rec = &m->rec;
+	run->session = m->session;
+	run->target = &m->target;
+	run->gc_probe = m->gc_probe;
+	run->stopped = m->stopped;
+	return run;
+}
+
+static void several_period(void *ctx, struct group_member *m, void *out, uint64_t end_ns)
+{
+	(void)ctx;
+	on_period(bind_member(out, m), end_ns);
+}
+
+/* The process's last profile (or period), written as a recording of its
+ * own writes it, and its summary. */
+static int several_end(void *ctx, struct group_member *m, void *out)
+{
+	struct run *run = bind_member(out, m);
+	char prof[PATH_MAX], log[PATH_MAX];
+	int failed;
+
+	(void)ctx;
+	if (run->o->rotate) {
+		write_period(run, prof, log, sizeof(prof));
+	} else {
+		write_outputs(run, run->files ? run->output : NULL, run->gc_log);
+		snprintf(prof, sizeof(prof), "%s", run->files ? run->output : "");
+		snprintf(log, sizeof(log), "%s", run->gc_log ? run->gc_log : "");
+	}
+	if (!run->failed)
+		print_summary(run, prof[0] ? prof : NULL, run->gc_log ? log : NULL);
+	for (size_t i = 0; run->pusher && i < recorder_nprocs(run->rec); i++)
+		pusher_forget(run->pusher, recorder_pid(run->rec, i));
+	failed = run->failed;
+	free_run(run);
+	return failed ? -1 : 0;
+}
+
+static void several_checks(struct options *o, const char *outdir)
+{
+	char err[ERRLEN];
+
 	for (size_t i = 0; i < o->npids; i++)
 		if (preflight_pid(o->pids[i], err, sizeof(err)))
 			die(err);
 	if (preflight_btf(err, sizeof(err)) || preflight_privileges(err, sizeof(err)))
 		die(err);
-	if (mo.outdir)
-		prepare_dir(mo.outdir);
-	if (o->push.url) {
-		struct pusher check;
+	if (outdir)
+		prepare_dir(outdir);
+	if (o->gc_log)
+		prepare_dir(o->gc_log);
+}
 
-		/* credentials and spool refused now, not by each recording */
-		if (pusher_open(&check, &o->push, err, sizeof(err)))
+/* --pid A,B or --match: every process in one recording session (multi.c),
+ * each with its own outputs, recorded with the options given here. */
+static int record_several(struct options *o)
+{
+	struct controller_config cc;
+	struct pusher pusher;
+	struct several sv = { .o = o, .outdir = o->output ? o->output : o->push.url ? NULL : "." };
+	char where[PATH_MAX + 8], err[ERRLEN];
+	struct multi_opts mo = { .cfg = &cc, .max_processes = o->max_processes, .pids = o->pids,
+				 .npids = o->npids, .pattern = o->match, .where = where,
+				 .out = { several_start, several_discard, several_period,
+					  several_end, &sv } };
+	struct proc_matcher matcher;
+	int rc;
+
+	several_checks(o, sv.outdir);
+	snprintf(where, sizeof(where), sv.outdir ? "into %s" : "and pushed", sv.outdir);
+	/* credentials, spool: refused before anything is recorded */
+	if (o->push.url) {
+		if (pusher_open(&pusher, &o->push, err, sizeof(err)) ||
+		    pusher_start(&pusher, err, sizeof(err)))
 			die(err);
-		pusher_close(&check);
+		sv.pusher = &pusher;
 	}
-	if (mo.gc_log_dir)
-		prepare_dir(mo.gc_log_dir);
 	if (o->match) {
 		if (matcher_init(&matcher, o->match, err, sizeof(err)))
 			die(err);
 		mo.match = &matcher;
 	}
-	install_stop_signals();
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	rc = multi_run(&mo, &stop_signal, &forward_signal);
+	frame_naming_set(&o->naming);
+	controller_config_of(o, &cc);
+	rc = multi_run(&mo, &stop_signal, &cut_requested);
+	if (o->push.url) {
+		pusher_stop(&pusher);
+		pusher_print(&pusher, stderr);
+		pusher_close(&pusher);
+	}
 	if (o->match)
 		matcher_free(&matcher);
 	free(o->pids);
-	free(base);
 	return rc;
+}
+
+static void install_cut_signal(struct options *o)
+{
+	if (o->rotate) {
+		struct sigaction sa = { .sa_handler = on_cut_signal };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, NULL);
+	} else {
+		signal(SIGUSR1, SIG_IGN);	/* a period of its own only with --rotate */
+	}
 }
 
 int cmd_record(int argc, char **argv)
@@ -857,45 +993,33 @@ int cmd_record(int argc, char **argv)
 	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
 	struct controller_config cc;
 	char output[PATH_MAX], log[PATH_MAX], err[ERRLEN];
-	struct run run = { .o = &o, .pidfd = -1 };
+	struct pusher pusher;
+	struct run run = { .o = &o, .pidfd = -1, .target = &run.found, .pusher = &pusher,
+			   .gc_log = NULL };
 
 	o.dashdash = find_dashdash(argc, argv);
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
 	if (o.pids || o.match) {
-		int rc = record_several(&o);
-
-		for (size_t i = 0; i < o.nforward; i++)
-			free(o.forward[i]);
-		free(o.forward);
-		return rc;
+		install_stop_signals();
+		install_cut_signal(&o);
+		return record_several(&o);
 	}
 	check_environment(&o, output, sizeof(output));
 	/* credentials, spool: refused before anything is recorded */
-	if (o.push.url && pusher_open(&run.pusher, &o.push, err, sizeof(err)))
+	if (o.push.url && pusher_open(&pusher, &o.push, err, sizeof(err)))
 		die(err);
 	frame_naming_set(&o.naming);
 	install_stop_signals();
-	if (o.rotate) {
-		struct sigaction sa = { .sa_handler = on_cut_signal };
-
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGUSR1, &sa, NULL);
-	} else {
-		signal(SIGUSR1, SIG_IGN);	/* a period of its own only with --rotate */
-	}
-	cc = (struct controller_config){
-		.rate_hz = o.rate_hz, .wait_threshold_ms = o.wait_threshold_ms,
-		.gil_only = o.gil_only, .by_function = o.by_function, .idle = o.idle,
-		.native = o.native, .native_stack_bytes = o.native_stack_kib * 1024,
-		.subprocesses = o.subprocesses, .verbose = o.verbose,
-		.labels = o.label.labels, .nlabels = o.label.nlabels, .dask = o.label.dask,
-		.duration_ns = (uint64_t)(o.duration * 1e9), .period_ns = (uint64_t)(o.rotate * 1e9),
-		.periods = CONTROLLER_PERIODS_SEPARATE, .should_stop = should_stop,
-		.on_tick = on_tick, .on_period = on_period, .ctx = &run,
-	};
+	install_cut_signal(&o);
+	controller_config_of(&o, &cc);
+	cc.should_stop = should_stop;
+	cc.on_tick = on_tick;
+	cc.on_period = on_period;
+	cc.ctx = &run;
 	if (controller_open(&run.ctl, &cc, err, sizeof(err)))
 		die(err);
 	run.rec = controller_recorder(&run.ctl);
+	run.session = run.ctl.session;
 	if (o.command) {
 		run.pid = launch_command(o.command, o.as_root, err, sizeof(err));
 		if (run.pid < 0)
@@ -909,13 +1033,15 @@ int cmd_record(int argc, char **argv)
 	}
 	run.pidfd = watch_process(run.pid);
 	find_interpreter(&run);
-	recorder_set_command(run.rec, o.command ? o.command[0] : run.target.shown_path);
+	recorder_set_command(run.rec, o.command ? o.command[0] : run.found.shown_path);
 	run.rotation.keep = o.keep;
 	/* period names derive from a copy: write_period reuses "output" */
 	run.output = strdup(output);
-	if (!run.output)
+	run.files = !o.push.url || o.output;
+	run.gc_log = o.gc_log ? strdup(o.gc_log) : NULL;
+	if (!run.output || (o.gc_log && !run.gc_log))
 		die("out of memory");
-	if (o.push.url && pusher_start(&run.pusher, err, sizeof(err)))
+	if (o.push.url && pusher_start(&pusher, err, sizeof(err)))
 		die(err);
 	record(&run);
 	if (o.rotate) {
@@ -925,14 +1051,15 @@ int cmd_record(int argc, char **argv)
 		snprintf(log, sizeof(log), "%s", o.gc_log ? o.gc_log : "");
 	}
 	if (o.push.url)
-		pusher_stop(&run.pusher);
+		pusher_stop(&pusher);
 	print_summary(&run, output[0] ? output : NULL, o.gc_log ? log : NULL);
 	if (o.push.url) {
-		pusher_print(&run.pusher, stderr);
-		pusher_close(&run.pusher);
+		pusher_print(&pusher, stderr);
+		pusher_close(&pusher);
 	}
 	rotation_free(&run.rotation);
 	free((char *)run.output);
+	free((char *)run.gc_log);
 	controller_close(&run.ctl);
 	end_command(&run);
 	return 0;

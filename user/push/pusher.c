@@ -169,6 +169,13 @@ static const struct push_process *process_of(struct pusher *p, pid_t pid, const 
 	return pr;
 }
 
+void pusher_forget(struct pusher *p, pid_t pid)
+{
+	for (size_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].pid == pid)
+			p->procs[i--] = p->procs[--p->nprocs];
+}
+
 /* "name=...&from=...": the request's query, the name percent-encoded. */
 static char *request_query(struct pusher *p, const struct push_process *pr, double from_s,
 			   double until_s)

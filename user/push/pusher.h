@@ -73,6 +73,9 @@ int pusher_start(struct pusher *p, char *err, size_t len);
  * the profile, spooled. wo: the writer options of the period's files. */
 void pusher_period(struct pusher *p, const struct profile *prof, const struct writer_options *wo,
 		   double from_s, double until_s);
+/* Forgets the labels noted for pid: its process ended (a new process may
+ * get the pid, and a run of many processes must not keep them all). */
+void pusher_forget(struct pusher *p, pid_t pid);
 /* Ends the thread after one last try of what is spooled (at most
  * PUSH_FINAL_S), and closes everything. */
 void pusher_stop(struct pusher *p);

@@ -9,14 +9,9 @@
 #include "launch.h"
 #include "parse_num.h"
 
-/* Passes over the ring at a period's end before its cut: the records of a
- * target that fills the ring as fast as we read belong to the next one. */
-#define CUT_DRAIN_PASSES	16
 /* Two requests for a cut this close are one (SIGUSR1 sent to every ebpfprof
  * process, and passed on by the one that started this one). */
 #define CUT_REQUEST_MERGE_NS	250000000ull
-/* Thread names change and threads come and go: read them this often. */
-#define NAMES_EVERY_NS		1000000000ull
 
 /* The kernel's thresholds from the wait threshold and the rate: every wait
  * as long as the threshold is sent whole (the --gc-log shows them), shorter
@@ -30,22 +25,33 @@ static void offcpu_thresholds(const struct controller_config *cfg, struct sessio
 				so->offcpu_period_ns;
 }
 
-static void session_opts_of(struct controller *c, struct session_opts *so)
+void controller_session_opts(const struct controller_config *cfg, struct session_opts *so)
 {
-	const struct controller_config *cfg = &c->cfg;
-
 	so->rate_hz = cfg->rate_hz;
 	so->follow_children = cfg->subprocesses;
 	so->native = cfg->native;
 	so->native_stack_bytes = cfg->native_stack_bytes;
 	so->verbose = cfg->verbose;
+	offcpu_thresholds(cfg, so);
+}
+
+void controller_recorder_opts(const struct controller_config *cfg, struct recorder_opts *ro)
+{
+	*ro = (struct recorder_opts){ .rate_hz = cfg->rate_hz, .gil_only = cfg->gil_only,
+				      .by_function = cfg->by_function, .idle = cfg->idle,
+				      .native = cfg->native, .labels = cfg->labels,
+				      .nlabels = cfg->nlabels, .dask = cfg->dask };
+}
+
+static void session_opts_of(struct controller *c, struct session_opts *so)
+{
+	controller_session_opts(&c->cfg, so);
 	so->on_event = recorder_on_event;
 	so->on_totals = recorder_on_totals;
 	so->next_lost_stack = recorder_next_lost_stack;
 	so->next_label_codes = recorder_next_label_codes;
 	so->stack_of_blocked = blocked_stack_of;
 	so->ctx = &c->rec;
-	offcpu_thresholds(cfg, so);
 }
 
 error_t controller_rate_option(int key, char *arg, struct argp_state *state, unsigned *rate_hz)
@@ -71,10 +77,7 @@ int controller_open(struct controller *c, const struct controller_config *cfg,
 	c->pidfd = -1;
 	if (!c->cfg.rate_hz)
 		c->cfg.rate_hz = SESSION_DEFAULT_RATE_HZ;
-	ro = (struct recorder_opts){ .rate_hz = c->cfg.rate_hz, .gil_only = cfg->gil_only,
-				     .by_function = cfg->by_function, .idle = cfg->idle,
-				     .native = cfg->native, .labels = cfg->labels,
-				     .nlabels = cfg->nlabels, .dask = cfg->dask };
+	controller_recorder_opts(&c->cfg, &ro);
 	if (recorder_init(&c->rec, &ro)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -128,12 +131,11 @@ int controller_attach(struct controller *c, const struct py_target *t, int pidfd
 	return 0;
 }
 
-/* Drains what is ready without waiting, at most passes times (0: until empty). */
-static void drain(struct controller *c, unsigned passes)
+void controller_drain(struct session *s, unsigned passes)
 {
 	unsigned n = 0;
 
-	while (session_poll(c->session, 0) > 0 && (!passes || ++n < passes))
+	while (session_poll(s, 0) > 0 && (!passes || ++n < passes))
 		;
 }
 
@@ -141,7 +143,7 @@ void controller_cut_period(struct controller *c)
 {
 	uint64_t end;
 
-	drain(c, CUT_DRAIN_PASSES);
+	controller_drain(c->session, CONTROLLER_CUT_DRAIN_PASSES);
 	end = monotonic_ns();
 	session_cut_period(c->session, c->target->pid);
 	if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
@@ -206,7 +208,7 @@ enum controller_stop_reason controller_run(struct controller *c)
 		follower_step(&c->follower);
 		if (monotonic_ns() >= c->next_names_ns) {
 			recorder_refresh_names(&c->rec);
-			c->next_names_ns = monotonic_ns() + NAMES_EVERY_NS;
+			c->next_names_ns = monotonic_ns() + CONTROLLER_NAMES_EVERY_NS;
 		}
 	}
 	return c->stopped;
@@ -217,7 +219,7 @@ void controller_stop(struct controller *c)
 	uint64_t end = monotonic_ns();
 
 	session_remove_process(c->session, c->target->pid);
-	drain(c, 0);
+	controller_drain(c->session, 0);
 	if (c->cfg.periods != CONTROLLER_PERIODS_LIVE)
 		recorder_finish(&c->rec, end);
 }

@@ -42,6 +42,12 @@ enum controller_periods {
  * ARGP_ERR_UNKNOWN for any other key. */
 error_t controller_rate_option(int key, char *arg, struct argp_state *state, unsigned *rate_hz);
 
+/* Passes over the ring at a period's end before its cut: the records of a
+ * target that fills the ring as fast as we read belong to the next one. */
+#define CONTROLLER_CUT_DRAIN_PASSES	16
+/* Thread names change and threads come and go: read them this often. */
+#define CONTROLLER_NAMES_EVERY_NS	1000000000ull
+
 /* The shortest wait sent whole when none is asked for (record -W). */
 #define CONTROLLER_WAIT_THRESHOLD_MS	10.0
 
@@ -102,6 +108,13 @@ struct controller {
 	int cut_requested;
 };
 
+/* The session's and the recorder's options of cfg (rate_hz set), without
+ * the session's callbacks: for a driver of its own (group.h). */
+void controller_session_opts(const struct controller_config *cfg, struct session_opts *so);
+void controller_recorder_opts(const struct controller_config *cfg, struct recorder_opts *ro);
+/* Drains what the session has ready without waiting, at most passes times
+ * (0: until empty). */
+void controller_drain(struct session *s, unsigned passes);
 /* Loads and attaches the BPF programs, readies the recorder. 0, or -1 with
  * err filled (c is then closed). */
 int controller_open(struct controller *c, const struct controller_config *cfg,

@@ -5,9 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "grow.h"
 #include "hash.h"
@@ -16,19 +13,17 @@
 #include "procfs.h"
 #include "parse_num.h"
 #include "py_target.h"
-#include "recorder.h"
 #include "remote.h"
 
-#define POLL_NS		(200ull * 1000000ull)
+/* How often /proc is scanned for new matches. */
+#define SCAN_NS		(200ull * 1000000ull)
 /* how long a matching process may take to show a CPython interpreter */
 #define READY_TIMEOUT_NS (10ull * 1000000000ull)
-/* after the duration, how long the children may take to write */
-#define FINISH_GRACE_NS	(30ull * 1000000000ull)
 
 enum target_state {
 	T_PENDING,	/* matched; waiting for its interpreter */
-	T_READY,	/* a CPython ebpfprof supports: waits for a free recording */
-	T_RUNNING,	/* a child records it */
+	T_READY,	/* a CPython ebpfprof supports: waits for room */
+	T_RUNNING,	/* a member of the session records it */
 	T_DONE,		/* recorded, or not Python: until the pid goes or execs */
 	T_REFUSED,	/* refused or its recording failed: never tried again */
 };
@@ -37,7 +32,7 @@ struct target {
 	pid_t pid;
 	unsigned long long start_time;	/* with the pid, names the process */
 	enum target_state state;
-	pid_t child;
+	void *out;		/* T_RUNNING: the front end's outputs of it */
 	uint64_t deadline_ns;	/* T_PENDING: give up then */
 	uint64_t cmd_hash;	/* T_DONE: an exec changes it, look again */
 	int seen;		/* in the last scan */
@@ -45,13 +40,16 @@ struct target {
 
 struct multi {
 	const struct multi_opts *o;
+	struct group group;
 	struct target *t;
 	size_t n, cap;
-	uint64_t end_ns;	/* 0: no duration */
+	unsigned max;		/* processes at once */
+	uint64_t next_scan_ns;
+	volatile sig_atomic_t *stop, *cut;
 	unsigned started, failed;	/* recordings tried; those that failed */
 	unsigned refused;	/* matched CPython processes not recorded (unsupported) */
-	unsigned running;	/* children recording now */
-	int told_full;		/* the line about MULTI_MAX_CHILDREN was printed */
+	unsigned running;	/* members recording now */
+	int told_full;		/* the line about the bound was printed */
 };
 
 static uint64_t cmdline_hash(pid_t pid)
@@ -83,96 +81,6 @@ static struct target *add_target(struct multi *m, pid_t pid)
 	return &m->t[m->n++];
 }
 
-static void format_seconds(char *buf, size_t len, double s)
-{
-	snprintf(buf, len, "%.3f", s);
-}
-
-/* The child: "ebpfprof OPTIONS --pid PID -o DIR/ebpfprof-PID.SUFFIX ...". */
-static pid_t spawn_child(struct multi *m, pid_t pid)
-{
-	const struct multi_opts *o = m->o;
-	char pidbuf[16], out[PATH_MAX], gclog[PATH_MAX], dur[32];
-	const char **argv;
-	size_t n = 0;
-	pid_t child;
-
-	for (const char *const *a = o->base_argv; *a; a++)
-		n++;
-	/* every option forwarded, then at most 8 of the child's own */
-	argv = calloc(n + 9, sizeof(*argv));
-	if (!argv)
-		return -1;
-	n = 0;
-	for (const char *const *a = o->base_argv; *a; a++)
-		argv[n++] = *a;
-	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
-	argv[n++] = "--pid";
-	argv[n++] = pidbuf;
-	if (o->outdir) {
-		snprintf(out, sizeof(out), "%s/ebpfprof-%d%s", o->outdir, pid, o->suffix);
-		argv[n++] = "-o";
-		argv[n++] = out;
-	}
-	if (o->gc_log_dir) {
-		snprintf(gclog, sizeof(gclog), "%s/ebpfprof-%d.gc.jsonl", o->gc_log_dir, pid);
-		argv[n++] = "--gc-log";
-		argv[n++] = gclog;
-	}
-	if (m->end_ns) {
-		format_seconds(dur, sizeof(dur), (m->end_ns - monotonic_ns()) / 1e9);
-		argv[n++] = "-d";
-		argv[n++] = dur;
-	}
-	argv[n] = NULL;
-	child = fork();
-	if (child == 0) {
-		/* the recording must not outlive the one who asked for it */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		execv("/proc/self/exe", (char **)argv);
-		fprintf(stderr, "ebpfprof: cannot run /proc/self/exe: %s\n", strerror(errno));
-		_exit(1);
-	}
-	free(argv);
-	return child;
-}
-
-static void start(struct multi *m, struct target *t)
-{
-	/* tried, even if it fails to start: the summary counts started - failed */
-	m->started++;
-	t->child = spawn_child(m, t->pid);
-	if (t->child < 0) {
-		fprintf(stderr, "ebpfprof: cannot start the recording of process %d: %s\n",
-			t->pid, strerror(errno));
-		t->state = T_REFUSED;
-		m->failed++;
-		return;
-	}
-	t->state = T_RUNNING;
-	m->running++;
-}
-
-/* Starts t now if fewer than MULTI_MAX_CHILDREN record, else it waits its
- * turn (said once, the first time the limit is met). */
-static void start_or_wait(struct multi *m, struct target *t)
-{
-	char cmdline[MATCH_CMDLINE_MAX], shown[MATCH_CMDLINE_MAX];
-
-	if (m->running >= MULTI_MAX_CHILDREN) {
-		if (t->state != T_READY && !m->told_full)
-			fprintf(stderr, "ebpfprof: %d recordings at once already, the most: process %d "
-				"(and any further match) waits for one to end\n", MULTI_MAX_CHILDREN, t->pid);
-		m->told_full = 1;
-		t->state = T_READY;
-		return;
-	}
-	if (procfs_cmdline(t->pid, cmdline, sizeof(cmdline)) == 0)
-		fprintf(stderr, "ebpfprof: profiling process %d: %.200s\n", t->pid,
-			printable(cmdline, shown, sizeof(shown)));
-	start(m, t);
-}
-
 /* A process this run will not record: one line, and it is never tried
  * again (not even after an exec: it is the same process). */
 static void give_up(struct target *t, const char *why)
@@ -184,25 +92,80 @@ static void give_up(struct target *t, const char *why)
 	t->state = T_REFUSED;
 }
 
-/* T_PENDING: is it a CPython process ebpfprof supports yet? Checked here,
- * before any child loads BPF programs for it. */
+static void failed(struct multi *m, struct target *t, const char *why)
+{
+	m->failed++;
+	give_up(t, why);
+}
+
+/* The prepared target joins the session, its outputs checked first. */
+static void start(struct multi *m, struct target *t, const struct py_target *pt)
+{
+	char err[512], cmdline[MATCH_CMDLINE_MAX], shown[MATCH_CMDLINE_MAX];
+
+	if (procfs_cmdline(t->pid, cmdline, sizeof(cmdline)) == 0)
+		fprintf(stderr, "ebpfprof: profiling process %d: %.200s\n", t->pid,
+			printable(cmdline, shown, sizeof(shown)));
+	/* tried, even if it fails to start: the summary counts started - failed */
+	m->started++;
+	t->out = m->o->out.start(m->o->out.ctx, pt, err, sizeof(err));
+	if (!t->out) {
+		remote_untrack(t->pid);
+		failed(m, t, err);
+		return;
+	}
+	if (!group_add(&m->group, pt, err, sizeof(err))) {
+		m->o->out.discard(m->o->out.ctx, t->out);
+		t->out = NULL;
+		failed(m, t, err);
+		return;
+	}
+	t->state = T_RUNNING;
+	m->running++;
+}
+
+/* Is the process a CPython ebpfprof supports (yet)? Checked before
+ * anything is set up for it; it starts at once if there is room, else waits
+ * its turn (said once, the first time the bound is met). */
 static void try_start(struct multi *m, struct target *t)
 {
 	struct py_target pt;
 	char err[512];
-	int rc = py_target_find(t->pid, &pt, err, sizeof(err));
+	int rc;
 
-	/* started only once its interpreter is initialised: "--pid" does not wait */
+	if (t->state == T_READY && m->running >= m->max)
+		return;
+	if (group_records(&m->group, t->pid)) {
+		/* a child a member follows (-s): in its parent's profile already */
+		t->state = T_DONE;
+		t->cmd_hash = cmdline_hash(t->pid);
+		return;
+	}
+	rc = py_target_find(t->pid, &pt, err, sizeof(err));
+	/* started only once its interpreter is initialised */
 	if (rc == PY_TARGET_OK)
 		rc = py_target_prepare(&pt, err, sizeof(err));
-	/* the recording reads it, not this process: its pidfd is let go */
+	if (rc == PY_TARGET_OK && m->running < m->max) {
+		start(m, t, &pt);
+		return;
+	}
+	/* not read until it starts: its pidfd is let go */
 	remote_untrack(t->pid);
 	if (rc == PY_TARGET_OK) {
-		start_or_wait(m, t);
+		if (!m->told_full)
+			fprintf(stderr, "ebpfprof: %u processes recorded at once already, the most "
+				"(--max-processes): process %d (and any further match) waits for one "
+				"to end\n", m->max, t->pid);
+		m->told_full = 1;
+		t->state = T_READY;
 	} else if (rc == PY_TARGET_UNSUPPORTED) {
 		m->refused++;
 		give_up(t, err);
-	} else if (rc == PY_TARGET_GONE || monotonic_ns() > t->deadline_ns) {
+	} else if (!m->o->match && (rc != PY_TARGET_NOT_READY || monotonic_ns() > t->deadline_ns)) {
+		/* a pid given is recorded or said why not */
+		m->started++;
+		failed(m, t, err);
+	} else if (rc == PY_TARGET_GONE || t->state == T_READY || monotonic_ns() > t->deadline_ns) {
 		t->state = T_DONE;
 		t->cmd_hash = cmdline_hash(t->pid);
 	}
@@ -250,153 +213,142 @@ static void scan(struct multi *m)
 			m->t[i--] = m->t[--m->n];
 }
 
-/* Starts what waits, in the order found, while recordings are free. */
+/* Starts what waits, in the order found, while there is room. */
 static void start_waiting(struct multi *m)
 {
-	for (size_t i = 0; i < m->n; i++) {
-		if (m->t[i].state == T_READY)
-			start_or_wait(m, &m->t[i]);
-		else if (m->t[i].state == T_PENDING)
-			try_start(m, &m->t[i]);
-	}
-}
-
-static void reaped(struct multi *m, pid_t child, int status)
-{
-	char why[128];
-
-	for (size_t i = 0; i < m->n; i++) {
-		struct target *t = &m->t[i];
-
-		if (t->child != child)
-			continue;
-		t->child = 0;
-		m->running--;
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-			t->state = T_DONE;
-			t->cmd_hash = cmdline_hash(t->pid);
-			return;
-		}
-		m->failed++;
-		if (WIFEXITED(status))
-			snprintf(why, sizeof(why), "its recording failed (exit status %d)",
-				 WEXITSTATUS(status));
-		else
-			snprintf(why, sizeof(why), "its recording was ended by signal %d",
-				 WTERMSIG(status));
-		give_up(t, why);
-		return;
-	}
-}
-
-static size_t reap(struct multi *m, int block)
-{
-	int status;
-	pid_t c;
-
-	while ((c = waitpid(-1, &status, block ? 0 : WNOHANG)) > 0) {
-		reaped(m, c, status);
-		block = 0;
-	}
-	return m->running;
-}
-
-static void signal_children(struct multi *m, int sig)
-{
 	for (size_t i = 0; i < m->n; i++)
-		if (m->t[i].state == T_RUNNING)
-			kill(m->t[i].child, sig);
+		if (m->t[i].state == T_READY || m->t[i].state == T_PENDING)
+			try_start(m, &m->t[i]);
 }
 
-static void nap(uint64_t ns)
-{
-	struct timespec ts = { ns / 1000000000ull, ns % 1000000000ull };
-
-	nanosleep(&ts, NULL);	/* a signal ends it early: fine */
-}
-
-/* Processes ready to record that wait for a free recording. */
-static size_t waiting(const struct multi *m)
+static size_t count(const struct multi *m, enum target_state state)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->n; i++)
-		n += m->t[i].state == T_READY;
+		n += m->t[i].state == state;
 	return n;
 }
 
-static void run_loop(struct multi *m, volatile sig_atomic_t *stop,
-		     volatile sig_atomic_t *forward)
+/* Processes ready to record that wait for room. */
+static size_t waiting(const struct multi *m)
 {
-	for (;;) {
-		size_t running = reap(m, 0);
-
-		if (*forward) {
-			signal_children(m, *forward);
-			*forward = 0;
-		}
-		if (*stop) {
-			signal_children(m, SIGTERM);
-			return;
-		}
-		if (m->end_ns && monotonic_ns() + 50000000ull >= m->end_ns)
-			return;
-		if (m->o->match)
-			scan(m);
-		else if (!running && !waiting(m))
-			return;
-		start_waiting(m);
-		nap(POLL_NS);
-	}
+	return count(m, T_READY);
 }
 
-static void finish(struct multi *m, volatile sig_atomic_t *stop)
+static struct target *running_target(struct multi *m, pid_t pid)
 {
-	uint64_t give_up = monotonic_ns() + FINISH_GRACE_NS;
-	int terminated = 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->t[i].pid == pid && m->t[i].state == T_RUNNING)
+			return &m->t[i];
+	return NULL;
+}
 
-	while (reap(m, 0)) {
-		if (!terminated && (*stop || monotonic_ns() > give_up)) {
-			signal_children(m, SIGTERM);
-			terminated = 1;
-			give_up = monotonic_ns() + FINISH_GRACE_NS;
-		} else if (terminated && monotonic_ns() > give_up) {
-			signal_children(m, SIGKILL);
-		}
-		nap(POLL_NS / 4);
+/* group hooks */
+
+static int should_stop(void *ctx)
+{
+	struct multi *m = ctx;
+
+	if (*m->stop)
+		return 1;
+	/* fixed pids: done when every one has ended */
+	return !m->o->match && !m->running && !waiting(m) && !count(m, T_PENDING);
+}
+
+static void on_tick(void *ctx, uint64_t now_ns)
+{
+	struct multi *m = ctx;
+
+	if (*m->cut) {
+		*m->cut = 0;
+		group_request_cut(&m->group);
 	}
+	if (now_ns < m->next_scan_ns)
+		return;
+	m->next_scan_ns = now_ns + SCAN_NS;
+	if (m->o->match)
+		scan(m);
+	start_waiting(m);
+}
+
+static void on_period(void *ctx, struct group_member *mem, uint64_t end_ns)
+{
+	struct multi *m = ctx;
+	struct target *t = running_target(m, mem->target.pid);
+
+	if (t)
+		m->o->out.period(m->o->out.ctx, mem, t->out, end_ns);
+}
+
+static void on_end(void *ctx, struct group_member *mem)
+{
+	struct multi *m = ctx;
+	struct target *t = running_target(m, mem->target.pid);
+	void *out;
+
+	if (!t)
+		return;
+	out = t->out;
+	t->out = NULL;
+	m->running--;
+	if (m->o->out.end(m->o->out.ctx, mem, out)) {
+		/* the front end said why; a process recorded once is not again */
+		m->failed++;
+		t->state = T_REFUSED;
+		return;
+	}
+	t->state = T_DONE;
+	t->cmd_hash = cmdline_hash(t->pid);
+}
+
+static void print_summary(struct multi *m)
+{
+	unsigned ok = m->started - m->failed;
+
+	fprintf(stderr, "ebpfprof: %u process%s recorded %s, %u failed", ok, ok == 1 ? "" : "es",
+		m->o->where, m->failed);
+	if (m->refused)
+		fprintf(stderr, ", %u refused", m->refused);
+	if (waiting(m))
+		fprintf(stderr, ", %zu not recorded (more than %u at once)", waiting(m), m->max);
+	fputc('\n', stderr);
 }
 
 int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
-	      volatile sig_atomic_t *forward)
+	      volatile sig_atomic_t *cut)
 {
-	struct multi m = { .o = o };
-	size_t i;
+	struct multi m = { .o = o, .stop = stop, .cut = cut,
+			   .max = o->max_processes ? o->max_processes : MULTI_DEFAULT_PROCESSES };
+	struct group_hooks hooks = { should_stop, on_tick, on_period, on_end, &m };
+	enum controller_stop_reason why;
+	char err[512], shown[1024];
+	int rc;
 
-	if (o->duration > 0)
-		m.end_ns = monotonic_ns() + (uint64_t)(o->duration * 1e9);
-	for (i = 0; i < o->npids; i++) {
+	if (group_open(&m.group, o->cfg, &hooks, err, sizeof(err))) {
+		fprintf(stderr, "ebpfprof: %s\n", printable(err, shown, sizeof(shown)));
+		return 1;
+	}
+	for (size_t i = 0; i < o->npids; i++) {
 		struct target *t = add_target(&m, o->pids[i]);
 
 		if (t)
-			start_or_wait(&m, t);
+			try_start(&m, t);
 	}
 	if (o->match)
 		fprintf(stderr, "ebpfprof: profiling every CPython process matching '%s'%s\n",
-			o->pattern, o->duration > 0 ? "" : " until Ctrl-C or SIGTERM");
-	run_loop(&m, stop, forward);
-	finish(&m, stop);
-	fprintf(stderr, "ebpfprof: %u process%s recorded %s%s, %u failed",
-		m.started - m.failed, m.started - m.failed == 1 ? "" : "es",
-		o->outdir ? "into " : "and pushed", o->outdir ? o->outdir : "", m.failed);
-	if (m.refused)
-		fprintf(stderr, ", %u refused", m.refused);
-	if (waiting(&m))
-		fprintf(stderr, ", %zu not recorded (more than %d at once)", waiting(&m),
-			MULTI_MAX_CHILDREN);
-	fputc('\n', stderr);
+			o->pattern, o->cfg->duration_ns ? "" : " until Ctrl-C or SIGTERM");
+	why = group_run(&m.group);
+	group_stop(&m.group, why);
+	print_summary(&m);
+	session_print_summary(m.group.session, stderr);
+	if (o->cfg->verbose)
+		fprintf(stderr, "ebpfprof: %lu records of processes no longer recorded, dropped\n",
+			m.group.unrouted);
+	rc = m.failed || m.refused || waiting(&m) ? 1 : 0;
+	group_close(&m.group);
 	free(m.t);
-	return m.failed || m.refused || waiting(&m) ? 1 : 0;
+	return rc;
 }
 
 int parse_pid_list(const char *s, pid_t **out, size_t *n)

@@ -268,6 +268,11 @@ static void on_proc_event(struct recorder *r, const struct ep_proc_event *e)
 	push_change(r, &c);
 }
 
+int recorder_pid(const struct recorder *r, size_t i)
+{
+	return r->procs[i]->target.pid;
+}
+
 static struct rec_process *find_process(struct recorder *r, int pid)
 {
 	size_t i;

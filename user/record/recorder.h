@@ -142,6 +142,9 @@ static inline size_t recorder_nprocs(const struct recorder *r)
 	return r->nprocs;
 }
 
+/* The pid of the i-th of them (i < recorder_nprocs). */
+int recorder_pid(const struct recorder *r, size_t i);
+
 /* The profile and the exact GC pauses and waits so far: ready for the
  * writers and the report after recorder_finish or recorder_cut_period. A
  * live view may free what it has consumed of them (top_model_release). */
