@@ -5,6 +5,7 @@
  * first, COUNT in samples at the session's rate. As py-spy writes them: the
  * threads' stacks are merged unless -t asks for a "Thread TID "name"" root,
  * and a profile of several processes starts each stack with its process.
+ * record --tasks' suspended tasks follow, under a root of their own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -199,13 +200,11 @@ static uint64_t line_count(const struct profile *p, const struct stack_ref *r)
 	return n ? n : 1;
 }
 
-static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
-		    const struct stack_ref *r)
+/* The stack's frames and its line's count, after its roots. */
+static int put_stack(FILE *f, const struct profile *p, const struct stack_ref *r)
 {
 	uint32_t i;
 
-	if (put_roots(f, roots, r->t))
-		return -1;
 	for (i = 0; i < r->nframes; i++) {
 		if (i && fputc(';', f) == EOF)
 			return -1;
@@ -219,6 +218,48 @@ static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
 	return fprintf(f, " %" PRIu64 "\n", line_count(p, r)) < 0 ? -1 : 0;
 }
 
+static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
+		    const struct stack_ref *r)
+{
+	return put_roots(f, roots, r->t) || put_stack(f, p, r) ? -1 : 0;
+}
+
+/* record --tasks: a process's suspended tasks under a root of their own,
+ * "[asyncio tasks] <process> (pid N)", counted in task-seconds at the
+ * session's rate. */
+struct task_out {
+	FILE *f;
+	const struct profile *p;
+};
+
+static int put_task_lines(int pid, void *arg)
+{
+	const struct task_out *out = arg;
+	const struct profile *p = out->p;
+	FILE *f = out->f;
+	struct task_stack *v;
+	long n = task_spans_stacks(&p->tasks, pid, &v), i;
+	char *root = n > 0 ? task_spans_title(&p->tasks, pid) : NULL;
+	int err = n < 0 || (n > 0 && !root);
+
+	for (i = 0; !err && i < n; i++) {
+		struct stack_ref r = { .frames = v[i].frames, .nframes = v[i].nframes,
+				       .count = 1, .weight_ns = v[i].ns };
+
+		err = put_clean(f, root) || fputc(';', f) == EOF || put_stack(f, p, &r);
+	}
+	free(root);
+	free(v);
+	return err ? -1 : 0;
+}
+
+static int put_tasks(FILE *f, const struct profile *p)
+{
+	struct task_out out = { f, p };
+
+	return task_spans_each_pid(&p->tasks, put_task_lines, &out);
+}
+
 static int collapsed_write(const struct profile *p, const struct writer_options *o,
 			   FILE *f)
 {
@@ -229,6 +270,7 @@ static int collapsed_write(const struct profile *p, const struct writer_options 
 
 	for (i = 0; !err && i < refs.n; i++)
 		err = put_line(f, p, &roots, &refs.v[i]);
+	err = err || put_tasks(f, p);
 	free(refs.v);
 	if (err && !errno)
 		errno = EIO;

@@ -292,6 +292,53 @@ static int write_holder_profiles(FILE *f, const struct profile *p, const struct 
 	return err ? -1 : 0;
 }
 
+/* record --tasks: "[asyncio tasks] <process> (pid N)", each suspended
+ * task's await chain weighted by the time it stayed there (task_spans.h),
+ * end to end: its total is in task-seconds, not on the time axis. */
+struct task_out {
+	FILE *f;
+	const struct profile *p;
+};
+
+static int write_task_profile(int pid, void *arg)
+{
+	const struct task_out *out = arg;
+	const struct profile *p = out->p;
+	FILE *f = out->f;
+	struct task_stack *v;
+	long n = task_spans_stacks(&p->tasks, pid, &v), i;
+	uint64_t total = 0;
+	char *name = n > 0 ? task_spans_title(&p->tasks, pid) : NULL;
+	int err = n < 0 || (n > 0 && !name);
+
+	for (i = 0; i < n; i++)
+		total += v[i].ns;
+	if (!err && n > 0)
+		err = fputs(",\n{\"type\":\"sampled\",\"name\":", f) < 0 ||
+		      json_write_string(f, name) ||
+		      fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,"
+			      "\"endValue\":%" PRIu64 ",\"samples\":[", total) < 0;
+	for (i = 0; !err && i < n; i++) {
+		struct span sp = { .frames = v[i].frames, .nframes = v[i].nframes };
+
+		err = (i && fputc(',', f) == EOF) || write_stack(f, &sp, p->nframes);
+	}
+	err = err || (n > 0 && fputs("],\"weights\":[", f) < 0);
+	for (i = 0; !err && i < n; i++)
+		err = fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, v[i].ns) < 0;
+	err = err || (n > 0 && fputs("]}", f) < 0);
+	free(name);
+	free(v);
+	return err ? -1 : 0;
+}
+
+static int write_task_profiles(FILE *f, const struct profile *p)
+{
+	struct task_out out = { f, p };
+
+	return task_spans_each_pid(&p->tasks, write_task_profile, &out);
+}
+
 /*
  * A recording without a sample (the target never ran Python on a CPU while
  * recorded, e.g. it slept throughout) still opens in speedscope, which
@@ -396,7 +443,8 @@ static int write_thread_profiles(const struct profile *p, const struct analysis 
 	}
 	if (!err && !p->nthreads && write_no_samples(f, end))
 		err = -1;
-	if (!err && (write_holder_profiles(f, p, a) || fputs("]", f) < 0))
+	if (!err && (write_holder_profiles(f, p, a) || write_task_profiles(f, p) ||
+		     fputs("]", f) < 0))
 		err = -1;
 	free(tl.spans);
 	free(order);
@@ -414,7 +462,8 @@ static int write_profiles(const struct profile *p, const struct writer_options *
 		return -1;
 	if (first && write_no_samples(f, axis_end(p)))
 		return -1;
-	return write_holder_profiles(f, p, a) || fputs("]", f) < 0 ? -1 : 0;
+	return write_holder_profiles(f, p, a) || write_task_profiles(f, p) ||
+	       fputs("]", f) < 0 ? -1 : 0;
 }
 
 /*

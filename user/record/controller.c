@@ -74,7 +74,8 @@ int controller_open(struct controller *c, const struct controller_config *cfg,
 	ro = (struct recorder_opts){ .rate_hz = c->cfg.rate_hz, .gil_only = cfg->gil_only,
 				     .by_function = cfg->by_function, .idle = cfg->idle,
 				     .native = cfg->native, .labels = cfg->labels,
-				     .nlabels = cfg->nlabels, .dask = cfg->dask };
+				     .nlabels = cfg->nlabels, .dask = cfg->dask,
+				     .tasks = cfg->tasks };
 	if (recorder_init(&c->rec, &ro)) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -119,6 +120,7 @@ int controller_attach(struct controller *c, const struct py_target *t, int pidfd
 	}
 	/* inside a PID namespace too: offcpu_task_io finds threads by our tids */
 	seed_blocked_threads(c->session, &c->rec, t, t0);
+	recorder_walk_tasks(&c->rec, 1);
 	if (c->cfg.subprocesses)
 		session_follow(c->session, t->pid);
 	if (c->cfg.duration_ns)
@@ -142,6 +144,8 @@ void controller_cut_period(struct controller *c)
 	uint64_t end;
 
 	drain(c, CUT_DRAIN_PASSES);
+	if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
+		recorder_walk_tasks(&c->rec, 1);	/* a live view walks as it shows */
 	end = monotonic_ns();
 	session_cut_period(c->session, c->target->pid);
 	if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
@@ -204,6 +208,8 @@ enum controller_stop_reason controller_run(struct controller *c)
 		if (c->cfg.on_tick)
 			c->cfg.on_tick(c->cfg.ctx, monotonic_ns());
 		follower_step(&c->follower);
+		if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
+			recorder_walk_tasks(&c->rec, 0);
 		if (monotonic_ns() >= c->next_names_ns) {
 			recorder_refresh_names(&c->rec);
 			c->next_names_ns = monotonic_ns() + NAMES_EVERY_NS;
@@ -214,8 +220,10 @@ enum controller_stop_reason controller_run(struct controller *c)
 
 void controller_stop(struct controller *c)
 {
-	uint64_t end = monotonic_ns();
+	uint64_t end;
 
+	recorder_walk_tasks(&c->rec, 1);	/* the last stretch, while the target may live */
+	end = monotonic_ns();
 	session_remove_process(c->session, c->target->pid);
 	drain(c, 0);
 	if (c->cfg.periods != CONTROLLER_PERIODS_LIVE)
