@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grow.h"
-#include "profile.h"
 #include "task_spans.h"
 
 long task_spans_add(struct task_spans *ts, const struct task_span *s)
@@ -89,11 +88,14 @@ int task_spans_each_pid(const struct task_spans *ts, int (*fn)(int pid, void *ar
 	return err;
 }
 
+/* Equal stacks side by side: by depth, then by frame ids. */
 static int stack_cmp(const void *a, const void *b)
 {
 	const struct task_stack *x = a, *y = b;
 
-	return profile_stack_cmp(x->frames, x->nframes, y->frames, y->nframes);
+	if (x->nframes != y->nframes)
+		return x->nframes < y->nframes ? -1 : 1;
+	return memcmp(x->frames, y->frames, x->nframes * sizeof(*x->frames));
 }
 
 long task_spans_stacks(const struct task_spans *ts, int pid, struct task_stack **out)

@@ -59,8 +59,8 @@ char *task_spans_title(const struct task_spans *ts, int pid);
 /* fn(pid, arg) for each process with spans, in order of its first span,
  * until fn returns non-zero; fn's last return, or -1 if out of memory. */
 int task_spans_each_pid(const struct task_spans *ts, int (*fn)(int pid, void *arg), void *arg);
-/* pid's spans summed per stack into a malloc'ed *out in stack order; how
- * many, 0 when none, -1 if out of memory. */
+/* pid's spans summed per stack into a malloc'ed *out, by depth then frame
+ * ids; how many, 0 when none, -1 if out of memory. */
 long task_spans_stacks(const struct task_spans *ts, int pid, struct task_stack **out);
 /* The spans dropped, the processes' names kept (--rotate's next period). */
 void task_spans_clear(struct task_spans *ts);
