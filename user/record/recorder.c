@@ -1132,14 +1132,18 @@ static void finish(struct recorder *r, uint64_t end_ns)
 		r->failed++;
 }
 
-/* --tasks: a walk that stopped at a bound missed tasks. */
-static void warn_walk_cut(const struct rec_process *p, FILE *f)
+/* --tasks: the walks and their time; a walk that stopped at a bound
+ * missed tasks. */
+static void print_walks(const struct rec_process *p, FILE *f)
 {
 	unsigned walks;
 	uint64_t ns;
 	int truncated;
 
 	task_walk_cost(p->walk, &walks, &ns, &truncated);
+	if (walks)
+		fprintf(f, "ebpfprof: --tasks: process %d: %u walks of its asyncio tasks, %.1f ms each\n",
+			p->target.pid, walks, ns / 1e6 / walks);
 	if (truncated)
 		fprintf(f, "ebpfprof: warning: --tasks: process %d: a walk of its asyncio tasks stopped at a bound (%d tasks, %d coroutines a task, %llu ms): tasks were missed\n",
 			p->target.pid, PY_TASKS_MAX, PY_TASK_DEPTH, PY_TASKS_WALK_NS / 1000000);
@@ -1159,7 +1163,7 @@ void recorder_print_losses(const struct recorder *r, FILE *f)
 		fprintf(f, "ebpfprof: warning: --tasks: %lu places of suspended tasks not kept (more than %u in the recording)\n",
 			r->profile.tasks.dropped, TASK_SPANS_MAX);
 	for (size_t i = 0; i < r->nprocs; i++)
-		warn_walk_cut(r->procs[i], f);
+		print_walks(r->procs[i], f);
 	if (r->native_unpaired)
 		fprintf(f, "ebpfprof: warning: %lu samples shown without native frames (their registers and stack were lost)\n",
 			r->native_unpaired);

@@ -126,7 +126,8 @@ void recorder_refresh_names(struct recorder *r);
 /* Names every thread (Python name, else MainThread or the kernel's comm),
  * sets the duration and sorts: the profile is then ready for the writers. */
 void recorder_finish(struct recorder *r, uint64_t end_ns);
-/* What userspace could not keep, for the summary (nothing when all is well). */
+/* What userspace could not keep, for the summary (nothing when all is well;
+ * with --tasks, the walks and their cost). */
 void recorder_print_losses(const struct recorder *r, FILE *f);
 
 /* The session starts at t0_ns (CLOCK_MONOTONIC): the profile's times count
