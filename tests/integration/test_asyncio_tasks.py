@@ -300,3 +300,21 @@ def test_diff_gives_task_lines(workloads, tmp_path, out):
     assert "<task gatherer> [await gather: Task child-1, Task child-2]" in lines, sorted(lines)
     text = run_ebpfprof("diff", a, b, check=True).stdout.split("asyncio tasks suspended (--tasks)")
     assert len(text) == 2 and "none outside the noise" in text[1], text
+
+
+def test_record_tasks_on_a_dask_scheduler(cluster, out):
+    """A real asyncio program: a Dask scheduler's comm handlers in its
+    suspended-task profile, each waiting on its comm (TCP.read), for about
+    as long as the recording when they live throughout."""
+    client, _, scheduler_pid = cluster
+    futures = client.map(time.sleep, [0.2] * 40, pure=False)
+    path = out()
+    run_ebpfprof("--pid", scheduler_pid, "-d", 4, "--tasks", "-o", path, check=True)
+    client.gather(futures)
+    prof = Profile(path)
+    length = prof.doc["ebpfprof"]["duration_s"]
+    stacks = list(prof.stacks(tasks_profile(prof, int(scheduler_pid))))
+    handlers = [(names, ns) for names, ns in stacks if "Server._handle_comm" in names]
+    assert handlers, [names for names, _ in stacks]
+    reading = [ns / 1e9 for names, ns in handlers if names[-2:] == ["TCP.read", "[await Future]"]]
+    assert reading and max(reading) >= 0.9 * length, ([names for names, _ in handlers], length)
