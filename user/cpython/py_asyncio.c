@@ -78,6 +78,7 @@ struct walk {
 	size_t seen_cap;
 	unsigned calls;
 	unsigned flags;
+	size_t skip;			/* tasks found but passed over, left */
 	struct code_seen *codes;	/* CODE_CACHE of them */
 };
 
@@ -307,6 +308,11 @@ static int add_task(struct walk *w, uint64_t addr, int running)
 		return 1;
 	if (!addr || seen_before(w, addr) || !py_type_is(&w->r, addr, TASK_TYPE))
 		return 0;
+	if (w->skip) {
+		w->skip--;
+		w->out->skipped++;
+		return 0;
+	}
 	task = new_task(w);
 	if (!task)
 		return 1;
@@ -520,7 +526,13 @@ int py_asyncio_gen_iframe(int minor)
 int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks *out,
 		     char *err, size_t errlen)
 {
-	struct walk w = { .t = t, .out = out, .flags = flags };
+	return py_asyncio_tasks_from(t, flags, 0, out, err, errlen);
+}
+
+int py_asyncio_tasks_from(const struct py_target *t, unsigned flags, size_t skip,
+			  struct py_tasks *out, char *err, size_t errlen)
+{
+	struct walk w = { .t = t, .out = out, .flags = flags, .skip = skip };
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));

@@ -68,6 +68,7 @@ struct py_tasks {
 	size_t n, cap;
 	struct py_task_index *index;	/* by address: py_asyncio_task_at's */
 	int truncated;			/* stopped at a bound: more tasks may exist */
+	size_t skipped;			/* tasks passed over (py_asyncio_tasks_from) */
 	const char *source;		/* where the list was found */
 	unsigned long reads;		/* of target memory, for the walk */
 };
@@ -87,6 +88,11 @@ struct py_tasks {
  */
 int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks *out,
 		     char *err, size_t errlen);
+/* The same, passing over the first skip tasks found (in the walk's order,
+ * read only as far as to know each is a task): a walk cut at a bound goes
+ * on from there next time. */
+int py_asyncio_tasks_from(const struct py_target *t, unsigned flags, size_t skip,
+			  struct py_tasks *out, char *err, size_t errlen);
 /* Where a generator or coroutine of 3.minor keeps its frame (gi_iframe), or -1. */
 int py_asyncio_gen_iframe(int minor);
 void py_asyncio_tasks_free(struct py_tasks *tasks);

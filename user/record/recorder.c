@@ -1145,8 +1145,9 @@ static void print_walks(const struct rec_process *p, FILE *f)
 		fprintf(f, "ebpfprof: --tasks: process %d: %u walks of its asyncio tasks, %.1f ms each\n",
 			p->target.pid, walks, ns / 1e6 / walks);
 	if (truncated)
-		fprintf(f, "ebpfprof: warning: --tasks: process %d: a walk of its asyncio tasks stopped at a bound (%d tasks, %d coroutines a task, %llu ms): tasks were missed\n",
-			p->target.pid, PY_TASKS_MAX, PY_TASK_DEPTH, PY_TASKS_WALK_NS / 1000000);
+		fprintf(f, "ebpfprof: warning: --tasks: process %d: a walk of its asyncio tasks stopped at a bound (%d tasks, %d coroutines a task, %llu ms): the walks took turns over its tasks, each seen every few walks (those beyond %d walks' reach missed)\n",
+			p->target.pid, PY_TASKS_MAX, PY_TASK_DEPTH, PY_TASKS_WALK_NS / 1000000,
+			TASK_WALK_MISSES_MAX + 1);
 }
 
 void recorder_print_losses(const struct recorder *r, FILE *f)

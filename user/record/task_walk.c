@@ -25,6 +25,7 @@ struct placed {
 	uint64_t since_ns;	/* the first walk that saw it there (CLOCK_MONOTONIC) */
 	size_t span;		/* its span in the profile, NO_SPAN: none yet */
 	uint32_t track;
+	unsigned missed;	/* walks since the last that reached it */
 };
 
 struct task_walk {
@@ -32,6 +33,7 @@ struct task_walk {
 	struct placed *placed;	/* by address */
 	size_t nplaced;
 	uint32_t next_track;
+	size_t offset;		/* where the next walk starts: the last one was cut */
 	uint64_t next_ns;
 	unsigned walks;
 	uint64_t walk_ns;
@@ -221,23 +223,58 @@ static void place(struct task_walk *w, struct py_symbolizer *sym, struct profile
 	out->span = span < 0 ? NO_SPAN : (size_t)span;
 }
 
-/* Every suspended task of all placed; the new placements replace the last. */
-static void place_all(struct task_walk *w, struct py_symbolizer *sym, struct profile *p,
-		      const struct py_tasks *all, uint64_t now_ns, uint64_t t0_ns, int by_function)
+/* A running task: no place (a walk that finds it suspended places it anew). */
+static void place_running(struct task_walk *w, const struct py_task *t, struct placed *out)
 {
-	struct placed *placed = calloc(all->n ? all->n : 1, sizeof(*placed));
+	const struct placed *before = placed_before(w, t->addr);
+
+	*out = (struct placed){ .addr = t->addr, .span = NO_SPAN };
+	out->track = before ? before->track : ++w->next_track;
+}
+
+/* The placements of the walks before that this one did not reach, kept
+ * TASK_WALK_MISSES_MAX walks (a cut walk reaches only part of the list; the
+ * next ones go on from there), after the n of placed (sorted); the count. */
+static size_t keep_unreached(const struct task_walk *w, struct placed *placed, size_t n)
+{
+	size_t i, kept = n;
+
+	for (i = 0; i < w->nplaced; i++) {
+		if (w->placed[i].missed >= TASK_WALK_MISSES_MAX ||
+		    (n && bsearch(&w->placed[i], placed, n, sizeof(*placed), cmp_placed)))
+			continue;
+		placed[kept] = w->placed[i];
+		placed[kept++].missed++;
+	}
+	return kept;
+}
+
+/* Every task of all placed; the new placements replace the last, but for
+ * those of tasks this walk did not reach when it saw only part of the list
+ * (complete: 0). */
+static void place_all(struct task_walk *w, struct py_symbolizer *sym, struct profile *p,
+		      const struct py_tasks *all, int complete, uint64_t now_ns, uint64_t t0_ns,
+		      int by_function)
+{
+	struct placed *placed = calloc(all->n + w->nplaced + 1, sizeof(*placed));
 	struct chain c;
 	size_t i, n = 0;
 
 	if (!placed)
 		return;
 	for (i = 0; i < all->n; i++) {
-		if (all->tasks[i].running)
+		if (all->tasks[i].running) {
+			place_running(w, &all->tasks[i], &placed[n++]);
 			continue;
+		}
 		chain_of(all, &all->tasks[i], &c);
 		place(w, sym, p, all, &c, now_ns, t0_ns, by_function, &placed[n++]);
 	}
 	qsort(placed, n, sizeof(*placed), cmp_placed);
+	if (!complete) {
+		n = keep_unreached(w, placed, n);
+		qsort(placed, n, sizeof(*placed), cmp_placed);
+	}
 	free(w->placed);
 	w->placed = placed;
 	w->nplaced = n;
@@ -253,9 +290,12 @@ void task_walk_step(struct task_walk *w, struct py_symbolizer *sym, struct profi
 	if (!w || !sym)
 		return;
 	w->walks++;
-	if (!py_asyncio_tasks(w->t, PY_TASKS_QUICK, &all, err, sizeof(err))) {
+	if (!py_asyncio_tasks_from(w->t, PY_TASKS_QUICK, w->offset, &all, err, sizeof(err))) {
 		w->truncated |= all.truncated;
-		place_all(w, sym, p, &all, start, t0_ns, by_function);
+		place_all(w, sym, p, &all, !w->offset && !all.truncated, start, t0_ns, by_function);
+		/* cut: the next walk goes on after the tasks this one reached
+		 * (from the start if it reached none: passing over was all it did) */
+		w->offset = all.truncated && all.n ? all.skipped + all.n : 0;
 		py_asyncio_tasks_free(&all);
 	}
 	took = monotonic_ns() - start;

@@ -14,7 +14,11 @@
  *
  * Walks are TASK_WALK_EVERY_NS apart at least, and TASK_WALK_COST_FACTOR
  * times their own last duration apart: they take at most ~1/that of a CPU
- * whatever the number of tasks.
+ * whatever the number of tasks. A walk cut at its time bound is taken up
+ * by the next one where it stopped (the tasks before passed over at a read
+ * or two each), so a list longer than a walk reads is covered in turns: a
+ * task is then seen every few walks, and "the time between" two sightings
+ * at one place spans those walks.
  */
 #ifndef EP_TASK_WALK_H
 #define EP_TASK_WALK_H
@@ -25,6 +29,9 @@
 
 #define TASK_WALK_EVERY_NS	(1000ull * 1000000)
 #define TASK_WALK_COST_FACTOR	20
+/* A walk cut at a bound: the next goes on from where it stopped, and a
+ * task's place is kept this many walks that do not reach it. */
+#define TASK_WALK_MISSES_MAX	8
 /* Awaiting tasks followed up from a task, at most. */
 #define TASK_CHAIN_MAX		16
 
