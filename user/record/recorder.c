@@ -1015,7 +1015,8 @@ void recorder_refresh_names(struct recorder *r)
 		refresh_process_names(r->procs[i]);
 }
 
-void recorder_walk_tasks(struct recorder *r, int all)
+/* The walks of recorder_walk_tasks; revisit: task_walk_step's. */
+static void walk_tasks(struct recorder *r, int all, int revisit)
 {
 	uint64_t now = monotonic_ns();
 	struct rec_process *p;
@@ -1028,8 +1029,13 @@ void recorder_walk_tasks(struct recorder *r, int all)
 		if (task_spans_name_process(&r->profile.tasks, p->target.pid,
 					    p->comm[0] ? p->comm : "python"))
 			r->failed++;
-		task_walk_step(p->walk, p->sym, &r->profile, r->t0_ns, r->opts.by_function);
+		task_walk_step(p->walk, p->sym, &r->profile, r->t0_ns, r->opts.by_function, revisit);
 	}
+}
+
+void recorder_walk_tasks(struct recorder *r, int all)
+{
+	walk_tasks(r, all, all);
 }
 
 void recorder_release_tasks(struct recorder *r)
@@ -1049,7 +1055,7 @@ void recorder_live_tasks(struct recorder *r)
 	if (i == r->nprocs)
 		return;
 	recorder_release_tasks(r);
-	recorder_walk_tasks(r, 1);
+	walk_tasks(r, 1, 0);	/* on through a long list: a view has no end to prepare */
 }
 
 /* What the recorder knows thread tid of process pid (p, if known) as

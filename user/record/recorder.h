@@ -112,7 +112,8 @@ int recorder_next_label_codes(void *ctx, __u32 *pid, struct label_codes *out);
 /* Collections of pid are timed by probes: overlaps with them are exact. */
 void recorder_set_exact_gc(struct recorder *r, int pid);
 /* --tasks: walks the asyncio tasks of each process whose walk is due, or
- * of every process (all: the start, a period's end). */
+ * of every process (all: the start, a period's end: a list too long for
+ * one walk is read again where the last walk read it). */
 void recorder_walk_tasks(struct recorder *r, int all);
 /* The tasks' spans dropped; the next walk opens one, from where it began,
  * for each task still in place (a new period, a live view's walk). */

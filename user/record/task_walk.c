@@ -34,6 +34,7 @@ struct task_walk {
 	size_t nplaced;
 	uint32_t next_track;
 	size_t offset;		/* where the next walk starts: the last one was cut */
+	size_t froms[TASK_WALK_MISSES_MAX];	/* where the last walks started, a ring */
 	uint64_t next_ns;
 	unsigned walks;
 	uint64_t walk_ns;
@@ -280,19 +281,30 @@ static void place_all(struct task_walk *w, struct py_symbolizer *sym, struct pro
 	w->nplaced = n;
 }
 
+/* Where the oldest of the last walks whose tasks are still placed started:
+ * its tasks gain the most from being seen again. */
+static size_t revisit_from(const struct task_walk *w)
+{
+	unsigned back = w->walks < TASK_WALK_MISSES_MAX - 1 ? w->walks : TASK_WALK_MISSES_MAX - 1;
+
+	return back ? w->froms[(w->walks - back) % TASK_WALK_MISSES_MAX] : 0;
+}
+
 void task_walk_step(struct task_walk *w, struct py_symbolizer *sym, struct profile *p,
-		    uint64_t t0_ns, int by_function)
+		    uint64_t t0_ns, int by_function, int revisit)
 {
 	uint64_t start = monotonic_ns(), took, gap;
 	struct py_tasks all;
 	char err[256];
+	size_t from;
 
 	if (!w || !sym)
 		return;
-	w->walks++;
-	if (!py_asyncio_tasks_from(w->t, PY_TASKS_QUICK, w->offset, &all, err, sizeof(err))) {
+	from = revisit ? revisit_from(w) : w->offset;
+	w->froms[w->walks++ % TASK_WALK_MISSES_MAX] = from;
+	if (!py_asyncio_tasks_from(w->t, PY_TASKS_QUICK, from, &all, err, sizeof(err))) {
 		w->truncated |= all.truncated;
-		place_all(w, sym, p, &all, !w->offset && !all.truncated, start, t0_ns, by_function);
+		place_all(w, sym, p, &all, !from && !all.truncated, start, t0_ns, by_function);
 		/* cut: the next walk goes on after the tasks this one reached
 		 * (from the start if it reached none: passing over was all it did) */
 		w->offset = all.truncated && all.n ? all.skipped + all.n : 0;

@@ -44,9 +44,12 @@ void task_walk_free(struct task_walk *w);
 int task_walk_due(const struct task_walk *w, uint64_t now_ns);
 /* One walk now: spans into p (its frames interned there, symbolized with
  * sym), times since t0_ns (the period's start, CLOCK_MONOTONIC);
- * by_function: frames per function, not per line. */
+ * by_function: frames per function, not per line. revisit (a period's
+ * end): a list too long for one walk is read from where the oldest of the
+ * last walks whose tasks are still placed began, so that they are seen
+ * again (a short recording of a long list: its first part). */
 void task_walk_step(struct task_walk *w, struct py_symbolizer *sym, struct profile *p,
-		    uint64_t t0_ns, int by_function);
+		    uint64_t t0_ns, int by_function, int revisit);
 /* --rotate: the spans so far are the last period's; the next walk opens
  * new ones (from the period's start) for tasks still in place. */
 void task_walk_next_period(struct task_walk *w);
