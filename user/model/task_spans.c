@@ -121,6 +121,31 @@ long task_spans_stacks(const struct task_spans *ts, int pid, struct task_stack *
 	return (long)kept;
 }
 
+int task_profile_of(const struct task_spans *ts, int pid, struct task_profile *out)
+{
+	long n = task_spans_stacks(ts, pid, &out->stacks);
+	size_t i;
+
+	out->title = n >= 0 ? task_spans_title(ts, pid) : NULL;
+	if (!out->title) {
+		free(out->stacks);
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	out->n = (size_t)n;
+	out->total_ns = 0;
+	for (i = 0; i < out->n; i++)
+		out->total_ns += out->stacks[i].ns;
+	return 0;
+}
+
+void task_profile_free(struct task_profile *tp)
+{
+	free(tp->title);
+	free(tp->stacks);
+	memset(tp, 0, sizeof(*tp));
+}
+
 void task_spans_clear(struct task_spans *ts)
 {
 	size_t i;

@@ -62,6 +62,18 @@ int task_spans_each_pid(const struct task_spans *ts, int (*fn)(int pid, void *ar
 /* pid's spans summed per stack into a malloc'ed *out, by depth then frame
  * ids; how many, 0 when none, -1 if out of memory. */
 long task_spans_stacks(const struct task_spans *ts, int pid, struct task_stack **out);
+/* A process's profile as the writers write it. */
+struct task_profile {
+	char *title;			/* task_spans_title */
+	struct task_stack *stacks;	/* task_spans_stacks */
+	size_t n;
+	uint64_t total_ns;		/* their time */
+};
+
+/* pid's profile into *out: 0 (n may be 0), or -1 if out of memory (*out
+ * then holds nothing to free). */
+int task_profile_of(const struct task_spans *ts, int pid, struct task_profile *out);
+void task_profile_free(struct task_profile *tp);
 /* The spans dropped, the processes' names kept (--rotate's next period). */
 void task_spans_clear(struct task_spans *ts);
 void task_spans_free(struct task_spans *ts);

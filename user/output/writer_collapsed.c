@@ -227,29 +227,21 @@ static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
 /* record --tasks: a process's suspended tasks under a root of their own,
  * "[asyncio tasks] <process> (pid N)", counted in task-seconds at the
  * session's rate. */
-struct task_out {
-	FILE *f;
-	const struct profile *p;
-};
-
 static int put_task_lines(int pid, void *arg)
 {
 	const struct task_out *out = arg;
-	const struct profile *p = out->p;
-	FILE *f = out->f;
-	struct task_stack *v;
-	long n = task_spans_stacks(&p->tasks, pid, &v), i;
-	char *root = n > 0 ? task_spans_title(&p->tasks, pid) : NULL;
-	int err = n < 0 || (n > 0 && !root);
+	struct task_profile tp;
+	size_t i;
+	int err = task_profile_of(&out->p->tasks, pid, &tp);
 
-	for (i = 0; !err && i < n; i++) {
-		struct stack_ref r = { .frames = v[i].frames, .nframes = v[i].nframes,
-				       .count = 1, .weight_ns = v[i].ns };
+	for (i = 0; !err && i < tp.n; i++) {
+		struct stack_ref r = { .frames = tp.stacks[i].frames, .nframes = tp.stacks[i].nframes,
+				       .count = 1, .weight_ns = tp.stacks[i].ns };
 
-		err = put_clean(f, root) || fputc(';', f) == EOF || put_stack(f, p, &r);
+		err = put_clean(out->f, tp.title) || fputc(';', out->f) == EOF ||
+		      put_stack(out->f, out->p, &r);
 	}
-	free(root);
-	free(v);
+	task_profile_free(&tp);
 	return err ? -1 : 0;
 }
 

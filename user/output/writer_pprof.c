@@ -513,28 +513,23 @@ static int put_thread_samples(struct pprof *pp, const struct thread_profile *t)
 static int put_task_samples(int pid, void *arg)
 {
 	struct pprof *pp = arg;
-	const struct profile *p = pp->p;
 	uint64_t values[3] = { 0 };
-	struct task_stack *v;
-	long n, i;
-	char *title;
+	struct task_profile tp;
+	size_t i;
 	int err;
 
 	if (pp->pid && pid != pp->pid)
 		return 0;
-	n = task_spans_stacks(&p->tasks, pid, &v);
-	title = task_spans_title(&p->tasks, pid);
-	err = n < 0 || !title;
-	for (i = 0; !err && i < n; i++) {
-		values[2] = v[i].ns;
-		err = put_stack_values(pp, v[i].frames, v[i].nframes, values, 3);
-		put_label(pp, "profile", title, 0);
+	err = task_profile_of(&pp->p->tasks, pid, &tp);
+	for (i = 0; !err && i < tp.n; i++) {
+		values[2] = tp.stacks[i].ns;
+		err = put_stack_values(pp, tp.stacks[i].frames, tp.stacks[i].nframes, values, 3);
+		put_label(pp, "profile", tp.title, 0);
 		put_label(pp, "pid", NULL, pid);
 		put_label(pp, "state", "task-suspended", 0);
 		pb_message(&pp->out, PROFILE_SAMPLE, &pp->msg);
 	}
-	free(title);
-	free(v);
+	task_profile_free(&tp);
 	return err ? -1 : 0;
 }
 

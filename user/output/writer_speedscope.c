@@ -295,40 +295,29 @@ static int write_holder_profiles(FILE *f, const struct profile *p, const struct 
 /* record --tasks: "[asyncio tasks] <process> (pid N)", each suspended
  * task's await chain weighted by the time it stayed there (task_spans.h),
  * end to end: its total is in task-seconds, not on the time axis. */
-struct task_out {
-	FILE *f;
-	const struct profile *p;
-};
-
 static int write_task_profile(int pid, void *arg)
 {
 	const struct task_out *out = arg;
-	const struct profile *p = out->p;
+	struct task_profile tp;
 	FILE *f = out->f;
-	struct task_stack *v;
-	long n = task_spans_stacks(&p->tasks, pid, &v), i;
-	uint64_t total = 0;
-	char *name = n > 0 ? task_spans_title(&p->tasks, pid) : NULL;
-	int err = n < 0 || (n > 0 && !name);
+	size_t i;
+	int err = task_profile_of(&out->p->tasks, pid, &tp);
 
-	for (i = 0; i < n; i++)
-		total += v[i].ns;
-	if (!err && n > 0)
+	if (!err && tp.n)
 		err = fputs(",\n{\"type\":\"sampled\",\"name\":", f) < 0 ||
-		      json_write_string(f, name) ||
+		      json_write_string(f, tp.title) ||
 		      fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,"
-			      "\"endValue\":%" PRIu64 ",\"samples\":[", total) < 0;
-	for (i = 0; !err && i < n; i++) {
-		struct span sp = { .frames = v[i].frames, .nframes = v[i].nframes };
+			      "\"endValue\":%" PRIu64 ",\"samples\":[", tp.total_ns) < 0;
+	for (i = 0; !err && i < tp.n; i++) {
+		struct span sp = { .frames = tp.stacks[i].frames, .nframes = tp.stacks[i].nframes };
 
-		err = (i && fputc(',', f) == EOF) || write_stack(f, &sp, p->nframes);
+		err = (i && fputc(',', f) == EOF) || write_stack(f, &sp, out->p->nframes);
 	}
-	err = err || (n > 0 && fputs("],\"weights\":[", f) < 0);
-	for (i = 0; !err && i < n; i++)
-		err = fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, v[i].ns) < 0;
-	err = err || (n > 0 && fputs("]}", f) < 0);
-	free(name);
-	free(v);
+	err = err || (tp.n && fputs("],\"weights\":[", f) < 0);
+	for (i = 0; !err && i < tp.n; i++)
+		err = fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, tp.stacks[i].ns) < 0;
+	err = err || (tp.n && fputs("]}", f) < 0);
+	task_profile_free(&tp);
 	return err ? -1 : 0;
 }
 
