@@ -131,7 +131,7 @@ fuzz_debug_offsets_SRCS := user/cpython/py_debug_offsets.c user/cpython/py_layou
 fuzz_pystr_SRCS         := user/cpython/py_str.c user/base/utf8.c
 fuzz_json_SRCS          := user/base/json.c user/base/printable.c user/base/utf8.c
 fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/diff/diff_report.c user/diff/diff_flame.c \
-			   user/diff/diff_folded.c user/model/profile.c user/model/sample_log.c user/base/grow.c \
+			   user/diff/diff_folded.c user/model/profile.c user/model/task_spans.c user/model/sample_log.c user/base/grow.c \
 			   user/model/states.c user/base/json.c user/base/printable.c user/base/utf8.c
 fuzz_recording_LIBS     := -ljansson -lm
 fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c user/native/eh_frame_hdr.c \

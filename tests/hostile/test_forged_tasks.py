@@ -55,6 +55,26 @@ def test_a_task_list_cycle_is_walked_once(interp_name):
     assert {"nap-0", "nap-1"} <= walk_forged(interp_name, "cycle")
 
 
+@pytest.mark.parametrize("interp_name,mode", [("chroot-3.15", "cycle"), ("debian-3.11", "huge")])
+def test_record_tasks_walks_a_forged_list_within_its_bounds(interp_name, mode, out):
+    """record --tasks on a forged list: each walk stops at its 500 ms, the
+    summary says so, the recording ends on time and its profile is whole."""
+    target = start(require_interpreter(interp_name), mode)
+    path = out()
+    try:
+        t0 = time.monotonic()
+        res = subprocess.run([str(EBPFPROF), "--pid", str(target.pid), "-d", "3", "--tasks", "-o", str(path)],
+                             capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        target.kill()
+        target.wait()
+    assert res.returncode == 0, res.stderr
+    assert "a walk of its asyncio tasks stopped at a bound" in res.stderr, res.stderr
+    assert took < 3 + 3 * 0.5 + 5, took  # the attach's, the stop's and one more walk at most
+    assert json.loads(path.read_text())["ebpfprof"]["duration_s"] < 4.5
+
+
 def test_a_million_entries_that_are_no_task_cost_a_bounded_walk():
     # the running task comes from _current_tasks, before the set is walked
     assert "Task-1" in walk_forged("debian-3.11", "huge")
@@ -76,9 +96,14 @@ def test_task_names_from_the_target_stay_text(out):
         path = out(".txt")
         subprocess.run([str(EBPFPROF), "--pid", str(target.pid), "-d", "2", "-f", "collapsed", "-o", str(path)],
                        capture_output=True, check=True)
+        subprocess.run([str(EBPFPROF), "--pid", str(target.pid), "-d", "2", "--tasks", "-f", "collapsed",
+                        "-o", str(path)], capture_output=True, check=True)
         lines = path.read_text().splitlines()
         assert all(re.fullmatch(r"[^\x00-\x1f]* \d+", line) for line in lines), lines
         assert any(";<task x,y z ]0,title >;spin " in line for line in lines), lines
+        # record --tasks: the suspended one under its name, on one line too
+        assert any(re.match(r"\[asyncio tasks\] .*;<task a,b c \[31mred\u202eevil>;nap .*;\[await sleep\] \d+$",
+                            line) for line in lines), lines
     finally:
         target.kill()
         target.wait()

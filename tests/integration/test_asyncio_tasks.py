@@ -163,3 +163,158 @@ def test_dump_tasks_names_dask_schedulers_comm_handlers(cluster):
     functions = {f["function"] for t in handlers for f in t["stack"]}
     assert {"Scheduler.add_client", "Scheduler.handle_worker"} <= functions, functions
     client.gather(futures)
+
+
+# record --tasks: task -> what tops its stack in the [asyncio tasks] profile
+AWAITS = {
+    "sleeper": "[await sleep]",
+    "reader": "[await StreamReader.read]",
+    "consumer": "[await Queue.get]",
+    "gatherer": "[await gather: Task child-1, Task child-2]",
+    "child-1": "[await sleep]",
+    "child-2": "[await Event.wait]",
+}
+RECORD_INTERPRETERS = ["debian-3.11", "chroot-3.13", "chroot-3.14", "chroot-3.15"]
+TASK_SECONDS = 4
+
+
+def own_task(names):
+    """The task a suspended-task stack is of: its last <task NAME> frame."""
+    return [n for n in names if n.startswith("<task ")][-1][len("<task "):-1]
+
+
+def tasks_profile(prof, pid):
+    found = [p for p in prof.doc["profiles"] if re.fullmatch(r"\[asyncio tasks\] .+ \(pid %d\)" % pid, p["name"])]
+    assert len(found) == 1, prof.threads()
+    return found[0]
+
+
+def task_seconds(stacks):
+    """{(task, top): seconds} of a tasks profile's (names, ns) stacks."""
+    seconds = {}
+    for names, ns in stacks:
+        key = (own_task(names), names[-1])
+        seconds[key] = seconds.get(key, 0) + ns / 1e9
+    return seconds
+
+
+@pytest.mark.parametrize("interp_name", RECORD_INTERPRETERS)
+def test_record_tasks_profiles_each_suspended_task(interp_name, workloads, tmp_path, out):
+    """record --tasks: each suspended task's await chain under what it
+    awaits, for as long as it was suspended: within 10% of the recording's
+    length; a gathered child through its gatherer; the running task not."""
+    interp = require_interpreter(interp_name)
+    w = start_tasks(workloads, interp, tmp_path)
+    path = out()
+    run_ebpfprof("--pid", w.pid, "-d", TASK_SECONDS, "--tasks", "-o", path, check=True)
+    prof = Profile(path)
+    length = prof.doc["ebpfprof"]["duration_s"]
+    stacks = list(prof.stacks(tasks_profile(prof, int(w.pid))))
+    seconds = task_seconds(stacks)
+    for task, top in AWAITS.items():
+        got = seconds.get((task, top), 0)
+        assert abs(got - length) <= 0.1 * length, (task, top, got, length, seconds)
+    main = [k for k in seconds if k[1] == "[await Task cpu]"]
+    assert len(main) == 1 and abs(seconds[main[0]] - length) <= 0.1 * length, seconds
+    assert not [k for k in seconds if k[0] == "cpu"], seconds
+    child = next(names for names, _ in stacks if own_task(names) == "child-1")
+    assert child.index("<task gatherer>") < child.index("<task child-1>") < child.index("child_sleep"), child
+    assert child[-2] == "sleep", child
+    # the threads' profiles are as without --tasks
+    threads = [p for p in prof.doc["profiles"] if not p["name"].startswith("[asyncio tasks]")]
+    assert {n for p in threads for names, _ in prof.stacks(p) for n in names if n.startswith("<task ")} == \
+        {"<task cpu>"}
+
+
+def test_record_tasks_in_every_format(workloads, tmp_path, out):
+    """The suspended-task profile in collapsed (a root of its own, counts at
+    the rate), Chrome (a process of tasks, a track per task) and pprof (a
+    task_suspended sample type, go tool pprof reads it)."""
+    import shutil
+
+    interp = require_interpreter("debian-3.11")
+    w = start_tasks(workloads, interp, tmp_path)
+    pid = int(w.pid)
+    folded, trace, pb = out(".txt"), out(".json"), out(".pb.gz")
+    for fmt, path in (("collapsed", folded), ("chrome", trace), ("pprof", pb)):
+        run_ebpfprof("--pid", pid, "-d", TASK_SECONDS, "-r", 100, "--tasks", "-f", fmt, "-o", path, check=True)
+    lines = [l.rsplit(" ", 1) for l in folded.read_text().splitlines()]
+    root = re.compile(r"\[asyncio tasks\] .+ \(pid %d\);" % pid)
+    sleeper = [int(c) for st, c in lines if root.match(st) and ";<task sleeper>;" in st]
+    assert len(sleeper) == 1 and abs(sleeper[0] - 100 * TASK_SECONDS) <= 10 * TASK_SECONDS, sleeper
+    assert not [st for st, _ in lines if not root.match(st) and "[await " in st]
+    events = json.loads(trace.read_text())["traceEvents"]
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events if e.get("ph") == "M"}
+    task_pid = (1 << 22) + pid
+    assert re.fullmatch(r"\[asyncio tasks\] .+ \(pid %d\)" % pid, names[(task_pid, None)]), names
+    track = next(tid for (p, tid), n in names.items() if p == task_pid and n == "<task reader>")
+    tops = [e for e in events if e.get("ph") == "X" and (e["pid"], e["tid"]) == (task_pid, track)
+            and e["name"] == "[await StreamReader.read]"]
+    assert len(tops) == 1 and abs(tops[0]["dur"] / 1e6 - TASK_SECONDS) <= 0.1 * TASK_SECONDS, tops
+    if not shutil.which("go"):
+        cannot_run("go is not installed (scripts/deps.sh installs golang-go)")
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"))
+    top = subprocess.run(["go", "tool", "pprof", "-sample_index=task_suspended", "-top", "-nodecount=200",
+                          str(pb)], capture_output=True, text=True, timeout=120, env=env)
+    assert top.returncode == 0, top.stderr
+    queue = re.search(r"^ +([0-9.]+)s .*\[await Queue.get\]$", top.stdout, re.M)
+    assert queue and abs(float(queue.group(1)) - TASK_SECONDS) <= 0.1 * TASK_SECONDS, top.stdout
+    # -top shortens "<task consumer>" away as if a C++ template's arguments: -raw keeps it
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", str(pb)], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert raw.returncode == 0 and "<task consumer>" in raw.stdout, raw.stderr
+    assert "PeriodType: cpu nanoseconds" in raw.stdout and "task_suspended/nanoseconds" in raw.stdout, \
+        raw.stdout[:400]
+
+
+def test_top_tasks_shows_the_tasks_suspended_longest(workloads, tmp_path):
+    """top --tasks: the tasks suspended longest, each with what it awaits,
+    for about as long as the view has run (the workload's tasks wait from
+    before it started)."""
+    interp = require_interpreter("debian-3.11")
+    w = start_tasks(workloads, interp, tmp_path)
+    res = run_ebpfprof("top", "--pid", w.pid, "--tasks", "-d", 4.5, "--interval", 1, check=True)
+    last = res.stdout.split("ebpfprof top: pid")[-1]
+    rows = re.findall(r"^<task (\S+)>\s+([0-9.]+)s\s+(\[.*\])$", last, re.M)
+    assert len(rows) == 5 and "ASYNCIO TASK" in last, last
+    for name, seconds, awaits in rows:
+        want = dict(AWAITS, **{"Task-1": "[await Task cpu]"})
+        assert awaits == want[name], (name, awaits, last)
+        assert 2.5 <= float(seconds) <= 4.6, (name, seconds, last)
+
+
+def test_diff_gives_task_lines(workloads, tmp_path, out):
+    """diff of two --tasks recordings: a line per process, task and what it
+    awaits, in task-seconds per second (1 for a task suspended throughout),
+    within noise when nothing changed."""
+    interp = require_interpreter("debian-3.11")
+    w = start_tasks(workloads, interp, tmp_path)
+    a, b = out(), out()
+    for path in (a, b):
+        run_ebpfprof("--pid", w.pid, "-d", 3, "--tasks", "-o", path, check=True)
+    rep = json.loads(run_ebpfprof("diff", "--json", a, b, check=True).stdout)
+    lines = {l["task"]: l for l in rep["tasks_suspended"]}
+    sleeper = lines["<task sleeper> [await sleep]"]
+    assert sleeper["kind"] == "task" and sleeper["verdict"] == "within noise", sleeper
+    assert 0.85 <= sleeper["base_per_s"] <= 1.05 and 0.85 <= sleeper["new_per_s"] <= 1.05, sleeper
+    assert "<task gatherer> [await gather: Task child-1, Task child-2]" in lines, sorted(lines)
+    text = run_ebpfprof("diff", a, b, check=True).stdout.split("asyncio tasks suspended (--tasks)")
+    assert len(text) == 2 and "none outside the noise" in text[1], text
+
+
+def test_record_tasks_on_a_dask_scheduler(cluster, out):
+    """A real asyncio program: a Dask scheduler's comm handlers in its
+    suspended-task profile, each waiting on its comm (TCP.read), for about
+    as long as the recording when they live throughout."""
+    client, _, scheduler_pid = cluster
+    futures = client.map(time.sleep, [0.2] * 40, pure=False)
+    path = out()
+    run_ebpfprof("--pid", scheduler_pid, "-d", 4, "--tasks", "-o", path, check=True)
+    client.gather(futures)
+    prof = Profile(path)
+    length = prof.doc["ebpfprof"]["duration_s"]
+    stacks = list(prof.stacks(tasks_profile(prof, int(scheduler_pid))))
+    handlers = [(names, ns) for names, ns in stacks if "Server._handle_comm" in names]
+    assert handlers, [names for names, _ in stacks]
+    reading = [ns / 1e9 for names, ns in handlers if names[-2:] == ["TCP.read", "[await Future]"]]
+    assert reading and max(reading) >= 0.9 * length, ([names for names, _ in handlers], length)

@@ -1210,6 +1210,55 @@ static void test_pprof(void **state)
 
 /* ------------------------------------------------------- atomic writing */
 
+/* record --tasks' spans: a profile of their own in speedscope, a root of
+ * their own in collapsed, a process of tracks in Chrome, pprof written. */
+static void test_task_profiles(void **state)
+{
+	struct fixture *fx = *state;
+	struct task_spans *ts = &fx->p.tasks;
+	uint32_t a = profile_frame(&fx->p, "<task a>", NULL, 0, FRAME_MARKER);
+	uint32_t b = profile_frame(&fx->p, "<task b;x\n>", NULL, 0, FRAME_MARKER);
+	uint32_t sleep = profile_frame(&fx->p, "[await sleep]", NULL, 0, FRAME_MARKER);
+	uint32_t on_a = profile_frame(&fx->p, "[await Task a]", NULL, 0, FRAME_MARKER);
+	uint32_t fa[] = { a, fx->main_f, sleep }, fb[] = { b, on_a };
+	struct task_span s = { .pid = 100, .track = 1, .task_frame = a, .start_ns = 0,
+			       .end_ns = 80 * MS, .frames = fa, .nframes = 3 };
+	char *path, *text;
+
+	assert_int_equal(task_spans_add(ts, &s), 0);
+	s = (struct task_span){ .pid = 100, .track = 2, .task_frame = b, .start_ns = 10 * MS,
+				.end_ns = 40 * MS, .frames = fb, .nframes = 2 };
+	assert_int_equal(task_spans_add(ts, &s), 1);
+	s.start_ns = 40 * MS;
+	s.end_ns = 90 * MS;
+	assert_int_equal(task_spans_add(ts, &s), 2);
+	assert_int_equal(task_spans_name_process(ts, 100, "srv"), 0);
+
+	path = write_stem(fx, "speedscope", "tasks");
+	text = read_all(path, NULL);
+	assert_non_null(strstr(text, "{\"type\":\"sampled\",\"name\":\"[asyncio tasks] srv (pid 100)\","
+				     "\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":160000000,"));
+	free(text);
+	free(path);
+	path = write_stem(fx, "collapsed", "tasks");
+	text = read_all(path, NULL);
+	assert_non_null(strstr(text, "\n[asyncio tasks] srv (pid 100);<task a>;main (app.py:1);[await sleep] 8\n"));
+	assert_non_null(strstr(text, "\n[asyncio tasks] srv (pid 100);<task b,x >;[await Task a] 8\n"));
+	free(text);
+	free(path);
+	path = write_stem(fx, "chrome", "tasks");
+	text = read_all(path, NULL);
+	assert_non_null(strstr(text, "\"ph\":\"M\",\"name\":\"process_name\",\"pid\":4194404,"
+				     "\"args\":{\"name\":\"[asyncio tasks] srv (pid 100)\"}"));
+	assert_non_null(strstr(text, "\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":4194404,\"tid\":2,"
+				     "\"args\":{\"name\":\"<task b;x\\n>\"}"));
+	assert_non_null(strstr(text, "\"name\":\"[await Task a]\",\"cat\":\"marker\",\"pid\":4194404,"
+				     "\"tid\":2,\"ts\":40000.000,\"dur\":50000.000"));
+	free(text);
+	free(path);
+	free(write_stem(fx, "pprof", "tasks"));
+}
+
 static int failing_write(const struct profile *p, const struct writer_options *o,
 			 FILE *f)
 {
@@ -1718,9 +1767,9 @@ static void check_speedscope_against_model(const struct profile *p, const struct
 static void test_golden_outputs(void **state)
 {
 	static const uint64_t want[2][5] = {
-		{ 0xfbfb3a5d3115d160ull, 0x8f40426652d0af85ull, 0x996b3e6aba3b4d58ull,
+		{ 0x2b4a34df3b9feb5full, 0x8f40426652d0af85ull, 0x996b3e6aba3b4d58ull,
 		  0xd2da6165aaa7eb12ull, 0x0d38966d47382969ull },
-		{ 0x6edc30fc402fc014ull, 0xf965fe1ea82f46dbull, 0xfd36c20f8b16f9ddull,
+		{ 0xc1a0adf81c03ad33ull, 0xf965fe1ea82f46dbull, 0xfd36c20f8b16f9ddull,
 		  0xd3629228f766540bull, 0xd826006f20b8ec80ull },
 	};
 	struct profile p;
@@ -1774,6 +1823,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_chrome, setup, teardown),
 		cmocka_unit_test(test_label_tasks_and_series),
 		cmocka_unit_test_setup_teardown(test_pprof, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_task_profiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_failures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_relative, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_owner_under_sudo, setup, teardown),

@@ -73,6 +73,7 @@ struct options {
 	int threads;		/* -t: collapsed stacks under their thread */
 	int native;		/* -n: native frames */
 	struct label_options label;	/* --label, --dask */
+	int tasks;		/* --tasks */
 	const char *group_by;	/* --group-by NAME */
 	unsigned native_stack_kib;	/* --native-stack; 0: the default */
 	struct frame_naming naming;
@@ -91,7 +92,7 @@ static volatile sig_atomic_t cut_requested;
 enum { OPT_ROTATE = 0x101, OPT_KEEP, OPT_NATIVE_STACK, OPT_LIST_STATES, OPT_HISTORY,
        OPT_HISTORY_DB, OPT_TAG, OPT_PUSH, OPT_APP, OPT_SPOOL, OPT_SPOOL_MAX_MB,
        OPT_PUSH_BASIC_AUTH_FILE, OPT_PUSH_TOKEN_FILE, OPT_PUSH_CA_FILE,
-       OPT_PUSH_TENANT, OPT_GROUP_BY, OPT_MAX_PROCESSES };
+       OPT_PUSH_TENANT, OPT_GROUP_BY, OPT_MAX_PROCESSES, OPT_TASKS };
 
 static const char doc[] =
 	"Sample a CPython process's stacks in the kernel (eBPF) and write a profile.\n\n"
@@ -139,6 +140,7 @@ static const struct argp_option option_list[] = {
 	FRAME_NAMING_OPTIONS,
 	{ "label", LABEL_OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label every sample and wait whose stack holds a frame of FUNCTION (qualified or plain name) with the value of its argument number ARGUMENT (from 0): a str, an int or a tuple of them; time per value in the summary and the recording (repeatable, at most 4)", 0 },
 	{ "dask", LABEL_OPT_DASK, NULL, 0, "Dask workers: label dask_key (the task's key, from distributed's task runner) and dask_prefix (its key_split)", 0 },
+	{ "tasks", OPT_TASKS, NULL, 0, "asyncio (3.11+): a profile per process, \"[asyncio tasks] <process> (pid N)\", of where its tasks stay suspended and what they await, in task-seconds (the tasks walked about once a second)", 0 },
 	{ "group-by", OPT_GROUP_BY, "NAME", 0, "speedscope: one profile per value of label NAME (--label, or --dask's dask_key and dask_prefix) instead of one per thread", 0 },
 	{ "native", 'n', NULL, 0, "Native (C/C++) frames woven into the Python stacks: each C call of the eval loop replaced by the Python frames it ran", 0 },
 	{ "native-stack", OPT_NATIVE_STACK, "KIB", 0, "With --native: KiB of each sample's stack copied and unwound (4 to 32, default 16): the depth native frames reach", 0 },
@@ -321,6 +323,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'n':
 		o->native = 1;
+		break;
+	case OPT_TASKS:
+		o->tasks = 1;
 		break;
 	case OPT_GROUP_BY:
 		o->group_by = arg;
@@ -812,6 +817,7 @@ static void controller_config_of(struct options *o, struct controller_config *cc
 		.native = o->native, .native_stack_bytes = o->native_stack_kib * 1024,
 		.subprocesses = o->subprocesses, .verbose = o->verbose,
 		.labels = o->label.labels, .nlabels = o->label.nlabels, .dask = o->label.dask,
+		.tasks = o->tasks,
 		.duration_ns = (uint64_t)(o->duration * 1e9), .period_ns = (uint64_t)(o->rotate * 1e9),
 		.periods = CONTROLLER_PERIODS_SEPARATE,
 	};

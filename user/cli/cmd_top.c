@@ -46,12 +46,13 @@ struct top_options {
 	unsigned rate_hz;
 	double interval_s;
 	double duration_s;
+	int tasks;		/* --tasks */
 	struct frame_naming naming;
 	struct label_options label;	/* --label, --dask */
 	const char *by;			/* --by NAME */
 };
 
-enum { OPT_BY = 0x200 };
+enum { OPT_BY = 0x200, OPT_TASKS };	/* long options only */
 
 struct top_view {
 	const struct top_options *o;
@@ -86,6 +87,7 @@ static const struct argp_option option_list[] = {
 	{ "label", LABEL_OPT_LABEL, "NAME=FUNCTION:ARGUMENT", 0, "Label samples and waits whose stack holds a frame of FUNCTION with its argument ARGUMENT (as record's --label; repeatable, at most 4)", 0 },
 	{ "dask", LABEL_OPT_DASK, NULL, 0, "Dask workers: labels dask_key and dask_prefix (as record's --dask)", 0 },
 	{ "by", OPT_BY, "NAME", 0, "Show each value of label NAME (--label's, or dask_prefix, dask_key) with its time per state", 0 },
+	{ "tasks", OPT_TASKS, NULL, 0, "asyncio (3.11+): the tasks suspended longest, with what they await", 0 },
 	FRAME_NAMING_OPTIONS,
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
@@ -123,6 +125,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
 				   o->by, o->by);
 		return target_pick_option(key, arg, state, &o->pid, &o->match);
+	case OPT_TASKS:
+		o->tasks = 1;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -320,6 +325,50 @@ static int render_holders(struct top_view *v, int cols, double window_ns)
 	return shown ? shown + 2 : 0;
 }
 
+#define TOP_TASK_LINES	5
+
+static int by_length(const void *x, const void *y)
+{
+	const struct task_span *a = *(const struct task_span *const *)x;
+	const struct task_span *b = *(const struct task_span *const *)y;
+	uint64_t la = a->end_ns - a->start_ns, lb = b->end_ns - b->start_ns;
+
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+/* --tasks: the tasks suspended longest where they are now (the spans are
+ * the tasks in place at the last walk: recorder_live_tasks), with what they
+ * await; returns the lines written. */
+static int render_tasks(struct top_view *v, int cols)
+{
+	const struct profile *p = recorder_profile(v->rec);
+	const struct task_span **order = calloc(p->tasks.n + 1, sizeof(*order));
+	char name[NAME_COLUMN_MAX];
+	size_t i;
+	int shown = 0;
+
+	if (!order || !p->tasks.n) {
+		free(order);
+		return 0;
+	}
+	for (i = 0; i < p->tasks.n; i++)
+		order[i] = &p->tasks.v[i];
+	qsort(order, p->tasks.n, sizeof(*order), by_length);
+	put_line(v, cols, "%-30s %10s  %s", "ASYNCIO TASK", "SUSPENDED", "AWAITING");
+	for (i = 0; i < p->tasks.n && shown < TOP_TASK_LINES; i++, shown++) {
+		const struct task_span *s = order[i];
+		uint32_t top = s->frames[s->nframes - 1];
+
+		utf8_fit(s->task_frame < p->nframes ? p->frames[s->task_frame].name : "?", 30,
+			 name, sizeof(name));
+		put_line(v, cols, "%s %9.1fs  %s", name, (s->end_ns - s->start_ns) / 1e9,
+			 top < p->nframes ? p->frames[top].name : "?");
+	}
+	put_line(v, cols, "");
+	free(order);
+	return shown + 2;
+}
+
 static void render_functions(struct top_view *v, int rows, int cols, double window_ns)
 {
 	const struct profile *p = recorder_profile(v->rec);
@@ -368,6 +417,7 @@ static void render(struct top_view *v)
 	put_line(v, cols, "");
 	rows -= render_values(v, cols, window_ns);
 	rows -= render_holders(v, cols, window_ns);
+	rows -= render_tasks(v, cols);
 	put_line(v, cols, "Sort: %s    keys: o own  t total  O/T since start  n name  q quit",
 		 sort_title(v->sort));
 	left = rows - 7 - (int)m->nthreads;
@@ -394,6 +444,7 @@ static void refresh(void *ctx, uint64_t end_ns)
 			     end_ns - recorder_t0(v->rec)))
 		die("out of memory");
 	top_model_release(&v->model, recorder_profile(v->rec), recorder_analysis(v->rec));
+	recorder_live_tasks(v->rec);
 	list_threads(v);
 	render(v);
 }
@@ -453,6 +504,7 @@ static void start(struct top_view *v, char *err)
 		.period_ns = (uint64_t)(v->o->interval_s * 1e9), .periods = CONTROLLER_PERIODS_LIVE,
 		.should_stop = should_stop, .on_tick = on_tick, .on_period = refresh, .ctx = v,
 		.labels = v->o->label.labels, .nlabels = v->o->label.nlabels, .dask = v->o->label.dask,
+		.tasks = v->o->tasks,
 	};
 
 	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||

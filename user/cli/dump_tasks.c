@@ -2,9 +2,7 @@
 /*
  * ebpfprof dump --tasks: every asyncio task of a process (py_asyncio.h),
  * running or suspended, with its coroutine frames innermost first, what
- * it awaits and which tasks await it. What a Future stands for is told by
- * the asyncio coroutine that awaits it: sleep, Queue.get,
- * StreamReader.read... (the innermost public one in asyncio's own files).
+ * it awaits (py_task_await.h) and which tasks await it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +10,7 @@
 #include "json.h"
 #include "printable.h"
 #include "py_asyncio.h"
+#include "py_task_await.h"
 
 #define SHOWN_MAX	4096
 #define AWAIT_MAX	1024
@@ -22,60 +21,9 @@ struct shown_task {
 	char *strings;
 };
 
-/* The asyncio function a Future is awaited in, or "Future". */
-static const char *future_site(const struct shown_task *s)
-{
-	int i;
-
-	for (i = 0; i < s->task->nframes; i++) {
-		const struct py_sym_frame *fr = &s->frames[i];
-		const char *last = strrchr(fr->name, '.');
-
-		last = last ? last + 1 : fr->name;
-		if (fr->file && strstr(fr->file, "asyncio/") && last[0] != '_' && last[0] != '<')
-			return fr->name;
-	}
-	return "Future";
-}
-
-static const char *name_of(const struct py_tasks *all, uint64_t addr)
-{
-	const struct py_task *t = py_asyncio_task_at(all, addr);
-
-	return t ? t->name : NULL;
-}
-
-/* "sleep", "Task other", "gather: Task a, Task b", or a type name. */
 static void await_text(const struct py_tasks *all, const struct shown_task *s, char *out, size_t len)
 {
-	const struct py_task *t = s->task;
-	size_t used;
-	int i;
-
-	out[0] = 0;
-	switch (t->await_kind) {
-	case PY_AWAIT_FUTURE:
-		snprintf(out, len, "%s", future_site(s));
-		break;
-	case PY_AWAIT_TASK:
-		snprintf(out, len, "Task %s", name_of(all, t->await_obj) ?: "?");
-		break;
-	case PY_AWAIT_GATHER:
-		snprintf(out, len, "gather:");
-		for (i = 0; i < t->nchildren; i++) {
-			const char *n = name_of(all, t->children[i]);
-
-			used = strlen(out);
-			snprintf(out + used, len - used, "%s %s%s", i ? "," : "",
-				 n ? "Task " : "Future", n ? n : "");
-		}
-		break;
-	case PY_AWAIT_OTHER:
-		snprintf(out, len, "%s", t->await_type);
-		break;
-	default:
-		break;
-	}
+	py_task_await_text(all, s->task, s->frames, out, len);
 }
 
 /* Frames of every task, symbolized once and copied (the symbolizer's
@@ -141,7 +89,7 @@ static void print_task_text(FILE *f, const struct py_tasks *all, const struct sh
 		fputs("    [truncated]\n", f);
 	for (i = 0; i < t->nawaited_by; i++)
 		fprintf(f, "    awaited by Task \"%s\"\n",
-			printable(name_of(all, t->awaited_by[i]) ?: "?", name, sizeof(name)));
+			printable(py_asyncio_task_name(all, t->awaited_by[i]) ?: "?", name, sizeof(name)));
 }
 
 /* [{"name": ..., "address": "0x..."}, ...] */
@@ -152,7 +100,7 @@ static void json_tasks(FILE *f, const struct py_tasks *all, const uint64_t *addr
 	fputc('[', f);
 	for (i = 0; i < n; i++) {
 		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-		json_write_string(f, name_of(all, addrs[i]) ?: "");
+		json_write_string(f, py_asyncio_task_name(all, addrs[i]) ?: "");
 		fprintf(f, ", \"address\": \"0x%llx\"}", (unsigned long long)addrs[i]);
 	}
 	fputc(']', f);

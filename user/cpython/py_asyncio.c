@@ -82,6 +82,7 @@ struct walk {
 	size_t seen_cap;
 	unsigned calls;
 	unsigned flags;
+	size_t skip;			/* tasks found but passed over, left */
 	struct code_seen *codes;	/* CODE_CACHE of them */
 };
 
@@ -311,6 +312,11 @@ static int add_task(struct walk *w, uint64_t addr, int running)
 		return 1;
 	if (!addr || seen_before(w, addr) || !py_type_is(&w->r, addr, TASK_TYPE))
 		return 0;
+	if (w->skip) {
+		w->skip--;
+		w->out->skipped++;
+		return 0;
+	}
 	task = new_task(w);
 	if (!task)
 		return 1;
@@ -370,49 +376,52 @@ static void read_awaited_by(struct walk *w, uint64_t addr, struct py_task *task)
 	}
 }
 
-struct by_addr {
-	uint64_t addr;
-	size_t i;
-};
-
 static int cmp_addr(const void *a, const void *b)
 {
-	uint64_t x = ((const struct by_addr *)a)->addr, y = ((const struct by_addr *)b)->addr;
+	uint64_t x = ((const struct py_task_index *)a)->addr;
+	uint64_t y = ((const struct py_task_index *)b)->addr;
 
 	return x < y ? -1 : x > y;
 }
 
-static struct py_task *find(struct py_tasks *o, const struct by_addr *index, uint64_t addr)
+static struct py_task *find(const struct py_tasks *o, uint64_t addr)
 {
-	struct by_addr key = { .addr = addr }, *hit;
+	struct py_task_index key = { .addr = addr }, *hit;
 
-	hit = bsearch(&key, index, o->n, sizeof(*index), cmp_addr);
+	hit = o->index && o->n ? bsearch(&key, o->index, o->n, sizeof(key), cmp_addr) : NULL;
 	return hit ? &o->tasks[hit->i] : NULL;
+}
+
+/* The tasks by address, kept for py_asyncio_task_at (a scan per lookup was
+ * quadratic in a walk of thousands of tasks). */
+static void index_tasks(struct py_tasks *o)
+{
+	size_t i;
+
+	o->index = calloc(o->n ? o->n : 1, sizeof(*o->index));
+	if (!o->index)
+		return;
+	for (i = 0; i < o->n; i++)
+		o->index[i] = (struct py_task_index){ o->tasks[i].addr, i };
+	qsort(o->index, o->n, sizeof(*o->index), cmp_addr);
 }
 
 /* A task awaiting a task, or a gather of tasks, is their awaiter. */
 static void link_awaiters(struct py_tasks *o)
 {
-	struct by_addr *index = calloc(o->n ? o->n : 1, sizeof(*index));
 	struct py_task *awaited;
 	size_t i;
 	int j;
 
-	if (!index)
-		return;
-	for (i = 0; i < o->n; i++)
-		index[i] = (struct by_addr){ o->tasks[i].addr, i };
-	qsort(index, o->n, sizeof(*index), cmp_addr);
 	for (i = 0; i < o->n; i++) {
 		struct py_task *t = &o->tasks[i];
 
-		if (t->await_kind == PY_AWAIT_TASK && (awaited = find(o, index, t->await_obj)))
+		if (t->await_kind == PY_AWAIT_TASK && (awaited = find(o, t->await_obj)))
 			note_awaiter(awaited, t->addr);
 		for (j = 0; t->await_kind == PY_AWAIT_GATHER && j < t->nchildren; j++)
-			if ((awaited = find(o, index, t->children[j])))
+			if ((awaited = find(o, t->children[j])))
 				note_awaiter(awaited, t->addr);
 	}
-	free(index);
 }
 
 /* 3.14+: a circular list of llist_node, the head inside a thread or
@@ -521,7 +530,13 @@ int py_asyncio_gen_iframe(int minor)
 int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks *out,
 		     char *err, size_t errlen)
 {
-	struct walk w = { .t = t, .out = out, .flags = flags };
+	return py_asyncio_tasks_from(t, flags, 0, out, err, errlen);
+}
+
+int py_asyncio_tasks_from(const struct py_target *t, unsigned flags, size_t skip,
+			  struct py_tasks *out, char *err, size_t errlen)
+{
+	struct walk w = { .t = t, .out = out, .flags = flags, .skip = skip };
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -547,7 +562,8 @@ int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks 
 		return -1;
 	}
 	w.deadline_ns = monotonic_ns() +
-			(flags & PY_TASKS_NAMES_ONLY ? PY_TASKS_QUICK_NS : PY_TASKS_BUDGET_NS);
+			(flags & PY_TASKS_NAMES_ONLY ? PY_TASKS_QUICK_NS :
+			 flags & PY_TASKS_QUICK ? PY_TASKS_WALK_NS : PY_TASKS_BUDGET_NS);
 	if (!w.A->list) {
 		/* no .AsyncioDebug mapped: asyncio was never imported */
 		if (!py_asyncio_offsets_read(t, &w.off)) {
@@ -567,6 +583,7 @@ int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks 
 		py_asyncio_tasks_free(out);
 		return -1;
 	}
+	index_tasks(out);
 	link_awaiters(out);
 	return 0;
 }
@@ -578,15 +595,18 @@ void py_asyncio_tasks_free(struct py_tasks *tasks)
 	for (i = 0; i < tasks->n; i++)
 		free(tasks->tasks[i].frames);
 	free(tasks->tasks);
+	free(tasks->index);
 	memset(tasks, 0, sizeof(*tasks));
 }
 
 const struct py_task *py_asyncio_task_at(const struct py_tasks *tasks, uint64_t addr)
 {
-	size_t i;
+	return addr ? find(tasks, addr) : NULL;
+}
 
-	for (i = 0; addr && i < tasks->n; i++)
-		if (tasks->tasks[i].addr == addr)
-			return &tasks->tasks[i];
-	return NULL;
+const char *py_asyncio_task_name(const struct py_tasks *tasks, uint64_t addr)
+{
+	const struct py_task *t = py_asyncio_task_at(tasks, addr);
+
+	return t ? t->name : NULL;
 }

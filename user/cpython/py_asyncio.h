@@ -58,10 +58,17 @@ struct py_task {
 	uint64_t awaited_by[PY_TASK_CHILDREN];
 };
 
+struct py_task_index {
+	uint64_t addr;
+	size_t i;
+};
+
 struct py_tasks {
 	struct py_task *tasks;
 	size_t n, cap;
+	struct py_task_index *index;	/* by address: py_asyncio_task_at's */
 	int truncated;			/* stopped at a bound: more tasks may exist */
+	size_t skipped;			/* tasks passed over (py_asyncio_tasks_from) */
 	const char *source;		/* where the list was found */
 	unsigned long reads;		/* of target memory, for the walk */
 };
@@ -70,6 +77,10 @@ struct py_tasks {
  * PY_TASKS_QUICK_NS: for a recording's <task NAME> frames. */
 #define PY_TASKS_NAMES_ONLY	1u
 #define PY_TASKS_QUICK_NS	(200ull * 1000000)
+/* The whole walk within PY_TASKS_WALK_NS: record --tasks' walks, which
+ * hold up the recording's loop (its drains) while they read. */
+#define PY_TASKS_QUICK		2u
+#define PY_TASKS_WALK_NS	(500ull * 1000000)
 
 /*
  * Every task of target t (prepared: t->interp_addr set). 0 (n may be 0:
@@ -77,11 +88,18 @@ struct py_tasks {
  */
 int py_asyncio_tasks(const struct py_target *t, unsigned flags, struct py_tasks *out,
 		     char *err, size_t errlen);
+/* The same, passing over the first skip tasks found (in the walk's order,
+ * read only as far as to know each is a task): a walk cut at a bound goes
+ * on from there next time. */
+int py_asyncio_tasks_from(const struct py_target *t, unsigned flags, size_t skip,
+			  struct py_tasks *out, char *err, size_t errlen);
 /* Where a generator or coroutine of 3.minor keeps its frame (gi_iframe), or -1. */
 int py_asyncio_gen_iframe(int minor);
 void py_asyncio_tasks_free(struct py_tasks *tasks);
 /* The task at addr, or NULL. */
 const struct py_task *py_asyncio_task_at(const struct py_tasks *tasks, uint64_t addr);
+/* Its name, or NULL. */
+const char *py_asyncio_task_name(const struct py_tasks *tasks, uint64_t addr);
 
 /* 3.14+ (py_asyncio_debug.c): _Py_AsyncioModuleDebugOffsets, as read from
  * the target's interpreter or _asyncio extension module. */

@@ -48,6 +48,9 @@ struct recording {
 	/* the "[GIL holders] <process> (pid N)" profiles, one thread each named
 	 * by that process: their frames are prof's ids (holders has none) */
 	struct profile holders;
+	/* record --tasks' "[asyncio tasks] <process> (pid N)" profiles, the same
+	 * way: suspended task-seconds per stack */
+	struct profile tasks;
 	uint32_t *frame_map;	/* the file's frame index -> prof's frame id */
 	size_t nfile_frames;
 	double wall_s;
@@ -97,6 +100,7 @@ enum line_kind {
 	LINE_HOLDER,		/* GIL waits behind a function its holder ran, per process */
 	LINE_LABEL,		/* a state's time under a label value (process: the
 				 * label, thread: the value) */
+	LINE_TASK,		/* suspended task-seconds per task and what it awaits, per process */
 };
 
 enum verdict {

@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
@@ -393,6 +394,51 @@ static int add_holders(struct diff *d, struct line_index *ix, int side, size_t r
 	return 0;
 }
 
+/* record --tasks: a task stack's line, "<task NAME> [await X]": its own
+ * (innermost) task frame and its top; 0, or -1 when it has neither. */
+static int task_line_name(const struct profile *p, const struct sample *s, char *out, size_t len)
+{
+	const char *own = NULL, *top;
+	uint32_t i;
+
+	for (i = 0; i < s->nframes; i++)
+		if (s->frames[i] < p->nframes && !strncmp(p->frames[s->frames[i]].name, "<task ", 6))
+			own = p->frames[s->frames[i]].name;
+	if (!own || s->frames[s->nframes - 1] >= p->nframes)
+		return -1;
+	top = p->frames[s->frames[s->nframes - 1]].name;
+	snprintf(out, len, "%s %s", own, top);
+	return 0;
+}
+
+/* Suspended task-seconds per process, task and what it awaits. A walk a
+ * second measures them: their noise is counted as one sample a second. */
+static int add_tasks(struct diff *d, struct line_index *ix, int side, size_t run,
+		     const struct recording *r)
+{
+	const struct profile *tp = &r->tasks;
+	struct diff_line key = { .kind = LINE_TASK };
+	char name[1024];
+	size_t i;
+
+	for (i = 0; i < tp->nthreads; i++) {
+		struct sample_iter it;
+		struct sample s;
+
+		key.process = tp->threads[i].process;
+		for (sample_iter_init(&it, tp, &tp->threads[i]); sample_iter_next(&it, &s);) {
+			double v = s.weight_ns / 1e9;
+
+			if (!s.nframes || task_line_name(&r->prof, &s, name, sizeof(name)))
+				continue;
+			key.function = name;
+			if (add(d, ix, &key, side, run, v, v))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * Student's t, for the critical value of a line's statistic: the two-sided
  * tail of |T| > t with df degrees of freedom is I_x(df/2, 1/2) at
@@ -581,7 +627,8 @@ int diff_build(struct diff *d)
 	for (side = 0; !err && side < 2; side++)
 		for (i = 0; !err && i < d->nruns[side]; i++)
 			err = add_functions(d, &ix, side, i, &d->runs[side][i]) ||
-			      add_holders(d, &ix, side, i, &d->runs[side][i]);
+			      add_holders(d, &ix, side, i, &d->runs[side][i]) ||
+			      add_tasks(d, &ix, side, i, &d->runs[side][i]);
 	free(ix.slots);
 	for (i = 0; !err && i < d->nlines; i++)
 		judge(d, &d->lines[i]);
@@ -620,6 +667,7 @@ static int line_cmp(const void *x, const void *y)
 	if (diff_is_change(a) != diff_is_change(b))
 		return diff_is_change(a) ? -1 : 1;
 	if (a->kind != LINE_SELF && a->kind != LINE_TOTAL && a->kind != LINE_HOLDER &&
+	    a->kind != LINE_TASK &&
 	    fabs(a->score - b->score) > 1e-9)
 		return a->score > b->score ? -1 : 1;
 	return da > db ? -1 : da < db;

@@ -139,6 +139,15 @@ static int read_stack(json_t *ids, uint32_t *out, uint32_t *n, const struct reco
 	return 0;
 }
 
+/* "[GIL holders] name" -> "name" */
+static void strip_prefix(char *process, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (!strncmp(process, prefix, n))
+		memmove(process, process + n, strlen(process + n) + 1);
+}
+
 static int read_profile(struct recording *r, struct profile *into, json_t *pr, int index,
 			uint32_t *ids, char *err, size_t errlen)
 {
@@ -156,9 +165,10 @@ static int read_profile(struct recording *r, struct profile *into, json_t *pr, i
 		return -1;
 	}
 	profile_names(str_or(pr, "name", ""), thread, sizeof(thread), process, sizeof(process));
-	if (into == &r->holders && !strncmp(process, GIL_HOLDERS_PREFIX, strlen(GIL_HOLDERS_PREFIX)))
-		memmove(process, process + strlen(GIL_HOLDERS_PREFIX),
-			strlen(process + strlen(GIL_HOLDERS_PREFIX)) + 1);
+	if (into == &r->holders)
+		strip_prefix(process, GIL_HOLDERS_PREFIX);
+	if (into == &r->tasks)
+		strip_prefix(process, TASK_SPANS_PREFIX);
 	t = profile_new_thread(into, 0, index);	/* one per profile */
 	if (!t || !(t->name = strdup(thread)) || !(t->process = strdup(process))) {
 		snprintf(err, errlen, "out of memory");
@@ -202,6 +212,9 @@ static int read_profiles(struct recording *r, json_t *root, char *err, size_t er
 		/* what made others wait, not a thread's time */
 		if (!strncmp(str_or(pr, "name", ""), GIL_HOLDERS_PREFIX, strlen(GIL_HOLDERS_PREFIX)))
 			rc = read_profile(r, &r->holders, pr, (int)i, ids, err, errlen);
+		/* record --tasks: task-seconds, not a thread's time either */
+		else if (!strncmp(str_or(pr, "name", ""), TASK_SPANS_PREFIX, strlen(TASK_SPANS_PREFIX)))
+			rc = read_profile(r, &r->tasks, pr, (int)i, ids, err, errlen);
 		else
 			rc = read_profile(r, &r->prof, pr, (int)i, ids, err, errlen);
 		if (rc)
@@ -534,6 +547,7 @@ static void recording_init(struct recording *r, const char *path)
 	r->path = path;
 	profile_init(&r->prof);
 	profile_init(&r->holders);
+	profile_init(&r->tasks);
 }
 
 int recording_read(struct recording *r, const char *path, char *err, size_t errlen)
@@ -608,6 +622,7 @@ void recording_free(struct recording *r)
 	free(r->command);
 	profile_free(&r->prof);
 	profile_free(&r->holders);
+	profile_free(&r->tasks);
 }
 
 /* Samples with off-CPU time in them (--idle), or of the GIL holder only

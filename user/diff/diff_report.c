@@ -65,6 +65,9 @@ static void line_label(char *out, size_t len, const struct diff_line *l)
 		snprintf(out, len, "%s: behind %s%s%s%s", proc, printable(l->function, name, sizeof(name)),
 			 l->file ? " (" : "", printable(l->file, file, sizeof(file)), l->file ? ")" : "");
 		break;
+	case LINE_TASK:
+		snprintf(out, len, "%s: %s", proc, printable(l->function, name, sizeof(name)));
+		break;
 	default:
 		snprintf(out, len, "%s%s%s%s", printable(l->function, name, sizeof(name)),
 			 l->file ? " (" : "", printable(l->file, file, sizeof(file)), l->file ? ")" : "");
@@ -207,6 +210,8 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 		noise += v[i]->verdict == VERDICT_NOISE;
 	if (kind == LINE_HOLDER)
 		fprintf(f, "\nGIL waits by what the GIL holder ran, per second of recording:\n");
+	else if (kind == LINE_TASK)
+		fprintf(f, "\nasyncio tasks suspended (--tasks), by task and what it awaits, task-seconds per second of recording:\n");
 	else if (d->o.share)
 		fprintf(f, "\nfunctions, %s time, share of the sampled time (--share):\n",
 			kind == LINE_SELF ? "self" : "total");
@@ -220,7 +225,7 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 				continue;
 			line_label(label, sizeof(label), v[i]);
 			diff_fmt_rel(rel, sizeof(rel), v[i]);
-			if (d->o.share && kind != LINE_HOLDER)
+			if (d->o.share && kind != LINE_HOLDER && kind != LINE_TASK)
 				fprintf(f, "    %+7.1f pts  %6s  %.1f%% -> %.1f%%  %s\n", 100 * v[i]->delta,
 					rel, 100 * v[i]->rate[0], 100 * v[i]->rate[1], label);
 			else
@@ -231,7 +236,8 @@ static void print_functions(FILE *f, const struct diff *d, int kind)
 		if (!shown)
 			fprintf(f, "    none outside the noise\n");
 	}
-	fprintf(f, "  within noise: %zu %s\n", noise, kind == LINE_HOLDER ? "holder functions" : "functions");
+	fprintf(f, "  within noise: %zu %s\n", noise, kind == LINE_HOLDER ? "holder functions" :
+		kind == LINE_TASK ? "task lines" : "functions");
 	free(v);
 }
 
@@ -286,6 +292,8 @@ int diff_report_text(FILE *f, const struct diff *d)
 	print_functions(f, d, LINE_TOTAL);
 	if (d->runs[0][0].holders.nthreads || d->runs[1][0].holders.nthreads)
 		print_functions(f, d, LINE_HOLDER);
+	if (d->runs[0][0].tasks.nthreads || d->runs[1][0].tasks.nthreads)
+		print_functions(f, d, LINE_TASK);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -311,7 +319,7 @@ static void json_kv(FILE *f, const char *key, const char *s)
 static const char *kind_name(int kind)
 {
 	static const char *const names[] = { "state", "gc_count", "gc_total", "self", "total",
-					     "holder", "label" };
+					     "holder", "label", "task" };
 
 	return names[kind];
 }
@@ -333,10 +341,11 @@ static void json_line(FILE *f, const struct diff_line *l, int rank)
 		json_kv(f, "process", l->process);
 		fprintf(f, ",\"generation\":%d", l->generation);
 	} else {
-		if (l->kind == LINE_HOLDER)
+		if (l->kind == LINE_HOLDER || l->kind == LINE_TASK)
 			json_kv(f, "process", l->process);
-		json_kv(f, "function", l->function);
-		json_kv(f, "file", l->file);
+		json_kv(f, l->kind == LINE_TASK ? "task" : "function", l->function);
+		if (l->kind != LINE_TASK)
+			json_kv(f, "file", l->file);
 	}
 	json_num(f, "base", l->amount[0]);
 	json_num(f, "new", l->amount[1]);
@@ -453,6 +462,7 @@ int diff_report_json(FILE *f, const struct diff *d)
 	json_lines(f, "functions_total", d, LINE_TOTAL, 0, 0, 1);
 	json_lines(f, "gil_holders", d, LINE_HOLDER, 0, 0, 1);
 	json_lines(f, "labels", d, LINE_LABEL, 0, 0, 0);
+	json_lines(f, "tasks_suspended", d, LINE_TASK, 0, 0, 1);
 	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }

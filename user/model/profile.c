@@ -95,6 +95,7 @@ void profile_free(struct profile *p)
 	free(p->threads);
 	drop_labels(p);
 	free(p->labels);
+	task_spans_free(&p->tasks);
 	profile_init(p);
 }
 
@@ -234,6 +235,7 @@ void profile_drop_threads(struct profile *p)
 		thread_free(&p->threads[i]);
 	p->nthreads = 0;
 	drop_labels(p);
+	task_spans_clear(&p->tasks);
 }
 
 int profile_label_thread(struct profile *p, int pid, int tid, const char *name,

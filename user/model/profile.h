@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include "sample_log.h"
 #include "states.h"	/* enum sample_state, sample_state_name() */
+#include "task_spans.h"
 
 enum frame_kind {
 	FRAME_PYTHON = 0,	/* a Python function */
@@ -68,6 +69,7 @@ struct profile {
 	uint64_t start_realtime_ns;	/* CLOCK_REALTIME then, 0: unknown */
 	unsigned rate_hz;
 	const char *command;	/* what was profiled, for the writers' metadata */
+	struct task_spans tasks;	/* record --tasks: suspended asyncio tasks */
 };
 
 void profile_init(struct profile *p);
@@ -93,7 +95,8 @@ const char *profile_thread_name(const struct profile *p, int pid, int tid);
 const char *thread_display_name(const char *py_name, const char *comm, int pid, int tid);
 /* Its process's name, from its profile or its label; NULL if neither. */
 const char *profile_thread_process(const struct profile *p, int pid, int tid);
-/* Forgets every thread and its samples; the frames stay (--rotate). */
+/* Forgets every thread and its samples, and the tasks' spans; the frames
+ * stay (--rotate). */
 void profile_drop_threads(struct profile *p);
 /* Appends a sample; frames (root first) are copied. */
 int profile_add_sample(struct profile *p, struct thread_profile *t,

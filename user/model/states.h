@@ -42,8 +42,11 @@ enum sample_state {
  *      series (labels.h) its "series" of time per state over "label_bin_s"
  *      bins and its top "functions"; a derived value's "sources" (the
  *      dask_key values under a dask_prefix)
+ *   5  profiles named "[asyncio tasks] <process> (pid N)" (record --tasks):
+ *      suspended tasks' task-seconds, not a thread's time; a reader before 5
+ *      would take them for threads
  */
-#define RECORDING_FORMAT_VERSION	4
+#define RECORDING_FORMAT_VERSION	5
 
 /* One state's spellings; NULL where that output never shows the state. */
 struct state_spelling {

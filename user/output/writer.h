@@ -49,6 +49,12 @@ extern const struct output_writer pprof_writer;
  * to STATE_RECORDED - 1, named by pprof_state_type_name(). */
 void pprof_state_type_name(int s, char *out, size_t len);
 
+/* What a writer's task_spans_each_pid callback writes to (record --tasks). */
+struct task_out {
+	FILE *f;
+	const struct profile *p;
+};
+
 /* The writer named `name`, or NULL. */
 const struct output_writer *writer_by_name(const char *name);
 

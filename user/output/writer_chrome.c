@@ -428,6 +428,76 @@ static int put_names(struct trace_out *out, const struct thread_profile *t,
 	return put_meta(out, "thread_name", t->pid, t->tid, t->name ? t->name : fallback);
 }
 
+/*
+ * record --tasks: a process's suspended tasks as a process of their own,
+ * "[asyncio tasks] <process> (pid N)" (pid TASKS_PID_BASE + N: no real pid
+ * reaches it), one track per task named by its <task NAME> frame, each of
+ * its spans (task_spans.h) drawn as the nested calls of its await chain.
+ */
+#define TASKS_PID_BASE	(1 << 22)	/* PID_MAX_LIMIT */
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct task_span *x = *(const struct task_span *const *)a;
+	const struct task_span *y = *(const struct task_span *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->track != y->track)
+		return x->track < y->track ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+static int put_span(struct trace_out *out, const struct profile *p, const struct task_span *s)
+{
+	struct thread_profile track = { .pid = TASKS_PID_BASE + s->pid, .tid = s->track };
+	struct call c = { .start = s->start_ns, .end = s->end_ns };
+	uint32_t d;
+
+	for (d = 0; d < s->nframes; d++) {
+		c.frame = s->frames[d];
+		c.depth = d;
+		if (c.frame < p->nframes && put_call(out, p, &track, &c))
+			return -1;
+	}
+	return 0;
+}
+
+/* Names the span's process and track when it is the first of them. */
+static int put_span_names(struct trace_out *out, const struct profile *p,
+			  const struct task_span *s, const struct task_span *prev)
+{
+	int pid = TASKS_PID_BASE + s->pid, err = 0;
+	char *title;
+
+	if (!prev || prev->pid != s->pid) {
+		title = task_spans_title(&p->tasks, s->pid);
+		err = !title || put_meta(out, "process_name", pid, -1, title);
+		free(title);
+	}
+	if (!err && (!prev || prev->pid != s->pid || prev->track != s->track) &&
+	    s->task_frame < p->nframes)
+		err = put_meta(out, "thread_name", pid, s->track, p->frames[s->task_frame].name);
+	return err ? -1 : 0;
+}
+
+static int put_tasks(struct trace_out *out, const struct profile *p)
+{
+	const struct task_span **order = calloc(p->tasks.n + 1, sizeof(*order));
+	size_t i;
+	int err = !order;
+
+	for (i = 0; !err && i < p->tasks.n; i++)
+		order[i] = &p->tasks.v[i];
+	if (!err && p->tasks.n)
+		qsort(order, p->tasks.n, sizeof(*order), span_cmp);
+	for (i = 0; !err && i < p->tasks.n; i++)
+		err = put_span_names(out, p, order[i], i ? order[i - 1] : NULL) ||
+		      (order[i]->end_ns > order[i]->start_ns && put_span(out, p, order[i]));
+	free(order);
+	return err ? -1 : 0;
+}
+
 static int put_header(FILE *f, const struct profile *p)
 {
 	if (fputs("{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"command\":", f) < 0 ||
@@ -453,6 +523,7 @@ static int chrome_write(const struct profile *p, const struct writer_options *o,
 	for (i = 0; !err && i < p->nthreads; i++)
 		err = collect_gcs(o, &p->threads[i], &gc) ||
 		      put_thread_calls(&out, p, o, &p->threads[i], &cl, &gc);
+	err = err || put_tasks(&out, p);
 	if (!err && fputs("\n]}\n", f) < 0)
 		err = -1;
 	free(cl.calls);

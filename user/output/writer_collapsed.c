@@ -5,6 +5,7 @@
  * first, COUNT in samples at the session's rate. As py-spy writes them: the
  * threads' stacks are merged unless -t asks for a "Thread TID "name"" root,
  * and a profile of several processes starts each stack with its process.
+ * record --tasks' suspended tasks follow, under a root of their own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -199,13 +200,11 @@ static uint64_t line_count(const struct profile *p, const struct stack_ref *r)
 	return n ? n : 1;
 }
 
-static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
-		    const struct stack_ref *r)
+/* The stack's frames and its line's count, after its roots. */
+static int put_stack(FILE *f, const struct profile *p, const struct stack_ref *r)
 {
 	uint32_t i;
 
-	if (put_roots(f, roots, r->t))
-		return -1;
 	for (i = 0; i < r->nframes; i++) {
 		if (i && fputc(';', f) == EOF)
 			return -1;
@@ -219,6 +218,40 @@ static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
 	return fprintf(f, " %" PRIu64 "\n", line_count(p, r)) < 0 ? -1 : 0;
 }
 
+static int put_line(FILE *f, const struct profile *p, const struct roots *roots,
+		    const struct stack_ref *r)
+{
+	return put_roots(f, roots, r->t) || put_stack(f, p, r) ? -1 : 0;
+}
+
+/* record --tasks: a process's suspended tasks under a root of their own,
+ * "[asyncio tasks] <process> (pid N)", counted in task-seconds at the
+ * session's rate. */
+static int put_task_lines(int pid, void *arg)
+{
+	const struct task_out *out = arg;
+	struct task_profile tp;
+	size_t i;
+	int err = task_profile_of(&out->p->tasks, pid, &tp);
+
+	for (i = 0; !err && i < tp.n; i++) {
+		struct stack_ref r = { .frames = tp.stacks[i].frames, .nframes = tp.stacks[i].nframes,
+				       .count = 1, .weight_ns = tp.stacks[i].ns };
+
+		err = put_clean(out->f, tp.title) || fputc(';', out->f) == EOF ||
+		      put_stack(out->f, out->p, &r);
+	}
+	task_profile_free(&tp);
+	return err ? -1 : 0;
+}
+
+static int put_tasks(FILE *f, const struct profile *p)
+{
+	struct task_out out = { f, p };
+
+	return task_spans_each_pid(&p->tasks, put_task_lines, &out);
+}
+
 static int collapsed_write(const struct profile *p, const struct writer_options *o,
 			   FILE *f)
 {
@@ -229,6 +262,7 @@ static int collapsed_write(const struct profile *p, const struct writer_options 
 
 	for (i = 0; !err && i < refs.n; i++)
 		err = put_line(f, p, &roots, &refs.v[i]);
+	err = err || put_tasks(f, p);
 	free(refs.v);
 	if (err && !errno)
 		errno = EIO;

@@ -10,7 +10,8 @@
  * Each Location is one interned frame (id = frame id + 1), so a Location
  * carries the frame's current line; Functions are the distinct
  * (name, file) pairs. Samples are aggregated per thread, state and stack,
- * and labelled with the thread and the state.
+ * and labelled with the thread and the state. With record --tasks' spans,
+ * a third type, task_suspended, holds the suspended tasks' task-seconds.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -256,6 +257,7 @@ struct pprof {
 	const struct label_table *labels;	/* --label; NULL: none */
 	int pid;		/* writer_options.pid */
 	int state_types;	/* writer_options.state_types */
+	int task_type;		/* a last sample type for --tasks' task-seconds */
 	struct pbuf out, msg, sub, scratch;
 	struct strtab st;
 	uint32_t *frame_func;	/* frame id -> function id */
@@ -407,7 +409,8 @@ static size_t sample_values(const struct pprof *pp, const struct sample *s, uint
 	if (!pp->state_types) {
 		values[0] = count;
 		values[1] = ns;
-		return 2;
+		values[2] = 0;		/* task_suspended */
+		return 2 + pp->task_type;
 	}
 	memset(values, 0, STATE_TYPES * sizeof(*values));
 	values[0] = on_cpu ? count : 0;
@@ -417,23 +420,33 @@ static size_t sample_values(const struct pprof *pp, const struct sample *s, uint
 	return STATE_TYPES;
 }
 
-static int put_sample(struct pprof *pp, const struct thread_profile *t,
-		      const struct sample *s, uint64_t count, uint64_t ns)
+/* A sample's locations (frames, root first) and values. */
+static int put_stack_values(struct pprof *pp, const uint32_t *frames, uint32_t nframes,
+			    const uint64_t *values, size_t nvalues)
 {
-	uint64_t *locs, values[STATE_TYPES];
-	char fallback[32];
+	uint64_t *locs = malloc((nframes + 1) * sizeof(*locs));
 	uint32_t i;
-	size_t nvalues = sample_values(pp, s, count, ns, values);
 
-	locs = malloc((s->nframes + 1) * sizeof(*locs));
 	if (!locs)
 		return -1;
 	/* Leaf first, as pprof wants; our stacks are root first. */
-	for (i = 0; i < s->nframes; i++)
-		locs[i] = (uint64_t)s->frames[s->nframes - 1 - i] + 1;
-	pb_packed(&pp->msg, SAMPLE_LOCATION_ID, locs, s->nframes, &pp->scratch);
+	for (i = 0; i < nframes; i++)
+		locs[i] = (uint64_t)frames[nframes - 1 - i] + 1;
+	pb_packed(&pp->msg, SAMPLE_LOCATION_ID, locs, nframes, &pp->scratch);
 	pb_packed(&pp->msg, SAMPLE_VALUE, values, nvalues, &pp->scratch);
 	free(locs);
+	return 0;
+}
+
+static int put_sample(struct pprof *pp, const struct thread_profile *t,
+		      const struct sample *s, uint64_t count, uint64_t ns)
+{
+	uint64_t values[STATE_TYPES];
+	char fallback[32];
+	size_t nvalues = sample_values(pp, s, count, ns, values);
+
+	if (put_stack_values(pp, s->frames, s->nframes, values, nvalues))
+		return -1;
 	snprintf(fallback, sizeof(fallback), "Thread %d", t->tid);
 	put_label(pp, "thread", t->name ? t->name : fallback, 0);
 	put_label(pp, "thread_id", NULL, t->tid);
@@ -493,6 +506,34 @@ static int put_thread_samples(struct pprof *pp, const struct thread_profile *t)
 }
 
 /*
+ * record --tasks: each stack of a process's suspended tasks as a sample of
+ * the last type, task_suspended (nanoseconds of task time), its samples
+ * and cpu 0, labelled with the profile's name, the pid and the process.
+ */
+static int put_task_samples(int pid, void *arg)
+{
+	struct pprof *pp = arg;
+	uint64_t values[3] = { 0 };
+	struct task_profile tp;
+	size_t i;
+	int err;
+
+	if (pp->pid && pid != pp->pid)
+		return 0;
+	err = task_profile_of(&pp->p->tasks, pid, &tp);
+	for (i = 0; !err && i < tp.n; i++) {
+		values[2] = tp.stacks[i].ns;
+		err = put_stack_values(pp, tp.stacks[i].frames, tp.stacks[i].nframes, values, 3);
+		put_label(pp, "profile", tp.title, 0);
+		put_label(pp, "pid", NULL, pid);
+		put_label(pp, "state", "task-suspended", 0);
+		pb_message(&pp->out, PROFILE_SAMPLE, &pp->msg);
+	}
+	task_profile_free(&tp);
+	return err ? -1 : 0;
+}
+
+/*
  * The profile records no wall-clock start; the writer runs as the session
  * ends, so now minus its duration is the start to within the write's delay.
  */
@@ -516,6 +557,8 @@ static void put_header(struct pprof *pp)
 	strtab_id(&pp->st, "");
 	put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
 	put_value_type(pp, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	if (pp->task_type)
+		put_value_type(pp, PROFILE_SAMPLE_TYPE, "task_suspended", "nanoseconds");
 	for (int s = STATE_ON_CPU + 1; pp->state_types && s < STATE_RECORDED; s++) {
 		char name[64];
 
@@ -546,6 +589,8 @@ static int encode(struct pprof *pp)
 		if ((!pp->pid || pp->p->threads[i].pid == pp->pid) &&
 		    put_thread_samples(pp, &pp->p->threads[i]))
 			return -1;
+	if (pp->task_type && task_spans_each_pid(&pp->p->tasks, put_task_samples, pp))
+		return -1;
 	/* Last: the samples' labels intern strings too. */
 	for (i = 0; i < pp->st.n; i++)
 		pb_bytes(&pp->out, PROFILE_STRING_TABLE, pp->st.strs[i],
@@ -595,6 +640,9 @@ static int pprof_write(const struct profile *p, const struct writer_options *o,
 	struct pprof pp = { .p = p, .labels = o && o->analysis ? &o->analysis->labels : NULL,
 			    .pid = o ? o->pid : 0, .state_types = o && o->state_types };
 	int err;
+
+	/* --push's types are Pyroscope's: no task-seconds among them */
+	pp.task_type = !pp.state_types && p->tasks.n;
 
 	err = encode(&pp);
 	if (err) {

@@ -293,6 +293,42 @@ static int write_holder_profiles(FILE *f, const struct profile *p, const struct 
 	return err ? -1 : 0;
 }
 
+/* record --tasks: "[asyncio tasks] <process> (pid N)", each suspended
+ * task's await chain weighted by the time it stayed there (task_spans.h),
+ * end to end: its total is in task-seconds, not on the time axis. */
+static int write_task_profile(int pid, void *arg)
+{
+	const struct task_out *out = arg;
+	struct task_profile tp;
+	FILE *f = out->f;
+	size_t i;
+	int err = task_profile_of(&out->p->tasks, pid, &tp);
+
+	if (!err && tp.n)
+		err = fputs(",\n{\"type\":\"sampled\",\"name\":", f) < 0 ||
+		      json_write_string(f, tp.title) ||
+		      fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,"
+			      "\"endValue\":%" PRIu64 ",\"samples\":[", tp.total_ns) < 0;
+	for (i = 0; !err && i < tp.n; i++) {
+		struct span sp = { .frames = tp.stacks[i].frames, .nframes = tp.stacks[i].nframes };
+
+		err = (i && fputc(',', f) == EOF) || write_stack(f, &sp, out->p->nframes);
+	}
+	err = err || (tp.n && fputs("],\"weights\":[", f) < 0);
+	for (i = 0; !err && i < tp.n; i++)
+		err = fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, tp.stacks[i].ns) < 0;
+	err = err || (tp.n && fputs("]}", f) < 0);
+	task_profile_free(&tp);
+	return err ? -1 : 0;
+}
+
+static int write_task_profiles(FILE *f, const struct profile *p)
+{
+	struct task_out out = { f, p };
+
+	return task_spans_each_pid(&p->tasks, write_task_profile, &out);
+}
+
 /*
  * A recording without a sample (the target never ran Python on a CPU while
  * recorded, e.g. it slept throughout) still opens in speedscope, which
@@ -397,7 +433,8 @@ static int write_thread_profiles(const struct profile *p, const struct analysis 
 	}
 	if (!err && !p->nthreads && write_no_samples(f, end))
 		err = -1;
-	if (!err && (write_holder_profiles(f, p, a) || fputs("]", f) < 0))
+	if (!err && (write_holder_profiles(f, p, a) || write_task_profiles(f, p) ||
+		     fputs("]", f) < 0))
 		err = -1;
 	free(tl.spans);
 	free(order);
@@ -415,7 +452,8 @@ static int write_profiles(const struct profile *p, const struct writer_options *
 		return -1;
 	if (first && write_no_samples(f, axis_end(p)))
 		return -1;
-	return write_holder_profiles(f, p, a) || fputs("]", f) < 0 ? -1 : 0;
+	return write_holder_profiles(f, p, a) || write_task_profiles(f, p) ||
+	       fputs("]", f) < 0 ? -1 : 0;
 }
 
 /*

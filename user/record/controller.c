@@ -40,7 +40,8 @@ void controller_recorder_opts(const struct controller_config *cfg, struct record
 	*ro = (struct recorder_opts){ .rate_hz = cfg->rate_hz, .gil_only = cfg->gil_only,
 				      .by_function = cfg->by_function, .idle = cfg->idle,
 				      .native = cfg->native, .labels = cfg->labels,
-				      .nlabels = cfg->nlabels, .dask = cfg->dask };
+				      .nlabels = cfg->nlabels, .dask = cfg->dask,
+				      .tasks = cfg->tasks };
 }
 
 static void session_opts_of(struct controller *c, struct session_opts *so)
@@ -122,6 +123,7 @@ int controller_attach(struct controller *c, const struct py_target *t, int pidfd
 	}
 	/* inside a PID namespace too: offcpu_task_io finds threads by our tids */
 	seed_blocked_threads(c->session, &c->rec, t, t0);
+	recorder_walk_tasks(&c->rec, 1);
 	if (c->cfg.subprocesses)
 		session_follow(c->session, t->pid);
 	if (c->cfg.duration_ns)
@@ -144,6 +146,8 @@ void controller_cut_period(struct controller *c)
 	uint64_t end;
 
 	controller_drain(c->session, CONTROLLER_CUT_DRAIN_PASSES);
+	if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
+		recorder_walk_tasks(&c->rec, 1);	/* a live view walks as it shows */
 	end = monotonic_ns();
 	session_cut_period(c->session, c->target->pid);
 	if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
@@ -206,6 +210,8 @@ enum controller_stop_reason controller_run(struct controller *c)
 		if (c->cfg.on_tick)
 			c->cfg.on_tick(c->cfg.ctx, monotonic_ns());
 		follower_step(&c->follower);
+		if (c->cfg.periods == CONTROLLER_PERIODS_SEPARATE)
+			recorder_walk_tasks(&c->rec, 0);
 		if (monotonic_ns() >= c->next_names_ns) {
 			recorder_refresh_names(&c->rec);
 			c->next_names_ns = monotonic_ns() + CONTROLLER_NAMES_EVERY_NS;
@@ -216,8 +222,10 @@ enum controller_stop_reason controller_run(struct controller *c)
 
 void controller_stop(struct controller *c)
 {
-	uint64_t end = monotonic_ns();
+	uint64_t end;
 
+	recorder_walk_tasks(&c->rec, 1);	/* the last stretch, while the target may live */
+	end = monotonic_ns();
 	session_remove_process(c->session, c->target->pid);
 	controller_drain(c->session, 0);
 	if (c->cfg.periods != CONTROLLER_PERIODS_LIVE)

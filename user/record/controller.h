@@ -69,6 +69,7 @@ struct controller_config {
 	const struct label_spec *labels;	/* --label, --dask */
 	int nlabels;
 	int dask;			/* --dask: dask_prefix derived from dask_key */
+	int tasks;			/* --tasks: walk the asyncio tasks (task_walk.h) */
 	int verbose;
 	uint64_t duration_ns;		/* 0: until stopped or the target exits */
 	uint64_t period_ns;		/* 0: no periods but on request */

@@ -226,6 +226,7 @@ static void maybe_cut(struct group *g, uint64_t now)
 			continue;
 		if (!drained++)
 			controller_drain(g->session, CONTROLLER_CUT_DRAIN_PASSES);
+		recorder_walk_tasks(&m->rec, 1);
 		cut_member(g, m, monotonic_ns());
 		while (m->next_cut_ns && m->next_cut_ns <= now)
 			m->next_cut_ns += g->cfg.period_ns;
@@ -240,6 +241,8 @@ static void end_member(struct group *g, size_t i, enum controller_stop_reason wh
 	struct group_member *m = g->members[i];
 
 	m->stopped = why;
+	if (why != CONTROLLER_TARGET_EXITED)	/* the last stretch, while it lives */
+		recorder_walk_tasks(&m->rec, 1);
 	forget_processes(g, m);
 	controller_drain(g->session, 0);
 	recorder_finish(&m->rec, monotonic_ns());
@@ -274,6 +277,7 @@ static void step_members(struct group *g)
 			follower_step(&g->members[i]->follower);
 		if (names)
 			recorder_refresh_names(&g->members[i]->rec);
+		recorder_walk_tasks(&g->members[i]->rec, 0);
 	}
 	if (names)
 		g->next_names_ns = monotonic_ns() + CONTROLLER_NAMES_EVERY_NS;

@@ -12,12 +12,14 @@
 #include "native_unwind.h"
 #include "native_weave.h"
 #include "procfs.h"
+#include "py_asyncio.h"
 #include "py_symbolizer.h"
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
 #include "states.h"
 #include "task_frames.h"
+#include "task_walk.h"
 
 #define MAX_NAMED_THREADS	1024
 /* A sample's weight beyond this many mean periods is no tick's (a CPU back
@@ -66,6 +68,7 @@ struct rec_process {
 	struct native_unwinder *unwinder;	/* --native */
 	struct native_pc *pcs;			/* NATIVE_PC_CACHE, --native */
 	struct task_frames *tasks;		/* 3.11+: <task NAME> frames */
+	struct task_walk *walk;			/* --tasks, 3.11+ */
 	char comm[16];
 	struct rec_thread *threads;
 	size_t nthreads, cap;
@@ -131,6 +134,7 @@ void recorder_free(struct recorder *r)
 		free(r->procs[i]->pcs);
 		py_symbolizer_free(r->procs[i]->sym);
 		task_frames_free(r->procs[i]->tasks);
+		task_walk_free(r->procs[i]->walk);
 		free(r->procs[i]->threads);
 		free(r->procs[i]);
 	}
@@ -174,9 +178,11 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 		stack_table_drop_pid(&r->stacks, t->pid);
 		py_symbolizer_free(p->sym);
 		task_frames_free(p->tasks);
+		task_walk_free(p->walk);
 		p->target = *t;
 		p->sym = py_symbolizer_new(t->pid, &t->layout);
 		p->tasks = task_frames_new(&p->target);
+		p->walk = r->opts.tasks ? task_walk_new(&p->target) : NULL;
 		procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 		return p->sym && !native_setup(r, p) ? 0 : -1;
 	}
@@ -188,6 +194,7 @@ int recorder_add_process(struct recorder *r, const struct py_target *t)
 	p->target = *t;
 	p->sym = py_symbolizer_new(t->pid, &t->layout);
 	p->tasks = task_frames_new(&p->target);
+	p->walk = r->opts.tasks ? task_walk_new(&p->target) : NULL;
 	procfs_comm(t->pid, 0, p->comm, sizeof(p->comm));
 	r->procs[r->nprocs++] = p;
 	return p->sym && !native_setup(r, p) ? 0 : -1;
@@ -1024,6 +1031,49 @@ void recorder_refresh_names(struct recorder *r)
 		refresh_process_names(r->procs[i]);
 }
 
+/* The walks of recorder_walk_tasks; revisit: task_walk_step's. */
+static void walk_tasks(struct recorder *r, int all, int revisit)
+{
+	uint64_t now = monotonic_ns();
+	struct rec_process *p;
+	size_t i;
+
+	for (i = 0; i < r->nprocs; i++) {
+		p = r->procs[i];
+		if (!p->walk || (!all && !task_walk_due(p->walk, now)))
+			continue;
+		if (task_spans_name_process(&r->profile.tasks, p->target.pid,
+					    p->comm[0] ? p->comm : "python"))
+			r->failed++;
+		task_walk_step(p->walk, p->sym, &r->profile, r->t0_ns, r->opts.by_function, revisit);
+	}
+}
+
+void recorder_walk_tasks(struct recorder *r, int all)
+{
+	walk_tasks(r, all, all);
+}
+
+void recorder_release_tasks(struct recorder *r)
+{
+	task_spans_clear(&r->profile.tasks);
+	for (size_t i = 0; i < r->nprocs; i++)
+		task_walk_next_period(r->procs[i]->walk);
+}
+
+void recorder_live_tasks(struct recorder *r)
+{
+	uint64_t now = monotonic_ns();
+	size_t i;
+
+	for (i = 0; i < r->nprocs && !task_walk_due(r->procs[i]->walk, now); i++)
+		;
+	if (i == r->nprocs)
+		return;
+	recorder_release_tasks(r);
+	walk_tasks(r, 1, 0);	/* on through a long list: a view has no end to prepare */
+}
+
 /* What the recorder knows thread tid of process pid (p, if known) as
  * (thread_display_name), else NULL. */
 static const char *known_name(const struct rec_process *p, int pid, int tid)
@@ -1105,6 +1155,24 @@ static void finish(struct recorder *r, uint64_t end_ns)
 		r->failed++;
 }
 
+/* --tasks: the walks and their time; a walk that stopped at a bound
+ * missed tasks. */
+static void print_walks(const struct rec_process *p, FILE *f)
+{
+	unsigned walks;
+	uint64_t ns;
+	int truncated;
+
+	task_walk_cost(p->walk, &walks, &ns, &truncated);
+	if (walks)
+		fprintf(f, "ebpfprof: --tasks: process %d: %u walks of its asyncio tasks, %.1f ms each\n",
+			p->target.pid, walks, ns / 1e6 / walks);
+	if (truncated)
+		fprintf(f, "ebpfprof: warning: --tasks: process %d: a walk of its asyncio tasks stopped at a bound (%d tasks, %d coroutines a task, %llu ms): the walks took turns over its tasks, each seen every few walks (those beyond %d walks' reach missed)\n",
+			p->target.pid, PY_TASKS_MAX, PY_TASK_DEPTH, PY_TASKS_WALK_NS / 1000000,
+			TASK_WALK_MISSES_MAX + 1);
+}
+
 void recorder_print_losses(const struct recorder *r, FILE *f)
 {
 	if (r->unknown_stacks || r->failed)
@@ -1115,6 +1183,11 @@ void recorder_print_losses(const struct recorder *r, FILE *f)
 			r->native_unwound, 100.0 * r->native_complete / r->native_unwound,
 			(double)r->native_frames / r->native_unwound,
 			r->native_cpu_ns / 1e3 / r->native_unwound);
+	if (r->profile.tasks.dropped)
+		fprintf(f, "ebpfprof: warning: --tasks: %lu places of suspended tasks not kept (more than %u in the recording)\n",
+			r->profile.tasks.dropped, TASK_SPANS_MAX);
+	for (size_t i = 0; i < r->nprocs; i++)
+		print_walks(r->procs[i], f);
 	if (r->native_unpaired)
 		fprintf(f, "ebpfprof: warning: %lu samples shown without native frames (their registers and stack were lost)\n",
 			r->native_unpaired);
@@ -1139,6 +1212,7 @@ void recorder_next_period(struct recorder *r, uint64_t start_ns)
 	 * and a program's frames are few and come back in every period */
 	profile_drop_threads(&r->profile);
 	analysis_next_period(&r->analysis);
+	recorder_release_tasks(r);
 	r->t0_ns = start_ns;
 	r->kept = 0;
 }

@@ -30,6 +30,7 @@ struct recorder_opts {
 	const struct label_spec *labels;	/* --label, --dask */
 	int nlabels;
 	int dask;		/* --dask: dask_prefix derived from the label dask_key */
+	int tasks;		/* --tasks: where asyncio tasks stay suspended (task_walk.h) */
 };
 
 /* --label: the code objects of a process the kernel is to read labels
@@ -110,12 +111,24 @@ int recorder_next_lost_stack(void *ctx, __u32 *pid, __u64 *stack_id);
 int recorder_next_label_codes(void *ctx, __u32 *pid, struct label_codes *out);
 /* Collections of pid are timed by probes: overlaps with them are exact. */
 void recorder_set_exact_gc(struct recorder *r, int pid);
+/* --tasks: walks the asyncio tasks of each process whose walk is due, or
+ * of every process (all: the start, a period's end: a list too long for
+ * one walk is read again where the last walk read it). */
+void recorder_walk_tasks(struct recorder *r, int all);
+/* The tasks' spans dropped; the next walk opens one, from where it began,
+ * for each task still in place (a new period, a live view's walk). */
+void recorder_release_tasks(struct recorder *r);
+/* --tasks in a live view: when a walk is due, the spans dropped and every
+ * process walked, so the spans are the tasks in place at that walk, each
+ * from where it began. */
+void recorder_live_tasks(struct recorder *r);
 /* Reads the Python names of the threads seen so far while the target lives. */
 void recorder_refresh_names(struct recorder *r);
 /* Names every thread (Python name, else MainThread or the kernel's comm),
  * sets the duration and sorts: the profile is then ready for the writers. */
 void recorder_finish(struct recorder *r, uint64_t end_ns);
-/* What userspace could not keep, for the summary (nothing when all is well). */
+/* What userspace could not keep, for the summary (nothing when all is well;
+ * with --tasks, the walks and their cost). */
 void recorder_print_losses(const struct recorder *r, FILE *f);
 
 /* The session starts at t0_ns (CLOCK_MONOTONIC): the profile's times count

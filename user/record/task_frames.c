@@ -5,6 +5,7 @@
 #include <string.h>
 #include "clock.h"
 #include "py_asyncio.h"
+#include "py_task_await.h"
 #include "task_frames.h"
 
 #define LABEL_MAX	(PY_TASK_NAME + 8)
@@ -75,7 +76,7 @@ static void reread(struct task_frames *tf, uint64_t now_ns)
 		if (!all.tasks[i].coro)
 			continue;
 		labels[n].coro = all.tasks[i].coro;
-		snprintf(labels[n++].label, LABEL_MAX, "<task %s>", all.tasks[i].name);
+		py_task_frame_name(all.tasks[i].name, labels[n++].label, LABEL_MAX);
 	}
 	py_asyncio_tasks_free(&all);
 	qsort(labels, n, sizeof(*labels), cmp_coro);
