@@ -434,7 +434,7 @@ def test_old_unknown_state_and_missing_state_recordings_diff_against_a_new_one(w
     new = tmp_path / "new.json"
     run_ebpfprof("--pid", w.pid, "-d", 1, "-F", "-o", new, check=True)
     new_doc = json.loads(new.read_text())["ebpfprof"]
-    assert new_doc["version"] == 4 and new_doc["states"][-1] == "other", new_doc["states"]
+    assert new_doc["version"] == 5 and new_doc["states"][-1] == "other", new_doc["states"]
     old = json.loads(OLD_RECORDING.read_text())
     assert old["ebpfprof"]["version"] == 1 and "states" not in old["ebpfprof"]
     extra = tmp_path / "extra.json"
