@@ -24,23 +24,27 @@
 static __always_inline void gc_begin(int generation)
 {
 	struct ep_gc_running run = {};
+	struct ep_proc_cfg *cfg;
 	__u64 *clock;
 	__u32 pid, tid;
 
-	if (!current_ids(&pid, &tid) || !bpf_map_lookup_elem(&procs, &pid))
+	if (!current_ids(&pid, &tid))
+		return;
+	cfg = bpf_map_lookup_elem(&procs, &pid);
+	if (!cfg)
 		return;
 	run.start_ts = bpf_ktime_get_ns();
 	run.generation = generation;
 	if (bpf_map_update_elem(&gc_running, &tid, &run, BPF_ANY))
 		count(EP_CNT_MAP_FULL);
-	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
+	clock = gc_clock_of(pid, cfg->gc_slot);
 	if (clock)	/* one word, one store: readers never see half of it */
 		*clock = ep_gc_clock_start(*clock, run.start_ts);
 }
 
-static __always_inline void gc_clock_stop(__u32 pid, __u64 now)
+static __always_inline void gc_clock_stop(__u32 pid, __u16 gc_slot, __u64 now)
 {
-	__u64 *clock = bpf_map_lookup_elem(&gc_clocks, &pid);
+	__u64 *clock = gc_clock_of(pid, gc_slot);
 
 	if (clock)
 		*clock = ep_gc_clock_stop(*clock, now);
@@ -65,7 +69,7 @@ static __always_inline void gc_end(long collected, int loop)
 			count(EP_CNT_GC_LOST);
 		return;
 	}
-	gc_clock_stop(pid, now);
+	gc_clock_stop(pid, cfg->gc_slot, now);
 	sc = scratch_slot(EP_SCRATCH_GC);
 	if (sc) {
 		ev = start_stack_event(sc, EP_EV_GC, pid, tid, run->start_ts);

@@ -193,14 +193,27 @@ EP_MAP struct {
 	__type(value, struct ep_gc_running);
 } gc_running SEC(".maps");
 
-/* tgid -> its GC clock (ep_gc_clock_*), for processes whose collections are
- * probed: userspace creates the entry when it attaches the probes */
+/* cfg->gc_slot - 1 -> the GC clock (ep_gc_clock_*) of a process whose
+ * collections are probed: userspace fills the slot when it attaches the
+ * probes (struct ep_gc_clock) */
 EP_MAP struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EP_GC_CLOCK_SLOTS);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct ep_gc_clock);
 } gc_clocks SEC(".maps");
+
+/* pid's GC clock in its slot (cfg->gc_slot), NULL if it has none. */
+static __always_inline __u64 *gc_clock_of(__u32 pid, __u16 gc_slot)
+{
+	__u32 i = (__u32)gc_slot - 1;
+	struct ep_gc_clock *c;
+
+	if (!gc_slot)
+		return NULL;
+	c = bpf_map_lookup_elem(&gc_clocks, &i);
+	return c && c->pid == pid ? &c->clock : NULL;
+}
 
 /*
  * Per CPU: the sampler's clocks (sample.bpf.c). A sample of a profiled

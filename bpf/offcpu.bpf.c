@@ -333,11 +333,12 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 	st->flags = 0;
 	st->primed = 0;
 	st->totals_in_task = cfg->totals_in_task;
+	st->gc_slot = cfg->gc_slot;
 	end_run(prev, st, cfg, clock_now(now), atomics);
 	run_clock_out(prev, st, *now);
 	st->off_ts = *now;
 	st->reason = classify(cfg, prev);
-	clock = bpf_map_lookup_elem(&gc_clocks, &pid);
+	clock = gc_clock_of(pid, cfg->gc_slot);
 	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, st->off_ts) : 0;
 	if (!clock && st->reason == EP_OFF_GIL && holder_collecting(cfg))
 		st->reason = EP_OFF_GIL_GC;
@@ -566,7 +567,7 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 		return;
 	len = now > st->off_ts ? now - st->off_ts : 0;
 	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags)) {
-		clock = bpf_map_lookup_elem(&gc_clocks, &st->pid);
+		clock = gc_clock_of(st->pid, st->gc_slot);
 		if (clock)
 			gc_ns = ep_gc_clock_read(*clock, now) - st->gc_clock_out;
 		EP_GIL_WAIT_GC_CAP(gc_ns, len);
@@ -688,7 +689,7 @@ static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
 static __always_inline void prime_off_cpu(struct task_struct *task, struct ep_offcpu_task *st,
 					  const struct ep_proc_cfg *cfg)
 {
-	__u64 *clock = bpf_map_lookup_elem(&gc_clocks, &st->pid);
+	__u64 *clock = gc_clock_of(st->pid, cfg->gc_slot);
 
 	st->reason = classify(cfg, task);
 	st->flags = EP_IV_SEEDED;
@@ -718,6 +719,7 @@ static __always_inline struct ep_offcpu_task *prime_task(struct task_struct *tas
 	st->pid = pid;
 	st->tid = tid;
 	st->totals_in_task = cfg->totals_in_task;
+	st->gc_slot = cfg->gc_slot;
 	st->primed = 1;
 	st->ran_ns = task->se.sum_exec_runtime;
 	if (task->on_cpu) {

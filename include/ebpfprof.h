@@ -124,6 +124,7 @@ struct ep_proc_cfg {
 	__u8 instr_kind;		/* enum ep_instr_kind */
 	__u8 owner_skip_min;		/* skip frames with owner >= this (C-stack shims), 0: none */
 	__u8 totals_in_task;		/* its threads' totals are drained by offcpu_drain_totals */
+	__u16 gc_slot;			/* its GC clock: gc_clocks[gc_slot - 1], 0: none */
 	__u16 frame_is_entry;		/* 3.11: bool is_entry, else EP_NO_OFFSET (--native) */
 	/* --label: the code objects of labelled functions userspace has seen
 	 * (by their names) and, for each, which argument and which label */
@@ -358,6 +359,18 @@ static inline __u64 ep_stack_id(__u64 h, __u16 flags)
  */
 #define EP_GC_RUNNING	(1ull << 63)
 
+/* The GC clocks are an array, one slot per process whose collections are
+ * probed (its cfg->gc_slot): a hash look-up by pid cost ~15 ns a switch on
+ * the switch path (docs/benchmarks.md), an array's is inlined. The pid
+ * tells a slot given to another process since from the process's own. */
+#define EP_GC_CLOCK_SLOTS	256
+
+struct ep_gc_clock {
+	__u32 pid;		/* 0: free */
+	__u32 pad;
+	__u64 clock;		/* ep_gc_clock_* */
+};
+
 static inline __u64 ep_gc_clock_read(__u64 clock, __u64 t)
 {
 	__u64 base = clock & ~EP_GC_RUNNING;
@@ -541,7 +554,8 @@ struct ep_offcpu_task {
 	__u8 gc_gen;		/* with EP_IV_OWN_GC */
 	__u8 totals_in_task;	/* the process's cfg->totals_in_task at switch-out */
 	__u8 primed;		/* made by the drain iterator; no switch-out since */
-	__u8 pad[3];
+	__u8 pad;
+	__u16 gc_slot;		/* the process's cfg->gc_slot at switch-out */
 	/* kind != 0: a record to send once the stack is known, on the thread's
 	 * return to user mode (EP_IV_STACK_LATER) */
 	struct ep_offcpu_record pending;

@@ -136,6 +136,7 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 	__u32 key = pid;
 
 	with_iter.totals_in_task = !session_attach_drain_iter(s, pid);
+	with_iter.gc_slot = session_gc_slot(s, pid);
 	/* its threads' on-CPU time counts from here */
 	with_iter.start_ts = monotonic_ns();
 	if (verbose_libbpf)

@@ -66,6 +66,9 @@ struct py_target;
 /* Attaches the GC probes for a target: USDT if its binary has them, else
  * uprobes on the collector if its symbols name it. Returns the kind used. */
 enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t);
+/* pid's GC clock slot + 1 (ep_proc_cfg.gc_slot), 0 if it has none */
+__u16 session_gc_slot(const struct session *s, pid_t pid);
+void session_free_gc_slot(struct session *s, pid_t pid);
 const char *gc_probe_name(enum gc_probe_kind k);
 
 /* Starts walking stacks of process pid with cfg. 0 or -1. */

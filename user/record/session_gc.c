@@ -115,19 +115,79 @@ static enum gc_probe_kind probe_file(struct session *s, const struct py_target *
 	return kind;
 }
 
+__u16 session_gc_slot(const struct session *s, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < EP_GC_CLOCK_SLOTS; i++)
+		if (s->gc_slot_pid[i] == pid)
+			return i + 1;
+	return 0;
+}
+
+/* A free GC clock slot for pid, its clock at 0; its number + 1, 0 if none. */
+static __u16 take_gc_slot(struct session *s, pid_t pid)
+{
+	struct ep_gc_clock fresh = { .pid = pid };
+	__u16 slot = session_gc_slot(s, pid);
+	__u32 i;
+
+	if (slot)
+		return slot;
+	slot = session_gc_slot(s, 0);
+	if (!slot) {
+		errno = ENOSPC;
+		return 0;
+	}
+	i = slot - 1;
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.gc_clocks), &i, &fresh, BPF_ANY))
+		return 0;
+	s->gc_slot_pid[i] = pid;
+	return slot;
+}
+
+/* The slot goes to the process's configuration, if it is in the map already
+ * (else session_add_process puts it there). */
+static void set_cfg_gc_slot(struct session *s, pid_t pid, __u16 slot)
+{
+	int fd = bpf_map__fd(s->skel->maps.procs);
+	struct ep_proc_cfg cfg;
+	__u32 key = pid;
+
+	if (!bpf_map_lookup_elem(fd, &key, &cfg) && cfg.gc_slot != slot) {
+		cfg.gc_slot = slot;
+		bpf_map_update_elem(fd, &key, &cfg, BPF_EXIST);
+	}
+}
+
 enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t)
 {
 	enum gc_probe_kind kind = probe_file(s, t);
-	__u32 key = t->pid;
-	__u64 clock = 0;
+	__u16 slot;
 
-	if (kind != GC_PROBE_NONE &&
-	    bpf_map_update_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key, &clock, BPF_NOEXIST) &&
-	    errno != EEXIST) {
+	if (kind == GC_PROBE_NONE)
+		return kind;
+	slot = take_gc_slot(s, t->pid);
+	if (!slot) {
 		fprintf(stderr, "ebpfprof: warning: process %d: GC clock not kept (%s): its GIL waits behind collections are classified by the collecting flag\n",
 			t->pid, strerror(errno));
+		return kind;
 	}
+	set_cfg_gc_slot(s, t->pid, slot);
 	return kind;
+}
+
+void session_free_gc_slot(struct session *s, pid_t pid)
+{
+	struct ep_gc_clock none = { 0 };
+	__u16 slot = session_gc_slot(s, pid);
+	__u32 i;
+
+	if (!pid || !slot)
+		return;
+	i = slot - 1;
+	bpf_map_update_elem(bpf_map__fd(s->skel->maps.gc_clocks), &i, &none, BPF_ANY);
+	s->gc_slot_pid[i] = 0;
 }
 
 const char *gc_probe_name(enum gc_probe_kind k)

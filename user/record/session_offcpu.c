@@ -66,12 +66,13 @@ void session_drain_task_totals(struct session *s, struct drain_iter *it);
 /* The GC clock of pid at now into *out; -1 if its collections are not probed. */
 static int gc_clock_now(struct session *s, pid_t pid, uint64_t now, uint64_t *out)
 {
-	__u32 key = pid;
-	__u64 clock;
+	struct ep_gc_clock c;
+	__u32 key = session_gc_slot(s, pid);
 
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key, &clock))
+	if (!key-- || bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key, &c) ||
+	    c.pid != (__u32)pid)
 		return -1;
-	*out = ep_gc_clock_read(clock, now);
+	*out = ep_gc_clock_read(c.clock, now);
 	return 0;
 }
 
@@ -174,6 +175,7 @@ int session_queue_seed(struct session *s, int tid, const struct ep_offcpu_task *
 
 	gc_clock_now(s, st->pid, st->off_ts, &clock);
 	op.seed.gc_clock_out = clock;
+	op.seed.gc_slot = session_gc_slot(s, st->pid);
 	/* its holder: the one now, as though it had begun to wait now */
 	if (st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC) {
 		op.seed.gil_out = gil_now(s, st->pid, &addr);
@@ -487,7 +489,7 @@ void session_remove_process(struct session *s, pid_t pid)
 
 	cut_open_intervals(s, &c);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &key);
-	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.gc_clocks), &key);
+	session_free_gc_slot(s, pid);
 	if (it) {
 		session_drain_task_totals(s, it);
 		bpf_link__destroy(it->link);

@@ -45,6 +45,7 @@ struct session {
 		enum gc_probe_kind kind;
 	} *gc_files;
 	size_t ngc_files, gc_files_cap;
+	pid_t gc_slot_pid[EP_GC_CLOCK_SLOTS];	/* who holds each GC clock slot, 0: free */
 	void (*on_totals)(void *ctx, const struct ep_totals_key *key, const struct ep_totals *val);
 	int (*next_lost_stack)(void *ctx, __u32 *pid, __u64 *stack_id);
 	int (*next_label_codes)(void *ctx, __u32 *pid, struct label_codes *out);
