@@ -192,13 +192,18 @@ def test_four_writers_lose_nothing(one_recording, tmp_path):
 
 def in_transaction(db):
     """Whether a writer holds the database's write lock (is inside a run's
-    transaction): taking it ourselves without waiting fails then."""
+    transaction): taking it ourselves without waiting fails then. None when
+    it cannot be told: a writer stopped half-way through an update of the
+    WAL index makes a reader that does not wait get SQLITE_PROTOCOL
+    ("locking protocol"), as a CI run once did."""
     c = sqlite3.connect(db, timeout=0, isolation_level=None)
     try:
         c.execute("BEGIN IMMEDIATE")
         c.execute("ROLLBACK")
         return False
     except sqlite3.OperationalError as e:
+        if "locking protocol" in str(e):
+            return None
         assert "locked" in str(e) or "busy" in str(e), e
         return True
     finally:
@@ -215,7 +220,7 @@ def kill_mid_insert(db, recording):
         for attempt in range(2000):
             time.sleep(0.001 * (attempt % 7))
             w.send_signal(signal.SIGSTOP)
-            if in_transaction(db):
+            if in_transaction(db) is True:
                 w.send_signal(signal.SIGKILL)
                 w.wait()
                 return True
