@@ -47,11 +47,16 @@ void session_print_summary(struct session *s, FILE *f)
 	if (c[EP_CNT_STACK_LATER_LOST])
 		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode, or exited)\n",
 			(unsigned long long)c[EP_CNT_STACK_LATER_LOST]);
-	if (c[EP_CNT_LOST] || c[EP_CNT_MAP_FULL] || c[EP_CNT_GC_LOST] || s->seed_failed ||
-	    s->drain_failed)
-		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %llu collections ended unseen, %lu blocked threads not seeded, %lu totals not drained\n",
+	/* A start can go unseen only if the collection began before the process
+	 * was watched (a failed update of gc_running counts as maps full):
+	 * not a loss, so not a warning. */
+	if (c[EP_CNT_GC_LOST])
+		fprintf(f, "ebpfprof: %llu collections were already under way when watching began: their end was seen, not their start (not timed)\n",
+			(unsigned long long)c[EP_CNT_GC_LOST]);
+	if (c[EP_CNT_LOST] || c[EP_CNT_MAP_FULL] || s->seed_failed || s->drain_failed)
+		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %lu blocked threads not seeded, %lu totals not drained\n",
 			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
-			(unsigned long long)c[EP_CNT_GC_LOST], s->seed_failed, s->drain_failed);
+			s->seed_failed, s->drain_failed);
 	if (remote_timeouts())
 		fprintf(f, "ebpfprof: warning: %lu reads of the target's memory given up after %llu ms (a page never served: userfaultfd, FUSE); those pages were not read again, a process after %d such reads not at all\n",
 			remote_timeouts(), REMOTE_READ_TIMEOUT_NS / 1000000, REMOTE_HUNG_MAX);
