@@ -24,6 +24,20 @@ static int max4(int a, int b, int c, int d)
 	return m > d ? m : d;
 }
 
+/*
+ * The main interpreter: _PyRuntime.interpreters.main, the word after
+ * .head in every version (struct pyinterpreters: mutex, head, main,
+ * next_id). Not .head: that is the newest interpreter, a subinterpreter
+ * (3.14's InterpreterPoolExecutor, say) if one is alive, whose threads,
+ * GIL, GC and modules are not the main program's. 0 before it exists.
+ */
+static int main_interpreter(const struct py_target *t, uint64_t *interp)
+{
+	uint64_t at = t->runtime_addr + t->layout.runtime_interpreters_head;
+
+	return remote_read_u64(t->pid, at + 8, interp);
+}
+
 /* Where the GC's `collecting` flag is: the runtime's GC state in 3.8, the
  * interpreter's from 3.9 on. */
 static uint64_t gc_collecting_addr(const struct py_target *t)
@@ -140,7 +154,7 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 			 t->pid, t->major, t->minor);
 		return PY_TARGET_UNSUPPORTED;
 	}
-	if (remote_read_u64(t->pid, t->runtime_addr + L->runtime_interpreters_head, &interp)) {
+	if (main_interpreter(t, &interp)) {
 		snprintf(err, errlen, "process %d: cannot read its memory at _PyRuntime", t->pid);
 		return PY_TARGET_GONE;
 	}

@@ -1,0 +1,30 @@
+"""A process with a subinterpreter alive (3.14's concurrent.interpreters,
+InterpreterPoolExecutor): _PyRuntime.interpreters.head names the newest
+interpreter, so the profiler must take .main, or it walks the
+subinterpreter's threads, GIL and modules and loses the main program.
+Code run inside the subinterpreter shows as the main interpreter's frame
+that called into it (README: Limitations)."""
+import time
+
+import pytest
+
+from conftest import Profile, require_interpreter, run_ebpfprof
+
+
+@pytest.mark.parametrize("name", ["chroot-3.14", "chroot-3.15"])
+def test_the_main_interpreter_is_profiled_beside_a_subinterpreter(name, workloads, out):
+    interp = require_interpreter(name)
+    w = workloads(interp, "subinterpreter.py", seconds=30)  # killed when done
+    time.sleep(0.8)
+    path = out()
+    res = run_ebpfprof("--pid", w.pid, "-d", 2, "-r", 200, "-o", path, check=True)
+    prof = Profile(path)
+    main = prof.profile('"MainThread"')
+    main_total = sum(wt for _, wt in prof.stacks(main))
+    assert main_total > 0, res.stderr
+    assert prof.weight_with("main_crunch", main) >= 0.9 * main_total, list(prof.stacks(main))[:5]
+    caller = prof.profile('"sub-caller"')
+    stacks = list(prof.stacks(caller))
+    assert stacks, res.stderr
+    assert all("call_into_sub" in names for names, _ in stacks), stacks[:5]
+    assert "without a Python thread state" not in res.stderr, res.stderr
