@@ -44,6 +44,8 @@ struct native_module {
 	const uint8_t *hdr;
 	size_t hdr_len;
 	uint64_t hdr_vaddr, hdr_bias;
+	int cold_loaded;		/* eval_cold looked for */
+	uint64_t eval_cold;		/* link-time start of the eval loop's cold part, 0: none */
 };
 
 struct native_dwfl {
@@ -461,6 +463,128 @@ static void name_by_cfi(Dwfl_Module *mod, struct native_module *m, uint64_t pc, 
 	rep->symbol.start = start + m->hdr_bias - m->at.low;
 }
 
+/*
+ * gcc splits a function that its profile finds mostly cold (PGO: Debian's
+ * 3.14 and 3.15) into its named entry and a ".cold" part, which a stripped
+ * binary leaves without a symbol; the eval loop's bytecodes then run there
+ * (84 KB of python3.14 named only by its CFI), and the weave could not tell
+ * its frames for the eval loop's. The part is found by where the entry
+ * jumps: near jumps (jcc rel32, jmp rel32) matched in the entry's bytes,
+ * the function without a symbol that takes most of them. Matched, not
+ * disassembled: a stray match lands anywhere, so the winner needs
+ * EVAL_COLD_MIN_JUMPS of them.
+ */
+#define EVAL_ENTRY_MAX		(64u << 10)
+#define EVAL_COLD_MIN_JUMPS	3
+#define EVAL_COLD_CANDIDATES	16
+
+struct cold_votes {
+	uint64_t start[EVAL_COLD_CANDIDATES];
+	unsigned n[EVAL_COLD_CANDIDATES];
+	unsigned used;
+};
+
+/* len bytes of code at link-time address vaddr, from an executable section
+ * read whole, or NULL. */
+static const uint8_t *code_at(Elf *elf, uint64_t vaddr, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	Elf_Data *data;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+		    !(shdr.sh_flags & SHF_EXECINSTR) || vaddr < shdr.sh_addr ||
+		    vaddr - shdr.sh_addr >= shdr.sh_size || len > shdr.sh_size - (vaddr - shdr.sh_addr))
+			continue;
+		if (shdr.sh_size > ELF_SECTION_MAX)
+			return NULL;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf || data->d_size != shdr.sh_size)
+			return NULL;
+		return (const uint8_t *)data->d_buf + (vaddr - shdr.sh_addr);
+	}
+	return NULL;
+}
+
+static void vote(struct cold_votes *v, uint64_t start)
+{
+	unsigned i;
+
+	for (i = 0; i < v->used; i++)
+		if (v->start[i] == start) {
+			v->n[i]++;
+			return;
+		}
+	if (v->used < EVAL_COLD_CANDIDATES) {
+		v->start[v->used] = start;
+		v->n[v->used++] = 1;
+	}
+}
+
+/* The target of a near jump at code[i] (link-time address at + i), 0 if none. */
+static uint64_t near_jump(const uint8_t *code, size_t len, size_t i, uint64_t at)
+{
+	size_t op = code[i] == 0xe9 ? 1 : code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80 ? 2 : 0;
+	int32_t rel;
+
+	if (!op || i + op + 4 > len)
+		return 0;
+	memcpy(&rel, code + i + op, 4);
+	return at + i + op + 4 + (int64_t)rel;
+}
+
+static const char *function_at(struct native_dwfl *d, Dwfl_Module *mod, struct native_module *m,
+			       uint64_t pc);
+
+static void find_eval_cold(struct native_dwfl *d, Dwfl_Module *mod, struct native_module *m)
+{
+	const struct native_fn *entry = NULL;
+	struct cold_votes v = { .used = 0 };
+	Dwarf_Addr bias = 0;
+	const uint8_t *code;
+	uint64_t at, target, start;
+	unsigned best = 0, i;
+	Elf *elf;
+
+	m->cold_loaded = 1;
+	for (i = 0; i < m->nfns && !entry; i++)
+		if (!strcmp(m->fns[i].name, "_PyEval_EvalFrameDefault"))
+			entry = &m->fns[i];
+	elf = dwfl_module_getelf(mod, &bias);
+	if (!entry || !elf || !entry->size || entry->size > EVAL_ENTRY_MAX ||
+	    load_eh_frame_hdr(mod, m) || bias != m->hdr_bias)
+		return;
+	at = entry->addr - bias;
+	code = code_at(elf, at, entry->size);
+	for (i = 0; code && i + 1 < entry->size; i++) {
+		target = near_jump(code, entry->size, i, at);
+		if (!target || (target >= at && target < at + entry->size) ||
+		    eh_frame_hdr_function(m->hdr, m->hdr_len, m->hdr_vaddr, target, &start) ||
+		    function_at(d, mod, m, target + bias))
+			continue;
+		vote(&v, start);
+	}
+	for (i = 0; i < v.used; i++)
+		if (v.n[i] >= EVAL_COLD_MIN_JUMPS && v.n[i] > best) {
+			best = v.n[i];
+			m->eval_cold = v.start[i];
+		}
+}
+
+/* Whether pc is in the eval loop's cold part (see find_eval_cold). */
+static int in_eval_cold(struct native_dwfl *d, Dwfl_Module *mod, struct native_module *m,
+			uint64_t pc)
+{
+	uint64_t start;
+
+	if (!m->cold_loaded)
+		find_eval_cold(d, mod, m);
+	return m->eval_cold &&
+	       !eh_frame_hdr_function(m->hdr, m->hdr_len, m->hdr_vaddr, pc - m->hdr_bias, &start) &&
+	       start == m->eval_cold;
+}
+
 static int by_address(const void *x, const void *y)
 {
 	const struct native_fn *a = x, *b = y;
@@ -537,7 +661,9 @@ static void name_pc(struct native_dwfl *d, Dwfl_Module *mod, uint64_t pc, struct
 	if (!m)
 		return;
 	name = function_at(d, mod, m, pc);
-	if (name && name[0]) {
+	if (!name || !name[0])
+		name = in_eval_cold(d, mod, m, pc) ? "_PyEval_EvalFrameDefault.cold" : NULL;
+	if (name) {
 		rep->symbol.kind = NP_SYM_NAME;
 		snprintf(rep->symbol.name, sizeof(rep->symbol.name), "%s", name);
 	} else {
