@@ -14,6 +14,7 @@
 #define F(id) { id, NATIVE_FOREIGN }
 #define I(id) { id, NATIVE_INTERP }
 #define E(id) { id, NATIVE_EVAL }
+#define A(id) { id, NATIVE_ANON }
 
 static void check(const uint32_t *got, uint32_t n, const uint32_t *want, uint32_t nwant)
 {
@@ -72,6 +73,19 @@ static void unclaimed_python_frames_go_to_the_root(void **state)
 	check(out, native_weave(py, entry, 2, nat, 2, out, 16), want, 4);
 }
 
+/* -X perf: each eval call is called by a trampoline in no file, which is
+ * plumbing; code in no file called by anything else (a JIT's) is kept */
+static void perf_trampolines_are_plumbing(void **state)
+{
+	uint32_t py[] = { 102, 101 };			/* body, <module> */
+	uint8_t entry[] = { 1, 1 };
+	struct native_ref nat[] = { A(206), F(205), E(204), A(203), I(202), E(201), A(200) };
+	uint32_t out[16], want[] = { 101, 102, 205, 206 };
+
+	(void)state;
+	check(out, native_weave(py, entry, 2, nat, 7, out, 16), want, 4);
+}
+
 /* no room: never past max */
 static void output_is_bounded(void **state)
 {
@@ -118,6 +132,7 @@ int main(void)
 		cmocka_unit_test(each_eval_call_takes_its_own_frames),
 		cmocka_unit_test(interpreter_leaf_work_is_kept),
 		cmocka_unit_test(unclaimed_python_frames_go_to_the_root),
+		cmocka_unit_test(perf_trampolines_are_plumbing),
 		cmocka_unit_test(output_is_bounded),
 		cmocka_unit_test(eh_frame_hdr_finds_the_function),
 	};

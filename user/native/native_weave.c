@@ -42,6 +42,15 @@ uint32_t native_weave(const uint32_t *py, const uint8_t *py_entry, uint32_t npy,
 			if (!inner_seen)
 				push(out, max, &n, nat[i].id);
 			break;
+		case NATIVE_ANON:
+			/* the caller of an eval call: 3.12+'s perf trampoline
+			 * (-X perf), plumbing; a JIT's code calls in through
+			 * the call machinery, not straight into the loop */
+			if (i && nat[i - 1].kind == NATIVE_EVAL)
+				break;
+			push(out, max, &n, nat[i].id);
+			inner_seen = 1;
+			break;
 		default:
 			push(out, max, &n, nat[i].id);
 			inner_seen = 1;
@@ -60,5 +69,7 @@ uint8_t native_kind_of(const struct native_sym *sym, uint64_t interp_ino)
 {
 	if (!strncmp(sym->name, "_PyEval_EvalFrameDefault", 24))
 		return NATIVE_EVAL;
+	if (!sym->mod_inode && !sym->file[0])
+		return NATIVE_ANON;
 	return sym->mod_inode && sym->mod_inode == interp_ino ? NATIVE_INTERP : NATIVE_FOREIGN;
 }

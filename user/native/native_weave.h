@@ -16,9 +16,10 @@
 #include "native_unwind.h"
 
 enum native_kind {
-	NATIVE_FOREIGN = 0,	/* any other file's code (or none: JIT) */
+	NATIVE_FOREIGN = 0,	/* any other file's code */
 	NATIVE_INTERP = 1,	/* the interpreter's file, not its eval loop */
 	NATIVE_EVAL = 2,	/* _PyEval_EvalFrameDefault */
+	NATIVE_ANON = 3,	/* code in no file: a JIT's, or -X perf's trampolines */
 };
 
 struct native_ref {
