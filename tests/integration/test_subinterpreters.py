@@ -28,3 +28,28 @@ def test_the_main_interpreter_is_profiled_beside_a_subinterpreter(name, workload
     assert stacks, res.stderr
     assert all("call_into_sub" in names for names, _ in stacks), stacks[:5]
     assert "without a Python thread state" not in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("name", ["chroot-3.14", "chroot-3.15"])
+def test_native_shows_the_subinterpreters_eval_loop_above_its_caller(name, workloads, out):
+    """--native: the subinterpreter's eval call, inner to the thread's own,
+    claims none of the thread's Python frames (native_weave.c:
+    foreign_evals): the stack reads Thread._bootstrap ... call_into_sub >
+    Interpreter.exec > the C call into the interpreter > its eval loop."""
+    interp = require_interpreter(name)
+    w = workloads(interp, "subinterpreter.py", seconds=30)  # killed when done
+    time.sleep(0.8)
+    path = out()
+    res = run_ebpfprof("--pid", w.pid, "-d", 2, "-r", 200, "--native", "-o", path, check=True)
+    prof = Profile(path)
+    stacks = list(prof.stacks(prof.profile('"sub-caller"')))
+    total = sum(wt for _, wt in stacks)
+    assert total > 0, res.stderr
+    good = 0
+    for names, wt in stacks:
+        if names[0] != "Thread._bootstrap" or "Interpreter.exec" not in names:
+            continue
+        inner = names[names.index("Interpreter.exec") + 1:]
+        if any(n.startswith("_PyEval_EvalFrameDefault") for n in inner):
+            good += wt
+    assert good >= 0.9 * total, stacks[:5]

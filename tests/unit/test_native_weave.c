@@ -33,7 +33,7 @@ static void one_eval_call_runs_several_frames(void **state)
 	uint32_t out[16], want[] = { 101, 102, 103, 203, 204 };
 
 	(void)state;
-	check(out, native_weave(py, entry, 3, nat, 6, out, 16), want, 5);
+	check(out, native_weave(py, entry, 3, nat, 6, 1, out, 16), want, 5);
 }
 
 /* two eval calls (a C function called back into Python): each takes its
@@ -46,7 +46,7 @@ static void each_eval_call_takes_its_own_frames(void **state)
 	uint32_t out[16], want[] = { 101, 102, 103, 104 };
 
 	(void)state;
-	check(out, native_weave(py, entry, 4, nat, 5, out, 16), want, 4);
+	check(out, native_weave(py, entry, 4, nat, 5, 1, out, 16), want, 4);
 }
 
 /* the interpreter's own work inner to every Python frame (list.sort) stays */
@@ -58,7 +58,7 @@ static void interpreter_leaf_work_is_kept(void **state)
 	uint32_t out[16], want[] = { 101, 202, 203 };
 
 	(void)state;
-	check(out, native_weave(py, entry, 1, nat, 3, out, 16), want, 3);
+	check(out, native_weave(py, entry, 1, nat, 3, 1, out, 16), want, 3);
 }
 
 /* the unwind stopped short of the eval loop: Python frames at the root */
@@ -70,7 +70,7 @@ static void unclaimed_python_frames_go_to_the_root(void **state)
 	uint32_t out[16], want[] = { 101, 102, 201, 202 };
 
 	(void)state;
-	check(out, native_weave(py, entry, 2, nat, 2, out, 16), want, 4);
+	check(out, native_weave(py, entry, 2, nat, 2, 1, out, 16), want, 4);
 }
 
 /* -X perf: each eval call is called by a trampoline in no file, which is
@@ -83,7 +83,24 @@ static void perf_trampolines_are_plumbing(void **state)
 	uint32_t out[16], want[] = { 101, 102, 205, 206 };
 
 	(void)state;
-	check(out, native_weave(py, entry, 2, nat, 7, out, 16), want, 4);
+	check(out, native_weave(py, entry, 2, nat, 7, 1, out, 16), want, 4);
+}
+
+/* a thread running a subinterpreter's code: its eval call (201) is inner to
+ * ours and runs frames of another thread state; ours (203) takes our frames,
+ * the other stays a frame of its own, above the C call into it (202) */
+static void another_interpreters_eval_call_claims_none(void **state)
+{
+	uint32_t py[] = { 102, 101 };			/* Interpreter.exec, run */
+	uint8_t entry[] = { 0, 1 };
+	struct native_ref nat[] = { F(205), E(201), F(202), I(204), E(203), I(200) };
+	uint32_t out[16], want[] = { 101, 102, 202, 201, 205 };
+	uint32_t cut_want[] = { 101, 102, 205 };
+
+	(void)state;
+	check(out, native_weave(py, entry, 2, nat, 6, 1, out, 16), want, 5);
+	/* an unwind cut short cannot tell: the innermost eval call takes them */
+	check(out, native_weave(py, entry, 2, nat, 3, 0, out, 16), cut_want, 3);
 }
 
 /* no room: never past max */
@@ -95,7 +112,7 @@ static void output_is_bounded(void **state)
 	uint32_t out[2];
 
 	(void)state;
-	assert_int_equal(native_weave(py, entry, 2, nat, 3, out, 2), 2);
+	assert_int_equal(native_weave(py, entry, 2, nat, 3, 1, out, 2), 2);
 }
 
 /* .eh_frame_hdr: version 1, pcrel sdata4, udata4, datarel sdata4; three
@@ -133,6 +150,7 @@ int main(void)
 		cmocka_unit_test(interpreter_leaf_work_is_kept),
 		cmocka_unit_test(unclaimed_python_frames_go_to_the_root),
 		cmocka_unit_test(perf_trampolines_are_plumbing),
+		cmocka_unit_test(another_interpreters_eval_call_claims_none),
 		cmocka_unit_test(output_is_bounded),
 		cmocka_unit_test(eh_frame_hdr_finds_the_function),
 	};

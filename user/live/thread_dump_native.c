@@ -108,7 +108,7 @@ static int read_stopped(const struct py_target *t, struct dump_thread *th,
 /* Weaves: ids below npy are Python frames, the others native ones. */
 static int weave(const struct py_target *t, struct py_symbolizer *sym, struct dump_thread *th,
 		 const struct ep_stack_event *ev, const struct stopped *st,
-		 const uint64_t *pcs, int npcs, struct native_unwinder *u)
+		 const uint64_t *pcs, int npcs, int complete, struct native_unwinder *u)
 {
 	uint32_t npy = ev->depth, py[EP_MAX_FRAMES], ids[EP_MAX_FRAMES + NATIVE_MAX_FRAMES];
 	struct native_ref refs[NATIVE_MAX_FRAMES];
@@ -124,7 +124,8 @@ static int weave(const struct py_target *t, struct py_symbolizer *sym, struct du
 		native_symbolize(u, pcs[i], &th->native[i]);
 		refs[i] = (struct native_ref){ npy + i, native_kind_of(&th->native[i], t->elf_ino) };
 	}
-	n = native_weave(py, st->entry, npy, refs, npcs, ids, EP_MAX_FRAMES + NATIVE_MAX_FRAMES);
+	n = native_weave(py, st->entry, npy, refs, npcs, complete, ids,
+			 EP_MAX_FRAMES + NATIVE_MAX_FRAMES);
 	/* root first from the weave; the dump prints innermost first */
 	for (i = 0; i < n; i++) {
 		struct py_sym_frame *out = &th->frames[n - 1 - i];
@@ -190,14 +191,15 @@ int dump_native_stack(const struct py_target *t, struct native_unwinder *u,
 {
 	struct stopped *st = malloc(sizeof(*st));
 	uint64_t pcs[NATIVE_MAX_FRAMES];
-	int npcs, rc;
+	int npcs, rc, complete = 0;
 
 	if (!st || stop_and_read(t, th, ev, st)) {
 		free(st);
 		return -1;
 	}
-	npcs = native_unwind(u, th->tid, st->regs, st->stack, st->stack_len, pcs, NATIVE_MAX_FRAMES, NULL);
-	rc = weave(t, sym, th, ev, st, pcs, npcs, u);
+	npcs = native_unwind(u, th->tid, st->regs, st->stack, st->stack_len, pcs, NATIVE_MAX_FRAMES,
+			     &complete);
+	rc = weave(t, sym, th, ev, st, pcs, npcs, complete, u);
 	free(st);
 	return rc;
 }

@@ -19,16 +19,45 @@ static void reverse(uint32_t *v, uint32_t n)
 	}
 }
 
+/*
+ * Eval calls of another interpreter: a thread running a subinterpreter's
+ * code (concurrent.interpreters) has that interpreter's eval calls inner to
+ * its own, and their frames are in a thread state the walk did not read.
+ * With the whole native stack, eval frames beyond the Python entry frames
+ * are those, the innermost: how many.
+ */
+static uint32_t foreign_evals(const uint8_t *py_entry, uint32_t npy,
+			      const struct native_ref *nat, uint32_t nnat, int complete)
+{
+	uint32_t evals = 0, entries = 0, i;
+
+	if (!complete || !npy)
+		return 0;
+	for (i = 0; i < nnat; i++)
+		evals += nat[i].kind == NATIVE_EVAL;
+	for (i = 0; i < npy; i++)
+		entries += !!py_entry[i];
+	return evals > entries ? evals - entries : 0;
+}
+
 uint32_t native_weave(const uint32_t *py, const uint8_t *py_entry, uint32_t npy,
-		      const struct native_ref *nat, uint32_t nnat, uint32_t *out, uint32_t max)
+		      const struct native_ref *nat, uint32_t nnat, int complete, uint32_t *out,
+		      uint32_t max)
 {
 	uint32_t n = 0, p = 0, i, outer_end = 0;
+	uint32_t foreign = foreign_evals(py_entry, npy, nat, nnat, complete);
 	int inner_seen = 0, claimed = 0;
 
 	/* leaf first, reversed at the end */
 	for (i = 0; i < nnat; i++) {
 		switch (nat[i].kind) {
 		case NATIVE_EVAL:
+			if (foreign) {	/* kept: time in another interpreter's code */
+				foreign--;
+				push(out, max, &n, nat[i].id);
+				inner_seen = 1;
+				break;
+			}
 			while (p < npy) {
 				push(out, max, &n, py[p]);
 				if (py_entry[p++])

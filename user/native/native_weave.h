@@ -33,12 +33,14 @@ uint8_t native_kind_of(const struct native_sym *sym, uint64_t interp_ino);
 
 /*
  * py: the Python frames innermost first, py_entry[i] nonzero when frame i is
- * the first its eval call ran; nat: the native frames innermost first. Writes
+ * the first its eval call ran; nat: the native frames innermost first,
+ * complete when they reach the thread's first frame. Writes
  * the woven stack root first into out (room for max ids); returns its length.
  * Python frames no eval frame claims (the native unwind stopped short of
  * them) go at the root; with no Python frames the native stack is kept whole.
  */
 uint32_t native_weave(const uint32_t *py, const uint8_t *py_entry, uint32_t npy,
-		      const struct native_ref *nat, uint32_t nnat, uint32_t *out, uint32_t max);
+		      const struct native_ref *nat, uint32_t nnat, int complete, uint32_t *out,
+		      uint32_t max);
 
 #endif

@@ -59,6 +59,7 @@ struct native_pending {
 	int tid;
 	uint64_t ts;
 	uint32_t n;
+	int complete;		/* the unwind reached the thread's first frame */
 	struct native_ref frames[NATIVE_MAX_FRAMES];
 };
 
@@ -593,6 +594,7 @@ static void on_native(struct recorder *r, const struct ep_native_event *ev, size
 	for (i = 0; i < n; i++)
 		pend->frames[i] = native_frame(r, p, pcs[i]);
 	pend->n = n;
+	pend->complete = complete;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
 	r->native_cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000ull + t1.tv_nsec - t0.tv_nsec;
 }
@@ -621,7 +623,7 @@ static uint32_t native_stack(struct recorder *r, struct rec_process *p,
 	if (ev->flags & EP_F_TRUNCATED)
 		r->ids[n++] = marker(r, "[truncated]");
 	n += native_weave(py, entry, npy, pend ? pend->frames : NULL, pend ? pend->n : 0,
-			  r->ids + n, RECORDER_MAX_IDS - 4 - n);
+			  pend && pend->complete, r->ids + n, RECORDER_MAX_IDS - 4 - n);
 	if (pend)
 		pend->tid = 0;
 	return add_gc_marker(r, ev, n);
