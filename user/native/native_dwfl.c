@@ -472,7 +472,8 @@ static void name_by_cfi(Dwfl_Module *mod, struct native_module *m, uint64_t pc, 
  * jumps: near jumps (jcc rel32, jmp rel32) matched in the entry's bytes,
  * the function without a symbol that takes most of them. Matched, not
  * disassembled: a stray match lands anywhere, so the winner needs
- * EVAL_COLD_MIN_JUMPS of them.
+ * EVAL_COLD_MIN_JUMPS of them. A jump to a function's first byte is a tail
+ * call, not a branch into the part: not counted.
  */
 #define EVAL_ENTRY_MAX		(64u << 10)
 #define EVAL_COLD_MIN_JUMPS	3
@@ -561,7 +562,7 @@ static void find_eval_cold(struct native_dwfl *d, Dwfl_Module *mod, struct nativ
 		target = near_jump(code, entry->size, i, at);
 		if (!target || (target >= at && target < at + entry->size) ||
 		    eh_frame_hdr_function(m->hdr, m->hdr_len, m->hdr_vaddr, target, &start) ||
-		    function_at(d, mod, m, target + bias))
+		    target == start || function_at(d, mod, m, target + bias))
 			continue;
 		vote(&v, start);
 	}
