@@ -109,7 +109,9 @@ def test_top_inside_a_pid_namespace_seeds_blocked_threads_like_record(tmp_path):
 
 
 @pytest.mark.parametrize("interp_name", ["debian-3.11", "chroot-3.15", "chroot-3.15-dbg"])
-@pytest.mark.parametrize("method", ["fork", "spawn"])
+# forkserver (3.14's default): the server is exec'd, then forks the workers
+# as soon as it is up, before or after ebpfprof has found it to be Python
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_subprocesses_gives_a_profile_per_process(method, interp_name, workloads, out, tmp_path):
     interp = require_interpreter(interp_name)
     go, go_inside = go_file(interp, tmp_path)

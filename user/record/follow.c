@@ -87,6 +87,16 @@ static void stop_following(struct follower *f, int pid)
 	}
 }
 
+static int is_pending(const struct follower *f, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < f->npending; i++)
+		if (f->pending[i].pid == pid)
+			return 1;
+	return 0;
+}
+
 static void handle(struct follower *f, const struct proc_change *c)
 {
 	const struct py_target *t;
@@ -98,8 +108,17 @@ static void handle(struct follower *f, const struct proc_change *c)
 			break;
 		}
 		t = c->python ? recorder_target(f->rec, c->pid) : NULL;
+		/* forked before its parent was found (the kernel copies a
+		 * configuration it has at the fork), the parent found since */
+		if (t && !session_has_process(f->session, t->pid))
+			session_add_process(f->session, t->pid, &t->cfg);
 		if (t)
 			attach_gc(f, t);
+		/* a copy of a program not yet found to be Python (3.14's
+		 * forkserver forks its workers as soon as it is up): found
+		 * the same way as its parent, in its own right */
+		else if (!c->python && is_pending(f, c->ppid))
+			add_pending(f, c->pid);
 		break;
 	case EP_EV_EXEC:
 		drop_pending_pid(f, c->pid);

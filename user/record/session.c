@@ -155,6 +155,14 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 	return 0;
 }
 
+int session_has_process(struct session *s, pid_t pid)
+{
+	struct ep_proc_cfg cfg;
+	__u32 key = pid;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.procs), &key, &cfg);
+}
+
 /* Stacks the reader never got the frames of are sent whole again. */
 static void resend_lost_stacks(struct session *s)
 {

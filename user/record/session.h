@@ -76,6 +76,9 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 /* Stops: threads of pid still off the CPU have their interval closed now
  * (delivered as records and totals), then the kernel forgets pid. */
 void session_remove_process(struct session *s, pid_t pid);
+/* Whether the kernel has pid's configuration (set here, or copied from its
+ * parent at its fork). */
+int session_has_process(struct session *s, pid_t pid);
 /* --rotate: delivers the time so far of pid's threads now off the CPU (their
  * intervals go on into the next period) and the kernel's totals. */
 void session_cut_period(struct session *s, pid_t pid);
