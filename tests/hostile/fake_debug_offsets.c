@@ -81,7 +81,8 @@ int main(int argc, char **argv)
 		w[W_TS_FRAME] = 1ull << 40;
 
 	/* runtime -> interpreter -> its one thread -> one frame (no code) */
-	w[0x400 / 8] = (uintptr_t)interp;
+	w[0x400 / 8] = (uintptr_t)interp;	/* interpreters.head */
+	w[0x408 / 8] = (uintptr_t)interp;	/* interpreters.main */
 	interp[0x10 / 8] = (uintptr_t)tstate;
 	interp[0x30 / 8] = (uintptr_t)dict;
 	tstate[0x8 / 8] = (uintptr_t)frame;

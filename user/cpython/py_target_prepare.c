@@ -29,13 +29,16 @@ static int max4(int a, int b, int c, int d)
  * .head in every version (struct pyinterpreters: mutex, head, main,
  * next_id). Not .head: that is the newest interpreter, a subinterpreter
  * (3.14's InterpreterPoolExecutor, say) if one is alive, whose threads,
- * GIL, GC and modules are not the main program's. 0 before it exists.
+ * GIL, GC and modules are not the main program's. .head while .main is
+ * not set (both are set together at start-up); 0 before either.
  */
 static int main_interpreter(const struct py_target *t, uint64_t *interp)
 {
 	uint64_t at = t->runtime_addr + t->layout.runtime_interpreters_head;
 
-	return remote_read_u64(t->pid, at + 8, interp);
+	if (remote_read_u64(t->pid, at + 8, interp))
+		return -1;
+	return *interp ? 0 : remote_read_u64(t->pid, at, interp);
 }
 
 /* Where the GC's `collecting` flag is: the runtime's GC state in 3.8, the
