@@ -108,17 +108,18 @@ static void handle(struct follower *f, const struct proc_change *c)
 			break;
 		}
 		t = c->python ? recorder_target(f->rec, c->pid) : NULL;
-		/* forked before its parent was found (the kernel copies a
-		 * configuration it has at the fork), the parent found since */
-		if (t && !session_has_process(f->session, t->pid))
-			session_add_process(f->session, t->pid, &t->cfg);
-		if (t)
+		if (t) {
+			/* forked before its parent was found (the kernel copies
+			 * a configuration it has at the fork), the parent since */
+			if (!session_has_process(f->session, t->pid))
+				session_add_process(f->session, t->pid, &t->cfg);
 			attach_gc(f, t);
-		/* a copy of a program not yet found to be Python (3.14's
-		 * forkserver forks its workers as soon as it is up): found
-		 * the same way as its parent, in its own right */
-		else if (!c->python && is_pending(f, c->ppid))
+		} else if (is_pending(f, c->ppid)) {
+			/* a copy of a program not yet found to be Python (3.14's
+			 * forkserver forks its workers as soon as it is up):
+			 * found the same way as its parent, in its own right */
 			add_pending(f, c->pid);
+		}
 		break;
 	case EP_EV_EXEC:
 		drop_pending_pid(f, c->pid);
