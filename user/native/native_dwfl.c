@@ -485,8 +485,8 @@ struct cold_votes {
 	unsigned used;
 };
 
-/* len bytes of code at link-time address vaddr, from an executable section
- * read whole, or NULL. */
+/* len bytes of code at link-time address vaddr, in an executable section:
+ * only those bytes read (libelf checks them against the file), or NULL. */
 static const uint8_t *code_at(Elf *elf, uint64_t vaddr, size_t len)
 {
 	Elf_Scn *scn = NULL;
@@ -498,12 +498,9 @@ static const uint8_t *code_at(Elf *elf, uint64_t vaddr, size_t len)
 		    !(shdr.sh_flags & SHF_EXECINSTR) || vaddr < shdr.sh_addr ||
 		    vaddr - shdr.sh_addr >= shdr.sh_size || len > shdr.sh_size - (vaddr - shdr.sh_addr))
 			continue;
-		if (shdr.sh_size > ELF_SECTION_MAX)
-			return NULL;
-		data = elf_getdata(scn, NULL);
-		if (!data || !data->d_buf || data->d_size != shdr.sh_size)
-			return NULL;
-		return (const uint8_t *)data->d_buf + (vaddr - shdr.sh_addr);
+		data = elf_getdata_rawchunk(elf, shdr.sh_offset + (vaddr - shdr.sh_addr), len,
+					    ELF_T_BYTE);
+		return data && data->d_buf && data->d_size == len ? data->d_buf : NULL;
 	}
 	return NULL;
 }
