@@ -59,6 +59,15 @@
 #ifndef EP_BENCH_NO_CPU_CLOCK
 #define EP_BENCH_NO_CPU_CLOCK	0	/* no sampler clock, no idle time */
 #endif
+#ifndef EP_BENCH_NO_SEND
+#define EP_BENCH_NO_SEND	0	/* no record sent, no sampling point drawn */
+#endif
+#ifndef EP_BENCH_EMPTY
+#define EP_BENCH_EMPTY		0	/* the switch and return programs return at once */
+#endif
+#ifndef EP_BENCH_FILTER_ONLY
+#define EP_BENCH_FILTER_ONLY	0	/* the procs filter alone */
+#endif
 #ifndef EP_BENCH_ONLY_LOOKUPS
 #define EP_BENCH_ONLY_LOOKUPS	0	/* the filter and task storage, nothing else */
 #endif
@@ -316,7 +325,7 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 	if (!current_ids(&pid, &tid))
 		return;
 	cfg = bpf_map_lookup_elem(&procs, &pid);
-	if (!cfg)
+	if (!cfg || EP_BENCH_FILTER_ONLY)
 		return;
 	st = task_state_get(prev, 1);
 	if (EP_BENCH_ONLY_LOOKUPS)
@@ -530,6 +539,8 @@ static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u
 	};
 	__u32 points;
 
+	if (EP_BENCH_NO_SEND)
+		return;
 	if (len >= ep_offcpu_exact_ns || len >= ep_offcpu_period_ns) {
 		rec.flags |= EP_IV_EXACT;
 	} else {
@@ -555,9 +566,12 @@ static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
 					 __u64 *now_once)
 {
-	struct ep_offcpu_task *st = task_state_get(next, 0);
+	struct ep_offcpu_task *st;
 	__u64 now, len, gc_ns = 0, *clock, holder;
 
+	if (EP_BENCH_FILTER_ONLY)
+		return;
+	st = task_state_get(next, 0);
 	if (!st || EP_BENCH_ONLY_LOOKUPS)
 		return;
 	now = clock_now(now_once);
@@ -588,6 +602,8 @@ int BPF_PROG(name, bool preempt, struct task_struct *prev, struct task_struct *n
 {											\
 	__u64 now = 0;									\
 											\
+	if (EP_BENCH_EMPTY)								\
+		return 0;								\
 	note_idle(prev, next, &now);							\
 	on_switch_out(prev, &now, loop, atomics);					\
 	on_switch_in(prev, next, &now);						\
@@ -617,10 +633,13 @@ static __always_inline int is_current(struct task_struct *t)
  */
 static __always_inline int stack_at_return(struct task_struct *t, int loop)
 {
-	struct ep_offcpu_task *st = task_state_get(t, 0);
+	struct ep_offcpu_task *st;
 	struct ep_gil_seen gil = {};
 	struct ep_proc_cfg *cfg;
 
+	if (EP_BENCH_EMPTY || EP_BENCH_FILTER_ONLY)
+		return 0;
+	st = task_state_get(t, 0);
 	if (!st || !(st->pending.kind || st->blame_ns[0] || st->blame_ns[1]) || !is_current(t))
 		return 0;
 	if (st->blame_ns[0] || st->blame_ns[1]) {

@@ -16,11 +16,18 @@ extern const volatile __u64 ep_pidns_ino;
 /* --native (sample.bpf.c): mark each eval-loop C call's first frame */
 extern const volatile __u8 ep_native;
 
+/* a benchmark build without the counters (bench/switch_pieces.py) */
+#ifndef EP_BENCH_NO_COUNT
+#define EP_BENCH_NO_COUNT 0
+#endif
 static __always_inline void count(enum ep_counter which)
 {
 	__u32 key = which;
-	__u64 *n = bpf_map_lookup_elem(&counters, &key);
+	__u64 *n;
 
+	if (EP_BENCH_NO_COUNT)
+		return;
+	n = bpf_map_lookup_elem(&counters, &key);
 	if (n)
 		(*n)++;
 }
