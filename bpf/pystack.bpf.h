@@ -575,25 +575,46 @@ static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
  * preempted it, which was another switch-out (22,000 switches a second for
  * a target that makes 200). Only a filling buffer wakes the reader early.
  */
-static __always_inline long ring_output(void *data, __u64 size)
+static __always_inline long ring_output_flags(void *data, __u64 size, __u64 flags)
 {
-	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > EP_WAKEUP_BYTES ?
-		      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	long err = bpf_ringbuf_output(&events, data, size, flags);
+	long err;
 
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > EP_WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	err = bpf_ringbuf_output(&events, data, size, flags);
 	if (err)
 		count(EP_CNT_LOST);
 	return err;
 }
 
-/* Sends the header and the walked frames; 0 when sent. */
+static __always_inline long ring_output(void *data, __u64 size)
+{
+	return ring_output_flags(data, size, BPF_RB_NO_WAKEUP);
+}
+
+/* When a record with frames last woke the reader (settings.bpf.c). */
+extern __u64 ep_frames_woke_ns;
+
+/*
+ * Sends the header and the walked frames; 0 when sent. Their code objects
+ * are named by the reader from the target's memory, which must find them
+ * alive: a module's code is freed once its import ends, an exec()'d
+ * string's when it returns, often well within the reader's drain period.
+ * So a new stack wakes the reader at once, at most every
+ * EP_FRAMES_WAKEUP_NS (a new stack is rare once a program runs on).
+ */
 static __always_inline long emit_stack_event(struct ep_stack_event *ev)
 {
-	__u64 depth = ev->depth;
+	__u64 depth = ev->depth, flags = BPF_RB_NO_WAKEUP;
 
 	if (depth > EP_MAX_FRAMES)
 		depth = EP_MAX_FRAMES;
-	return ring_output(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame));
+	if (depth && ev->ts - ep_frames_woke_ns >= EP_FRAMES_WAKEUP_NS) {
+		ep_frames_woke_ns = ev->ts;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	return ring_output_flags(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame),
+				 flags);
 }
 
 /* Sends a sample or a collection: with its frames the first time its stack

@@ -20,6 +20,9 @@
 #define EP_RINGBUF_BYTES	(16u << 20)
 #define EP_WAKEUP_BYTES		(EP_RINGBUF_BYTES / 4)
 #define EP_DRAIN_MS		50
+/* ... except a record with frames (a new stack), which wakes it at most
+ * this often: its code objects may be freed soon (bpf/pystack.bpf.h). */
+#define EP_FRAMES_WAKEUP_NS	1000000ull
 /* One read() of the totals' drain iterator: far below the kernel's iterator
  * buffer (8 pages), so one task's records (at most 16 totals and 8 of GIL
  * blame, 40 bytes each) always fit after it. */

@@ -194,12 +194,34 @@ static void push_label_codes(struct session *s)
 	}
 }
 
+/*
+ * Reads records for up to timeout_ms. Most records do not wake us (see
+ * ring_output): the timeout is the drain period. A new stack does, so that
+ * its code objects are read while they exist; its records are taken then,
+ * and the wait goes on to the period's end (a signal ends it).
+ */
+static int read_records(struct session *s, int timeout_ms)
+{
+	uint64_t until = monotonic_ns() + (uint64_t)timeout_ms * 1000000, now;
+	int n = 0, got;
+
+	for (;;) {
+		got = ring_buffer__poll(s->rb, timeout_ms);
+		if (got < 0)
+			return got == -EINTR ? n : got;
+		n += got;
+		now = monotonic_ns();
+		if (!got || now >= until)
+			return n;
+		timeout_ms = (int)((until - now + 999999) / 1000000);
+	}
+}
+
 int session_poll(struct session *s, int timeout_ms)
 {
-	/* records do not wake us (see ring_output): the timeout is the drain period */
-	int n = ring_buffer__poll(s->rb, session_drain_timeout(s, timeout_ms));
+	int n = read_records(s, session_drain_timeout(s, timeout_ms));
 
-	if (n == 0 || n == -EINTR)
+	if (n == 0)
 		n = ring_buffer__consume(s->rb);
 	session_drain_all(s);
 	resend_lost_stacks(s);
