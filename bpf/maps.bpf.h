@@ -81,7 +81,7 @@ enum ep_scratch_slot {
 #define EP_IDENT_EPOCH_SHIFT	26
 
 struct ep_ident_slot {
-	__u64 code;
+	__u64 key;		/* the code's address mixed with the frame's globals */
 	__u32 ident;
 	__u32 tag;		/* ident_tag() */
 };

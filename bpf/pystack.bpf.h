@@ -230,10 +230,18 @@ static __always_inline __u32 ident_slot(__u64 code)
 	return (code * 0x9e3779b97f4a7c15ull) >> (64 - EP_IDENT_CACHE_BITS);
 }
 
-/* The identity of the code object at `code`: the previous frame's when it
- * runs the same code, else cached per CPU within the epoch. */
-static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
+/*
+ * The identity of the code object at `code`: the previous frame's when it
+ * runs the same code, else cached per CPU within the epoch, under the code's
+ * address and the frame's globals. A code object freed and another made at
+ * its address within the epoch would otherwise take the old identity, and
+ * its name: each import's module body is made, run and freed in turn, and
+ * same-sized ones all landed at one address (a module's samples went to the
+ * module before it); each module has globals of its own.
+ */
+static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code, __u64 globals)
 {
+	__u64 key = code ^ globals * 0x9e3779b97f4a7c15ull;
 	struct ep_ident_slot *slot;
 
 	if (code == w->last_code)
@@ -244,9 +252,9 @@ static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code)
 		return w->last_ident;
 	}
 	slot = &w->idents->slots[ident_slot(code)];
-	if (slot->code != code || slot->tag != w->ident_tag) {
+	if (slot->key != key || slot->tag != w->ident_tag) {
 		slot->ident = read_code_ident(w->cfg, w->sc, code);
-		slot->code = code;
+		slot->key = key;
 		slot->tag = w->ident_tag;
 	}
 	w->last_ident = slot->ident;
@@ -374,7 +382,7 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	out = &ev->frames[depth];
 	out->code = code;
 	out->instr = instr < 0 ? ~0u : (__u32)instr;
-	out->ident = code_ident(w, code);
+	out->ident = code_ident(w, code, ep_frame_globals(cfg, buf));
 	if (cfg->nlabel_codes && !w->sc->label.frame)
 		match_label(cfg, w->sc, at, code, out->ident);
 	ev->stack_id = ep_stack_mix(ev->stack_id, code, out->instr, out->ident);

@@ -118,6 +118,7 @@ struct ep_proc_cfg {
 	__u16 cframe_current_frame;	/* EP_NO_OFFSET when tstate_frame is the frame */
 	__u16 frame_previous;
 	__u16 frame_code;
+	__u16 frame_globals;		/* its globals, part of the identity cache's key */
 	__u16 frame_instr;
 	__u16 frame_owner;		/* EP_NO_OFFSET before 3.11 */
 	__u16 frame_read_size;		/* bytes covering all the frame fields above */

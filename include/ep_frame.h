@@ -49,6 +49,12 @@ EP_FRAME_INLINE __u64 ep_frame_previous(const struct ep_proc_cfg *cfg, const __u
 	return ep_frame_u64(buf, cfg->frame_previous);
 }
 
+/* The frame's globals (a dict), 0 when not known. */
+EP_FRAME_INLINE __u64 ep_frame_globals(const struct ep_proc_cfg *cfg, const __u8 *buf)
+{
+	return cfg->frame_globals == EP_NO_OFFSET ? 0 : ep_frame_u64(buf, cfg->frame_globals);
+}
+
 /* 3.12+: a frame owned by the C stack is a shim between calls, not Python code. */
 EP_FRAME_INLINE int ep_frame_is_shim(const struct ep_proc_cfg *cfg, const __u8 *buf)
 {

@@ -46,6 +46,7 @@ struct py_layout {
 	/* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
 	int frame_previous;		/* f_back / previous */
 	int frame_code;			/* f_code / f_executable */
+	int frame_globals;		/* f_globals: tells apart code objects at one address */
 	int frame_instr;		/* f_lasti / prev_instr / instr_ptr */
 	int frame_owner;		/* 3.11+ */
 	int frame_localsplus;		/* --label: the fast locals, from the debug offsets

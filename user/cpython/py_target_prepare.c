@@ -78,6 +78,12 @@ static int fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 	int read_size = max4(L->frame_previous + 8, L->frame_code + 8,
 			     L->frame_instr + 8, owner + 1);
 
+	/* within what is read anyway, or not used */
+	if (L->frame_globals >= 0 && L->frame_globals + 8 <= read_size)
+		c->frame_globals = off16(L->frame_globals);
+	else
+		c->frame_globals = EP_NO_OFFSET;
+
 	if (L->frame_previous < 0 || L->frame_code < 0 || L->frame_instr < 0 ||
 	    read_size > EP_FRAME_READ_MAX)
 		return -1;
