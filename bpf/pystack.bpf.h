@@ -103,18 +103,30 @@ static long tstate_scan_one(__u32 i, struct tstate_scan *s)
 	return 0;
 }
 
+/* A cached "none" (tstates): odd, unlike a thread state's address, with
+ * the time of the scan that found none. */
+#define EP_TSTATE_NONE	1ull
+
 /* The current thread's PyThreadState, or 0 if it has none. A cached answer is
- * checked with one read, since thread states are freed and reused. loop:
- * EP_WALK_BPF_LOOP or EP_WALK_BOUNDED (maps.bpf.h), a constant. */
+ * checked with one read, since thread states are freed and reused; a cached
+ * "none" holds for EP_TSTATE_RESCAN_NS, so a thread without one (a C
+ * library's, or one not bound yet) does not scan the list at every sample.
+ * loop: EP_WALK_BPF_LOOP or EP_WALK_BOUNDED (maps.bpf.h), a constant. */
 static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 tid, int loop)
 {
 	__u64 pthread_id = current_pthread_id();
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
 	struct tstate_scan s = { .cfg = cfg, .pthread_id = pthread_id };
+	__u64 now;
 
-	if (cached && *cached &&
-	    read_u64(*cached + cfg->tstate_thread_id) == pthread_id)
+	if (cached && (*cached & EP_TSTATE_NONE)) {
+		now = bpf_ktime_get_ns();
+		if (now - (*cached & ~EP_TSTATE_NONE) < EP_TSTATE_RESCAN_NS)
+			return 0;
+	} else if (cached && *cached &&
+		   read_u64(*cached + cfg->tstate_thread_id) == pthread_id) {
 		return *cached;
+	}
 	s.tstate = read_u64(cfg->interp_addr + cfg->interp_threads_head);
 	if (loop == EP_WALK_BPF_LOOP) {
 		bpf_loop(EP_MAX_THREADS_SCAN, tstate_scan_one, &s, 0);
@@ -123,8 +135,9 @@ static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 ti
 			if (tstate_scan_one(i, &s))
 				break;
 	}
-	if (s.found)
-		bpf_map_update_elem(&tstates, &tid, &s.found, BPF_ANY);
+	if (!s.found)
+		s.tstate = bpf_ktime_get_ns() | EP_TSTATE_NONE;
+	bpf_map_update_elem(&tstates, &tid, s.found ? &s.found : &s.tstate, BPF_ANY);
 	return s.found;
 }
 
@@ -562,7 +575,8 @@ static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
 	__u64 field, frame;
 
-	if (cached && *cached && tstate_frame_field(cfg, sc, *cached, &field)) {
+	if (cached && *cached && !(*cached & EP_TSTATE_NONE) &&
+	    tstate_frame_field(cfg, sc, *cached, &field)) {
 		sc->ev.tstate = *cached;
 		frame = frame_from_field(cfg, field);
 	} else {
@@ -603,15 +617,25 @@ static __always_inline long ring_output(void *data, __u64 size)
 /* When a record with frames last woke the reader (settings.bpf.c). */
 extern __u64 ep_frames_woke_ns;
 
-/*
- * Sends the header and the walked frames; 0 when sent. Their code objects
- * are named by the reader from the target's memory, which must find them
- * alive: a module's code is freed once its import ends, an exec()'d
- * string's when it returns, often well within the reader's drain period.
- * So a new stack wakes the reader at once, at most every
- * EP_FRAMES_WAKEUP_NS (a new stack is rare once a program runs on).
- */
+/* Sends the header and the walked frames; 0 when sent. */
 static __always_inline long emit_stack_event(struct ep_stack_event *ev)
+{
+	__u64 depth = ev->depth;
+
+	if (depth > EP_MAX_FRAMES)
+		depth = EP_MAX_FRAMES;
+	return ring_output(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame));
+}
+
+/*
+ * The same for a sample's or a collection's new stack, which wakes the
+ * reader at once, at most every EP_FRAMES_WAKEUP_NS: it names the code
+ * objects from the target's memory, and must find them alive. A module's
+ * body is freed once its import ends, an exec()'d string's code when it
+ * returns, often well within the drain period. Once a program runs on, a
+ * new stack is rare; and no loop as above: a sample is not a switch-out.
+ */
+static __always_inline long emit_new_stack(struct ep_stack_event *ev)
 {
 	__u64 depth = ev->depth, flags = BPF_RB_NO_WAKEUP;
 
@@ -639,7 +663,7 @@ static __always_inline void emit_stack_by_id(struct ep_stack_event *ev)
 		ring_output(ev, EP_STACK_EVENT_HDR_SIZE);
 		return;
 	}
-	if (!emit_stack_event(ev) && ev->depth &&
+	if (!emit_new_stack(ev) && ev->depth &&
 	    bpf_map_update_elem(&sent_stacks, &key, &sent, BPF_ANY))
 		count(EP_CNT_MAP_FULL);
 }

@@ -13,8 +13,12 @@
 
 /* Frames walked in the kernel per stack; a deeper stack is kept truncated. */
 #define EP_MAX_FRAMES		512
-/* Threads of one interpreter scanned when a thread's PyThreadState is unknown. */
-#define EP_MAX_THREADS_SCAN	128
+/* Threads of one interpreter scanned when a thread's PyThreadState is unknown
+ * (newest first: a thread pool of 200 left the main thread out at 128). */
+#define EP_MAX_THREADS_SCAN	4096
+/* A thread found to have none is scanned for again after this long (its
+ * thread state may be bound later; a scan of thousands costs a millisecond). */
+#define EP_TSTATE_RESCAN_NS	(100ull * 1000 * 1000)
 /* The reader drains the ring buffer every EP_DRAIN_MS; records do not wake
  * it unless more than EP_WAKEUP_BYTES wait (a quarter of the buffer). */
 #define EP_RINGBUF_BYTES	(16u << 20)

@@ -194,26 +194,44 @@ static void push_label_codes(struct session *s)
 	}
 }
 
+/* Milliseconds left to until, rounded up. */
+static int ms_left(uint64_t until)
+{
+	uint64_t now = monotonic_ns();
+
+	return now >= until ? 0 : (int)((until - now + 999999) / 1000000);
+}
+
 /*
  * Reads records for up to timeout_ms. Most records do not wake us (see
  * ring_output): the timeout is the drain period. A new stack does, so that
  * its code objects are read while they exist; its records are taken then,
- * and the wait goes on to the period's end (a signal ends it).
+ * and again a moment later, for a new stack that came within the kernel's
+ * EP_FRAMES_WAKEUP_NS of it without waking us. Then the wait goes on to the
+ * period's end (a signal ends it).
  */
 static int read_records(struct session *s, int timeout_ms)
 {
-	uint64_t until = monotonic_ns() + (uint64_t)timeout_ms * 1000000, now;
-	int n = 0, got;
+	uint64_t until = monotonic_ns() + (uint64_t)timeout_ms * 1000000;
+	int n = 0, got, again;
 
 	for (;;) {
 		got = ring_buffer__poll(s->rb, timeout_ms);
+		if (got <= 0)
+			return got == 0 || got == -EINTR ? n : got;
+		n += got;
+		again = ms_left(until);
+		if (again > 2)
+			again = 2;
+		got = ring_buffer__poll(s->rb, again);
 		if (got < 0)
 			return got == -EINTR ? n : got;
 		n += got;
-		now = monotonic_ns();
-		if (!got || now >= until)
+		got = ring_buffer__consume(s->rb);
+		n += got > 0 ? got : 0;
+		timeout_ms = ms_left(until);
+		if (!timeout_ms)
 			return n;
-		timeout_ms = (int)((until - now + 999999) / 1000000);
 	}
 }
 

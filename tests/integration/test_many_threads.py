@@ -1,0 +1,30 @@
+"""A process with hundreds of threads: each sampled thread's PyThreadState
+is found by scanning the interpreter's thread list, newest first. The scan
+stopped at 128, so in a process of 300 threads the main thread and the
+first ones started were never found: their samples were counted as
+"without a Python thread state" and left out. It now reaches 4096 (with
+bpf_loop, Linux 5.17+), and a thread found to have none is scanned for at
+most every 100 ms."""
+import re
+import time
+
+import pytest
+
+from conftest import Profile, require_interpreter, run_ebpfprof
+
+
+@pytest.mark.parametrize("name", ["debian-3.11", "chroot-3.14"])
+def test_the_oldest_threads_of_three_hundred_are_profiled(name, workloads, out):
+    interp = require_interpreter(name)
+    w = workloads(interp, "many_threads.py", "--sleepers", "300", seconds=8)
+    time.sleep(1.5)
+    path = out()
+    res = run_ebpfprof("--pid", w.pid, "-d", 2, "-r", 200, "-o", path, check=True)
+    prof = Profile(path)
+    main = sum(wt for _, wt in prof.stacks(prof.profile('"MainThread"')))
+    early = sum(wt for _, wt in prof.stacks(prof.profile('"early-busy"')))
+    # two threads taking turns with the GIL for 2 s: about 1 s of CPU each
+    assert main > 0.3 and early > 0.3, (main, early, res.stderr)
+    m = re.search(r"(\d+) of the (\d+) samples taken were of threads without a Python thread state",
+                  res.stderr)
+    assert not m or int(m.group(1)) <= 0.05 * int(m.group(2)), m.group(0)
