@@ -617,14 +617,21 @@ static __always_inline long ring_output(void *data, __u64 size)
 /* When a record with frames last woke the reader (settings.bpf.c). */
 extern __u64 ep_frames_woke_ns;
 
-/* Sends the header and the walked frames; 0 when sent. */
-static __always_inline long emit_stack_event(struct ep_stack_event *ev)
+/* Sends the header and the walked frames, with the ring buffer's flags; 0
+ * when sent. */
+static __always_inline long emit_frames(struct ep_stack_event *ev, __u64 flags)
 {
 	__u64 depth = ev->depth;
 
 	if (depth > EP_MAX_FRAMES)
 		depth = EP_MAX_FRAMES;
-	return ring_output(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame));
+	return ring_output_flags(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame),
+				 flags);
+}
+
+static __always_inline long emit_stack_event(struct ep_stack_event *ev)
+{
+	return emit_frames(ev, BPF_RB_NO_WAKEUP);
 }
 
 /*
@@ -637,16 +644,13 @@ static __always_inline long emit_stack_event(struct ep_stack_event *ev)
  */
 static __always_inline long emit_new_stack(struct ep_stack_event *ev)
 {
-	__u64 depth = ev->depth, flags = BPF_RB_NO_WAKEUP;
+	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (depth > EP_MAX_FRAMES)
-		depth = EP_MAX_FRAMES;
-	if (depth && ev->ts - ep_frames_woke_ns >= EP_FRAMES_WAKEUP_NS) {
+	if (ev->depth && ev->ts - ep_frames_woke_ns >= EP_FRAMES_WAKEUP_NS) {
 		ep_frames_woke_ns = ev->ts;
 		flags = BPF_RB_FORCE_WAKEUP;
 	}
-	return ring_output_flags(ev, EP_STACK_EVENT_HDR_SIZE + depth * sizeof(struct ep_frame),
-				 flags);
+	return emit_frames(ev, flags);
 }
 
 /* Sends a sample or a collection: with its frames the first time its stack
