@@ -178,12 +178,12 @@ static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_of
 /*
  * A GIL wait ends: its time goes to the holder once the GIL is read again,
  * in the waiter's own address space: on its return to user mode when its
- * stack is taken then (EP_IV_STACK_LATER), else now if the thread leaving
- * the CPU (whose memory a read here reaches) is of the same process, else
- * not at all (holder unknown). Returns the holder if decided now.
+ * stack is taken then (EP_IV_STACK_LATER), else now if gil_readable (the
+ * thread leaving the CPU, whose memory a read here reaches, is of the same
+ * process), else not at all (holder unknown). Returns the holder if decided now.
  */
-static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct task_struct *next,
-						struct ep_offcpu_task *st, __u64 len, __u64 gc_ns)
+static __always_inline __u64 blame_at_switch_in(struct task_struct *next, struct ep_offcpu_task *st,
+						__u64 len, __u64 gc_ns, int gil_readable)
 {
 	struct ep_gil_seen in = {};
 
@@ -200,7 +200,7 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *prev, struct
 	st->blame_gc_first = !!(st->flags & EP_IV_GC_FIRST);
 	if (st->flags & EP_IV_STACK_LATER)
 		return EP_BLAME_UNKNOWN;
-	if (prev->mm == next->mm)
+	if (gil_readable)
 		read_gil(st->gil_addr, &in);
 	return settle_blame(next, st, &in, 1);
 }

@@ -292,6 +292,8 @@ static __always_inline void end_run(struct task_struct *prev, struct ep_offcpu_t
 				    const struct ep_proc_cfg *cfg, __u64 now, int atomics);
 static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_offcpu_task *st,
 					  const struct ep_gil_seen *in, int taking);
+static __always_inline void end_unseen_interval(struct task_struct *prev, struct ep_offcpu_task *st,
+						__u64 now);
 
 /* A GIL wait begins: the GIL now, for its blame (one read of the thread's
  * own memory, only for GIL waits). A wait whose end was not seen yet (the
@@ -337,6 +339,8 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 		run_clock_out(prev, NULL, 0);
 		return;
 	}
+	if (st->off_ts && st->pid)
+		end_unseen_interval(prev, st, clock_now(now));
 	st->pid = pid;
 	st->tid = tid;
 	st->flags = 0;
@@ -563,11 +567,35 @@ static __always_inline void maybe_send(struct ep_offcpu_task *st, __u64 now, __u
 	send_record(&rec);
 }
 
+/* The thread's interval off the CPU ends at now: its exact time to its
+ * totals, its GIL wait to the holder, and sent or sampled. */
+static __always_inline void end_interval(struct task_struct *task, struct ep_offcpu_task *st,
+					 __u64 now, int gil_readable)
+{
+	__u64 len, gc_ns = 0, *clock, holder;
+
+	len = now > st->off_ts ? now - st->off_ts : 0;
+	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags)) {
+		clock = gc_clock_of(st->pid, st->gc_slot);
+		if (clock)
+			gc_ns = ep_gc_clock_read(*clock, now) - st->gc_clock_out;
+		EP_GIL_WAIT_GC_CAP(gc_ns, len);
+	}
+	if (gc_ns)
+		add_total(task, st, EP_OFF_GIL_GC, gc_ns);
+	if (len > gc_ns)
+		add_total(task, st, st->reason, len - gc_ns);
+	count(EP_CNT_OFFCPU);
+	holder = blame_at_switch_in(task, st, len, gc_ns, gil_readable);
+	maybe_send(st, now, len, gc_ns, holder);
+	st->off_ts = 0;
+}
+
 static __always_inline void on_switch_in(struct task_struct *prev, struct task_struct *next,
 					 __u64 *now_once)
 {
 	struct ep_offcpu_task *st;
-	__u64 now, len, gc_ns = 0, *clock, holder;
+	__u64 now;
 
 	if (EP_BENCH_FILTER_ONLY)
 		return;
@@ -577,23 +605,30 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 	now = clock_now(now_once);
 	st->on_ts = now;	/* the run's start, for its on-CPU time */
 	run_clock_in(next, st, now);
-	if (!st->off_ts)
-		return;
-	len = now > st->off_ts ? now - st->off_ts : 0;
-	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags)) {
-		clock = gc_clock_of(st->pid, st->gc_slot);
-		if (clock)
-			gc_ns = ep_gc_clock_read(*clock, now) - st->gc_clock_out;
-		EP_GIL_WAIT_GC_CAP(gc_ns, len);
-	}
-	if (gc_ns)
-		add_total(next, st, EP_OFF_GIL_GC, gc_ns);
-	if (len > gc_ns)
-		add_total(next, st, st->reason, len - gc_ns);
-	count(EP_CNT_OFFCPU);
-	holder = blame_at_switch_in(prev, next, st, len, gc_ns);
-	maybe_send(st, now, len, gc_ns, holder);
-	st->off_ts = 0;
+	if (st->off_ts)
+		end_interval(next, st, now, prev->mm == next->mm);
+}
+
+/*
+ * The thread leaves the CPU with an interval still open: its switch-in was
+ * refused task storage (its per-CPU lock held by the drain iterator,
+ * preempted on that CPU by this very thread). The interval ended when the
+ * thread came back, the CPU time it gained since its last switch-out ago;
+ * left open, the next switch-out wrote over it and lost it whole (a 0.2 s
+ * sleep, 1 run in 6 under load). Its GIL holder is not known, nor its
+ * stack if that was to be taken on the return that followed.
+ */
+static __always_inline void end_unseen_interval(struct task_struct *prev, struct ep_offcpu_task *st,
+						__u64 now)
+{
+	__u64 ran = prev->se.sum_exec_runtime, in = now;
+
+	if (st->ran_ns && ran > st->ran_ns && now - st->off_ts > ran - st->ran_ns)
+		in = now - (ran - st->ran_ns);
+	count(EP_CNT_SWITCH_IN_UNSEEN);
+	/* its stack was there to take on that return only: it goes without */
+	st->flags &= ~EP_IV_STACK_LATER;
+	end_interval(prev, st, in, 0);
 }
 
 #define SWITCH_PROG(name, loop, atomics)						\

@@ -629,6 +629,7 @@ enum ep_counter {
 	EP_CNT_GIL_SPLIT = 11,		/* GIL waits split between two holders at a hand-over seen */
 	EP_CNT_GIL_BLAMED = 12,		/* GIL waits whose holder was settled in the kernel */
 	EP_CNT_STORAGE_BUSY = 13,	/* switch-outs refused task storage: its lock was held */
+	EP_CNT_SWITCH_IN_UNSEEN = 14,	/* switch-ins refused it: their interval closed at the next switch-out */
 	EP_CNT_MAX = 16,
 };
 
