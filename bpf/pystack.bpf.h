@@ -672,4 +672,19 @@ static __always_inline void emit_stack_by_id(struct ep_stack_event *ev)
 		count(EP_CNT_MAP_FULL);
 }
 
+/* Sends a sample whole (--native: its frames' entry marks are per sample),
+ * waking the reader as a new stack does the first time its stack is seen. */
+static __always_inline void emit_whole_stack(struct ep_stack_event *ev)
+{
+	struct ep_sent_key key = { .stack_id = ev->stack_id, .pid = ev->pid };
+	__u8 sent = 1;
+
+	if (!ev->depth || bpf_map_lookup_elem(&sent_stacks, &key)) {
+		emit_stack_event(ev);
+		return;
+	}
+	if (!emit_new_stack(ev) && bpf_map_update_elem(&sent_stacks, &key, &sent, BPF_ANY))
+		count(EP_CNT_MAP_FULL);
+}
+
 #endif

@@ -229,7 +229,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 		/* whole: its frames' entry marks are per sample, and 16 bytes a
 		 * frame are little next to the stack copy */
 		emit_native(ctx, pid, tid, now);
-		emit_stack_event(ev);
+		emit_whole_stack(ev);
 		return 0;
 	}
 	emit_stack_by_id(ev);

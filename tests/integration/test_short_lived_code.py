@@ -27,9 +27,20 @@ def collapsed(path):
                                   "chroot-3.13", "chroot-3.14",
                                   "chroot-3.15"])
 def test_module_bodies_are_named_while_they_run(name, tmp_path):
+    check_module_bodies(name, tmp_path)
+
+
+# --native sends every sample whole: a stack seen the first time wakes the
+# reader all the same
+@pytest.mark.parametrize("name", ["debian-3.11", "pyenv-3.12"])
+def test_module_bodies_are_named_with_native_frames(name, tmp_path):
+    check_module_bodies(name, tmp_path, "--native")
+
+
+def check_module_bodies(name, tmp_path, *extra):
     interp = require_interpreter(name)
     path = tmp_path / "imports.txt"
-    res = run_ebpfprof("-r", 200, "--format", "collapsed", "-o", path, "--",
+    res = run_ebpfprof("-r", 200, *extra, "--format", "collapsed", "-o", path, "--",
                        *interp.argv, interp.workload_path("imports.py"), 10, 60, check=True)
     stacks = list(collapsed(path))
     importing = [(s, w) for s, w in stacks if any("spinmod" in f or "<unknown>" in f for f in s)]
