@@ -653,13 +653,29 @@ static __always_inline long emit_new_stack(struct ep_stack_event *ev)
 	return emit_frames(ev, flags);
 }
 
+/* The stack's key in sent_stacks: the reader has its frames if it is there. */
+static __always_inline struct ep_sent_key sent_key(const struct ep_stack_event *ev)
+{
+	return (struct ep_sent_key){ .stack_id = ev->stack_id, .pid = ev->pid };
+}
+
+/* Sends a stack not seen before, with its frames (waking the reader), and
+ * marks it sent only once its record is in the ring buffer, so the reader
+ * always has the frames first. */
+static __always_inline void emit_first_stack(struct ep_stack_event *ev, const struct ep_sent_key *key)
+{
+	__u8 sent = 1;
+
+	if (!emit_new_stack(ev) && ev->depth &&
+	    bpf_map_update_elem(&sent_stacks, key, &sent, BPF_ANY))
+		count(EP_CNT_MAP_FULL);
+}
+
 /* Sends a sample or a collection: with its frames the first time its stack
- * is seen, by stack id after that. A stack is marked sent only once its
- * record is in the ring buffer, so the reader always has the frames first. */
+ * is seen, by stack id after that. */
 static __always_inline void emit_stack_by_id(struct ep_stack_event *ev)
 {
-	struct ep_sent_key key = { .stack_id = ev->stack_id, .pid = ev->pid };
-	__u8 sent = 1;
+	struct ep_sent_key key = sent_key(ev);
 
 	if (ev->depth && bpf_map_lookup_elem(&sent_stacks, &key)) {
 		ev->flags |= EP_F_STACK_BY_ID;
@@ -667,24 +683,20 @@ static __always_inline void emit_stack_by_id(struct ep_stack_event *ev)
 		ring_output(ev, EP_STACK_EVENT_HDR_SIZE);
 		return;
 	}
-	if (!emit_new_stack(ev) && ev->depth &&
-	    bpf_map_update_elem(&sent_stacks, &key, &sent, BPF_ANY))
-		count(EP_CNT_MAP_FULL);
+	emit_first_stack(ev, &key);
 }
 
 /* Sends a sample whole (--native: its frames' entry marks are per sample),
  * waking the reader as a new stack does the first time its stack is seen. */
 static __always_inline void emit_whole_stack(struct ep_stack_event *ev)
 {
-	struct ep_sent_key key = { .stack_id = ev->stack_id, .pid = ev->pid };
-	__u8 sent = 1;
+	struct ep_sent_key key = sent_key(ev);
 
 	if (!ev->depth || bpf_map_lookup_elem(&sent_stacks, &key)) {
 		emit_stack_event(ev);
 		return;
 	}
-	if (!emit_new_stack(ev) && bpf_map_update_elem(&sent_stacks, &key, &sent, BPF_ANY))
-		count(EP_CNT_MAP_FULL);
+	emit_first_stack(ev, &key);
 }
 
 #endif
