@@ -172,7 +172,7 @@ unit: $(UNIT_BINS)
 # The 10-minute soak test is part of it (EBPFPROF_SOAK=1): the only check of
 # the documented memory growth (<= 10 MiB an hour); make soak runs it alone.
 integration: ebpfprof
-	EBPFPROF_SOAK=1 $(PYTHON) -m pytest -ra -p no:cacheprovider tests/hostile tests/native tests/integration vmtests
+	EBPFPROF_SOAK=1 $(PYTHON) -m pytest -ra --durations=30 -p no:cacheprovider tests/hostile tests/native tests/integration vmtests
 
 # the README's first command: set up, build, profile the bundled demo
 demo: deps
