@@ -592,7 +592,8 @@ struct ep_offcpu_task {
  */
 enum ep_task_op_kind {
 	EP_TASK_SEED = 1,	/* open seed's interval, unless the thread has storage */
-	EP_TASK_RESTART = 2,	/* interval at expect_off_ts: now starts at off_ts (0: closed) */
+	EP_TASK_RESTART = 2,	/* interval at expect_off_ts: now starts at off_ts (0: closed);
+				 * on_ts: the run since an unseen switch-in starts there */
 };
 
 #define EP_TASK_OP_TRIED	1	/* ep_task_op.done: run, not applied */
@@ -604,12 +605,14 @@ struct ep_task_op {
 	__u64 expect_off_ts;
 	__u64 off_ts;
 	__u64 gc_clock_out;
+	__u64 on_ts;		/* EP_TASK_RESTART: back on a CPU, unseen: its run counts from here (else 0) */
 	struct ep_offcpu_task seed;
 };
 
 struct ep_task_dump {
 	__u32 tid;		/* in the profiler's PID namespace */
 	__u32 applied;		/* 1: this run applied the thread's queued operation */
+	__u64 ran_now_ns;	/* its CPU time (se.sum_exec_runtime) as the dump read it */
 	struct ep_offcpu_task st;
 };
 

@@ -1,9 +1,12 @@
 """Issue 3: GC pauses timed exactly, off-CPU time classified in the kernel,
 waiting-for-GC, --gil and --idle."""
 import os
+import subprocess
 import time
 
 import pytest
+
+import conftest
 
 from conftest import (Profile, SchedStat, check_exact_states, go_file, read_gc_log, require_interpreter,
                       run_ebpfprof, wait_for_go)
@@ -101,6 +104,49 @@ def test_thread_states_are_classified(interp_name, workloads, out, tmp_path):
     assert any(names[-2:] == ["reader", "[I/O wait]"] for names, _ in prof.stacks(reader))
     # and the summary table names the same states
     assert "GIL wait" in res.stderr and "lock wait" in res.stderr
+
+
+def test_an_unseen_switch_in_ends_its_interval_where_the_thread_came_back(workloads, out, tmp_path,
+                                                                        monkeypatch):
+    """A switch-in refused its task storage (its lock held by the drain
+    iterator on that CPU: a few a second under load) leaves the thread's
+    interval open. Forced here on every switch-in of the main thread
+    (EBPFPROF_TEST_UNSEEN_SWITCH_IN), which naps, then computes to the end:
+    each interval must still end where the thread came back, from its CPU
+    time, at its next switch-out, or at the recording's end if it has not
+    left the CPU since. Left open to the end, the thread computing for the
+    last seconds was counted asleep."""
+    interp = require_interpreter("debian-3.11")
+    go, go_inside = go_file(interp, tmp_path)
+    w = workloads(interp, "nap_then_compute.py", "--go", go_inside, "--nap", "0.5", seconds=6,
+                  truth=str(tmp_path / "truth.json"))
+    path, log = out(), tmp_path / "gc.jsonl"
+    monkeypatch.setenv("EBPFPROF_TEST_UNSEEN_SWITCH_IN", "1")
+    # the workload on a CPU of its own, this test's threads and ebpfprof on
+    # the others: computing, it then leaves its CPU seldom, and its last run
+    # is long (preempted every 20 ms by SchedStat's reads, it was ~50 ms)
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(w.pid, cpus[-1:])
+        os.sched_setaffinity(0, cpus[:-1])
+    stat = SchedStat(w.pid)
+    try:
+        proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "4", "--gc-log",
+                                 str(log), "-o", str(path)], stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)  # attached: the nap is inside the recording
+        wait_for_go(go)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        stat.finish()
+        os.sched_setaffinity(0, cpus)
+    assert proc.returncode == 0, err
+    assert "switch-ins not seen" in err, err
+    head, _, _ = read_gc_log(log)
+    main = next(t for t in Profile(path).doc["ebpfprof"]["threads"] if t["tid"] == w.pid)
+    check_exact_states(main, stat, head, ["sleep"])
+    # no sleep after the nap, which ended unseen (the wait for go before it sleeps too)
+    woke = w.truth()["woke"] - head["monotonic_start_s"]
+    assert 0.5 <= main["states_s"]["sleep"] <= woke + 0.05, (woke, main["states_s"], err)
 
 
 LEAF = {"gil-wait": "[GIL wait]", "lock-wait": "[lock wait]", "io": "[I/O wait]", "sleep": "[sleep]"}

@@ -90,6 +90,8 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	if (o->offcpu_period_ns)
 		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
 	s->skel->rodata->ep_sample_period_ns = 1000000000ull / (o->rate_hz ? o->rate_hz : SESSION_DEFAULT_RATE_HZ);
+	/* a test's way to the interval a refused switch-in leaves open */
+	s->skel->rodata->ep_test_unseen_switch_in = getenv("EBPFPROF_TEST_UNSEEN_SWITCH_IN") != NULL;
 	if (session_set_native(s, o)) {
 		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
 		goto fail;

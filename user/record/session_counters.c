@@ -44,8 +44,9 @@ void session_print_summary(struct session *s, FILE *f)
 	if (c[EP_CNT_STORAGE_BUSY])
 		fprintf(f, "ebpfprof: %llu switch-outs not timed: the thread's task storage was busy (its lock held on that CPU)\n",
 			(unsigned long long)c[EP_CNT_STORAGE_BUSY]);
+	c[EP_CNT_SWITCH_IN_UNSEEN] += s->unseen_closed;
 	if (c[EP_CNT_SWITCH_IN_UNSEEN])
-		fprintf(f, "ebpfprof: %llu switch-ins not seen (the thread's task storage was busy): their intervals were closed at the next switch-out, from the thread's CPU time, with no GIL holder\n",
+		fprintf(f, "ebpfprof: %llu switch-ins not seen (the thread's task storage was busy): their intervals were closed at the next switch-out or the end, from the thread's CPU time, with no GIL holder\n",
 			(unsigned long long)c[EP_CNT_SWITCH_IN_UNSEEN]);
 	if (c[EP_CNT_STACK_LATER_LOST])
 		fprintf(f, "ebpfprof: %llu off-CPU intervals sent without their stack (the thread blocked again before returning to user mode, or exited)\n",

@@ -222,6 +222,8 @@ struct open_interval {
 	struct ep_offcpu_task st;
 	uint64_t gc_ns;			/* its part behind a collection */
 	struct ep_gil_seen gil_end;	/* the GIL at the cut, for a GIL wait's blame */
+	uint64_t end;			/* the cut, or where an unseen switch-in put it back */
+	int unseen;			/* ... that: it is on a CPU, its interval over */
 	__u32 tid;
 	int applied;			/* the kernel took the cut: ours to deliver */
 	struct ep_task_op op;
@@ -232,35 +234,56 @@ static int is_gil_wait(const struct ep_offcpu_task *st)
 	return st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC;
 }
 
-/* Thread iv->st.tid is off the CPU at now: what the kernel would find at
- * its switch-in (its time behind a collection, the GIL), and the restart
- * that cuts the interval at now. keep: the interval goes on from now (--rotate's cut), else it is
- * closed (off_ts 0). */
+/* Thread iv->st.tid is off the CPU at now, or was until iv->end (unseen):
+ * what the kernel would find at its switch-in (its time behind a
+ * collection, the GIL), and the restart that cuts the interval there. keep:
+ * the interval goes on from now (--rotate's cut), else it is closed (off_ts
+ * 0), as it is when the thread is back on a CPU. */
 static void prepare_open_interval(struct session *s, struct open_interval *iv, uint64_t now,
 				  int keep)
 {
 	struct ep_offcpu_task *st = &iv->st;
-	uint64_t clock_now = 0, addr;
+	uint64_t clock_end = 0, addr;
 	int have_clock;
 
+	keep = keep && !iv->unseen;
 	/* the kernel's switch-in arithmetic (ep_gil_wait_*), on a clock that
 	 * must have moved forward: a read here is not ordered with the probes */
-	have_clock = !gc_clock_now(s, st->pid, now, &clock_now);
+	have_clock = !gc_clock_now(s, st->pid, iv->end, &clock_end);
 	if (EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) && have_clock &&
-	    clock_now > st->gc_clock_out)
-		iv->gc_ns = clock_now - st->gc_clock_out;
-	EP_GIL_WAIT_GC_CAP(iv->gc_ns, now - st->off_ts);
-	if (is_gil_wait(st) && !(st->flags & EP_IV_OWN_GC))
+	    clock_end > st->gc_clock_out)
+		iv->gc_ns = clock_end - st->gc_clock_out;
+	EP_GIL_WAIT_GC_CAP(iv->gc_ns, iv->end - st->off_ts);
+	/* back on a CPU, unseen: the GIL now says nothing of its wait's end
+	 * (the kernel's close leaves its holder unknown too) */
+	if (is_gil_wait(st) && !(st->flags & EP_IV_OWN_GC) && !iv->unseen)
 		iv->gil_end = gil_now(s, st->pid, &addr);
 	iv->op = (struct ep_task_op){ .op = EP_TASK_RESTART, .expect_off_ts = st->off_ts,
-				      .off_ts = keep ? now : 0, .gc_clock_out = st->gc_clock_out };
+				      .off_ts = keep ? now : 0, .gc_clock_out = st->gc_clock_out,
+				      .on_ts = iv->unseen ? now : 0 };
 	if (keep && EP_GIL_WAIT_MAY_BE_GC(st->reason, st->flags) && have_clock)
-		iv->op.gc_clock_out = clock_now;
+		iv->op.gc_clock_out = clock_end;
 }
 
-/* Delivers an interval the kernel let us cut at now, as the kernel would
- * have at the thread's switch-in: its record with its stack (its stack is
- * taken when it returns to user mode: walked from here), and totals. */
+/* A thread back on a CPU since iv->end, unseen: its run up to now, which
+ * its switch-out would have counted from its CPU time; the kernel counts
+ * the rest, from now (the restart's on_ts). */
+static void deliver_unseen_run(struct session *s, const struct open_interval *iv, uint64_t now)
+{
+	struct ep_totals_key key = { .pid = iv->st.pid, .tid = iv->st.tid,
+				     .reason = EP_TOTAL_ON_CPU,
+				     .flags = iv->st.flags & EP_IV_OWN_GC };
+	struct ep_totals val = { 1, now - iv->end };
+
+	s->unseen_closed++;
+	if (now > iv->end && s->on_totals)
+		s->on_totals(s->ctx, &key, &val);
+}
+
+/* Delivers an interval the kernel let us cut at now (or that ended
+ * unseen), as the kernel would have at the thread's switch-in: its record
+ * with its stack (its stack is taken when it returns to user mode: walked
+ * from here), and totals. */
 static void deliver_open_interval(struct session *s, struct open_interval *iv, uint64_t now)
 {
 	struct ep_offcpu_task *st = &iv->st;
@@ -269,13 +292,21 @@ static void deliver_open_interval(struct session *s, struct open_interval *iv, u
 	struct ep_totals val = { 1, 0 };
 	uint64_t gc_ns = iv->gc_ns;
 
+	if (iv->unseen)
+		deliver_unseen_run(s, iv, now);
+	if (iv->end <= st->off_ts)
+		return;
+	/* back on a CPU: the stack it blocked with is gone (as at the
+	 * kernel's close of such an interval) */
+	if (iv->unseen)
+		st->flags &= ~EP_IV_STACK_LATER;
 	if (!st->stack_id && (st->flags & EP_IV_STACK_LATER) && s->stack_of_blocked)
 		s->stack_of_blocked(s->ctx, st->pid, st->tid, &st->stack_id);
 	rec = (struct ep_offcpu_record){
 		.kind = EP_EV_OFFCPU, .pid = st->pid, .tid = st->tid, .reason = st->reason,
-		.flags = st->flags | EP_IV_EXACT | EP_IV_OPEN, .gc_gen = st->gc_gen,
-		.start_ts = st->off_ts, .end_ts = now, .weight_ns = now - st->off_ts,
-		.gc_ns = gc_ns, .stack_id = st->stack_id };
+		.flags = st->flags | EP_IV_EXACT | (iv->unseen ? 0 : EP_IV_OPEN),
+		.gc_gen = st->gc_gen, .start_ts = st->off_ts, .end_ts = iv->end,
+		.weight_ns = iv->end - st->off_ts, .gc_ns = gc_ns, .stack_id = st->stack_id };
 	key = (struct ep_totals_key){ .pid = st->pid, .tid = st->tid,
 				      .flags = st->flags & EP_IV_OWN_GC };
 	if (gc_ns && s->on_totals) {
@@ -309,6 +340,24 @@ struct closing {
 	int failed;
 };
 
+/*
+ * The thread gained CPU time since it left the CPU, its interval still open:
+ * its switch-in went unseen (refused task storage; the kernel closes such
+ * an interval at the next switch-out, end_unseen_interval) and it has not
+ * left the CPU since. Left open, a CPU-bound thread counted the rest of the
+ * recording off the CPU. It came back at now less the CPU time gained, not
+ * before the interval began; 0 if it has not run.
+ */
+static uint64_t unseen_return(const struct ep_task_dump *d, uint64_t now)
+{
+	uint64_t ran;
+
+	if (!d->st.ran_ns || d->ran_now_ns <= d->st.ran_ns)
+		return 0;
+	ran = d->ran_now_ns - d->st.ran_ns;
+	return now - d->st.off_ts > ran ? now - ran : d->st.off_ts;
+}
+
 static void find_open(void *arg, const void *rec)
 {
 	struct closing *c = arg;
@@ -333,6 +382,10 @@ static void find_open(void *arg, const void *rec)
 	memset(iv, 0, sizeof(*iv));
 	iv->st = d->st;
 	iv->tid = d->tid;
+	iv->end = unseen_return(d, c->now);
+	iv->unseen = !!iv->end;
+	if (!iv->unseen)
+		iv->end = c->now;
 	prepare_open_interval(c->s, iv, c->now, c->keep);
 }
 

@@ -55,6 +55,7 @@ struct session {
 	unsigned long seed_failed;	/* blocked threads whose interval could not be opened */
 	unsigned long seeds_queued;	/* in offcpu_task_ops, for session_apply_seeds */
 	unsigned long drain_failed;
+	unsigned long unseen_closed;	/* intervals of unseen switch-ins closed at a cut or the end */
 	struct ep_totals_key *drain_keys;	/* drain_totals' snapshot, the map's size */
 	int thread_exit_attached;	/* offcpu_thread_exit: totals may stay in task storage */
 	struct drain_iter {		/* per process: takes its threads' totals out */
