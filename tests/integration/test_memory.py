@@ -1,7 +1,8 @@
 """Issue 8: the profiler's memory grows with distinct stacks, threads and the
 profile's own samples, not with the target's context switches (it kept ~157
 bytes per switch-out before: ~1.5 GiB an hour on a busy server). The long
-version (10 minutes) is run by `make soak`."""
+version runs 10 minutes under `make soak`, 5 under `make integration` (and so
+CI), EBPFPROF_SOAK_SECONDS."""
 import json
 import os
 import subprocess
@@ -68,20 +69,25 @@ def test_memory_does_not_grow_with_switches(workloads, tmp_path, extra):
     assert grown / switched < 1, (grown, switched, err)
 
 
-def test_soak_ten_minutes(workloads, tmp_path):
+def test_soak(workloads, tmp_path):
     if not os.environ.get("EBPFPROF_SOAK"):
-        cannot_run("10-minute test: set EBPFPROF_SOAK=1 (make integration and make soak do)")
-    grown, switched, samples, err = measure(workloads, tmp_path, 30, 600)
-    per_hour = grown * 3600 / 600
-    print(f"soak: {grown / 2**20:.2f} MiB in 600 s over {switched} switches, "
+        cannot_run("5 to 10-minute test: set EBPFPROF_SOAK=1 (make integration and make soak do)")
+    # 10 minutes under make soak; CI's 5 (a third of its time otherwise)
+    # still hold the bound: 10 MiB an hour is 0.83 MiB in 300 s, 6 of the
+    # allocator's 132 KiB steps
+    seconds = int(os.environ.get("EBPFPROF_SOAK_SECONDS") or 600)
+    assert seconds >= 300, f"EBPFPROF_SOAK_SECONDS={seconds}: 300 at least"
+    grown, switched, samples, err = measure(workloads, tmp_path, 30, seconds)
+    per_hour = grown * 3600 / seconds
+    print(f"soak: {grown / 2**20:.2f} MiB in {seconds} s over {switched} switches, "
           f"{per_hour / 2**20:.1f} MiB/h, {grown / switched:.3f} B/switch, "
           f"{grown / samples:.1f} B/sample")
     # for docs/benchmarks.md (bench/report.py reads it)
     figures = conftest.ROOT / "build" / "bench" / "soak.json"
     figures.parent.mkdir(parents=True, exist_ok=True)
     figures.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d %H:%M %Z"), "seconds": 600, "grown_bytes": grown,
-        "switches": switched, "switches_per_s": switched / 600, "mib_per_hour": per_hour / 2**20,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"), "seconds": seconds, "grown_bytes": grown,
+        "switches": switched, "switches_per_s": switched / seconds, "mib_per_hour": per_hour / 2**20,
         "bytes_per_switch": grown / switched, "bytes_per_sample": grown / samples}))
     assert grown / switched < 2, (grown, switched, err)
     # issue 8: samples in a compact log (~6 bytes each); 22-26 MiB/h before
