@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "clock.h"
 #include "ebpfprof.h"
 #include "frame_names.h"
 #include "hash.h"
@@ -29,6 +30,12 @@
 #define CACHE_MAX_ENTRIES	(1u << 16)
 /* Line answers remembered per code object (by instruction offset). */
 #define LINE_MEMO		4
+/* A code object whose name could not be read is read again when sampled,
+ * at most this many times, this far apart: a read that failed for a
+ * moment (the target mapping memory at its start, a reader given up on)
+ * had left a launched target's every frame <unknown> to the end. */
+#define FILL_TRIES		16
+#define FILL_GAP_NS		(50 * 1000000ull)
 
 struct code_entry {
 	uint64_t code;
@@ -41,6 +48,8 @@ struct code_entry {
 	size_t table_len;
 	size_t bytes;		/* of the above, for the budget */
 	uint64_t last_use;
+	uint64_t filled_ns;	/* when last read */
+	unsigned fills;		/* reads so far */
 	uint32_t memo_instr[LINE_MEMO];
 	int memo_line[LINE_MEMO];
 	unsigned memo_next;
@@ -221,20 +230,44 @@ static void read_linetable(struct py_symbolizer *s, struct code_entry *e)
 static void fill_entry(struct py_symbolizer *s, struct code_entry *e)
 {
 	const struct py_layout *L = &s->layout;
-	uint64_t filename;
+	uint64_t filename = 0;
+	int unread;
 
+	e->fills++;
+	e->filled_ns = monotonic_ns();
 	/* The code object may be gone since the sample: trust nothing that no
 	 * longer matches what the kernel saw. */
-	if (remote_read_i32(s->pid, e->code + L->code_firstlineno, &e->firstlineno) ||
-	    remote_read_u64(s->pid, e->code + L->code_filename, &filename) ||
-	    ep_code_ident(e->firstlineno, filename) != e->ident) {
+	unread = remote_read_i32(s->pid, e->code + L->code_firstlineno, &e->firstlineno) ||
+		 remote_read_u64(s->pid, e->code + L->code_filename, &filename);
+	if (unread || ep_code_ident(e->firstlineno, filename) != e->ident) {
+		/* read, and another object there: not read again (a later
+		 * match by chance would name it after another) */
+		if (!unread)
+			e->fills = FILL_TRIES;
 		e->firstlineno = 0;
 		return;
 	}
 	e->name = read_str_field(s, e->code, L->code_qualname >= 0 ? L->code_qualname : L->code_name);
+	/* no name, no frame worth a line: and a read again stays small */
+	if (!e->name)
+		return;
 	e->file = read_str_field(s, e->code, L->code_filename);
 	e->bytes = (e->name ? strlen(e->name) + 1 : 0) + (e->file ? strlen(e->file) + 1 : 0);
 	read_linetable(s, e);
+}
+
+/* Reads a code object again whose name was not read: what the first read
+ * kept goes, the count of reads stays. */
+static void refill_entry(struct py_symbolizer *s, struct code_entry *e)
+{
+	struct code_entry again = { .code = e->code, .ident = e->ident, .used = 1,
+				    .fills = e->fills };
+
+	s->bytes -= e->bytes;
+	entry_free(e);
+	*e = again;
+	fill_entry(s, e);
+	s->bytes += e->bytes;
 }
 
 static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_t ident)
@@ -253,6 +286,9 @@ static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_
 		s->used++;
 		fill_entry(s, e);
 		s->bytes += e->bytes;
+	} else if (!e->name && e->fills < FILL_TRIES &&
+		   monotonic_ns() - e->filled_ns >= FILL_GAP_NS) {
+		refill_entry(s, e);
 	}
 	e->last_use = ++s->tick;
 	return e;

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The symbolizer's cache against code objects made in this process's own
+ * memory (read back through the remote reader): a name that could not be
+ * read is read again when sampled later, not left <unknown> to the end.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "ebpfprof.h"
+#include "py_layout.h"
+#include "py_symbolizer.h"
+
+/* A compact ASCII str: length, state, then its characters. */
+struct fake_str {
+	int64_t length;
+	uint32_t state;
+	uint32_t pad;
+	char data[16];
+};
+
+struct fake_code {
+	uint64_t filename, qualname;
+	int32_t firstlineno;
+};
+
+#define STATE_ASCII_KIND1	((1u << 2) | (1u << 5) | (1u << 6))
+
+static struct py_layout fake_layout(void)
+{
+	struct py_layout L;
+
+	memset(&L, 0, sizeof(L));
+	L.major = 3;
+	L.minor = 12;
+	L.code_filename = offsetof(struct fake_code, filename);
+	L.code_name = offsetof(struct fake_code, qualname);
+	L.code_qualname = offsetof(struct fake_code, qualname);
+	L.code_firstlineno = offsetof(struct fake_code, firstlineno);
+	L.code_linetable = -1;
+	L.unicode_length = offsetof(struct fake_str, length);
+	L.unicode_state = offsetof(struct fake_str, state);
+	L.unicode_ascii_size = offsetof(struct fake_str, data);
+	L.unicode_compact_size = offsetof(struct fake_str, data);
+	return L;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+static void test_a_name_not_read_is_read_again_later(void **state)
+{
+	static struct fake_str file = { 6, STATE_ASCII_KIND1, 0, "app.py" };
+	/* kind 0: not a str the reader accepts, as a read that failed */
+	static struct fake_str name = { 6, 0, 0, "handle" };
+	static struct fake_code code;
+	struct py_layout L = fake_layout();
+	struct py_symbolizer *s = py_symbolizer_new(getpid(), &L);
+	struct py_sym_frame f;
+	uint32_t ident;
+
+	(void)state;
+	code = (struct fake_code){ (uintptr_t)&file, (uintptr_t)&name, 7 };
+	ident = ep_code_ident(7, (uintptr_t)&file);
+	assert_non_null(s);
+	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+	assert_string_equal(f.name, "<unknown>");
+	/* readable now; not read again at once (the next samples come in
+	 * microseconds), but 50 ms later */
+	name.state = STATE_ASCII_KIND1;
+	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+	assert_string_equal(f.name, "<unknown>");
+	sleep_ms(60);
+	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+	assert_string_equal(f.name, "handle");
+	assert_string_equal(f.file, "app.py");
+	assert_int_equal(f.firstlineno, 7);
+	py_symbolizer_free(s);
+}
+
+static void test_a_name_never_read_is_tried_a_bounded_number_of_times(void **state)
+{
+	static struct fake_str file = { 6, STATE_ASCII_KIND1, 0, "app.py" };
+	static struct fake_str name = { 6, 0, 0, "handle" };
+	static struct fake_code code;
+	struct py_layout L = fake_layout();
+	struct py_symbolizer *s = py_symbolizer_new(getpid(), &L);
+	struct py_sym_frame f;
+	uint32_t ident;
+	int i;
+
+	(void)state;
+	code = (struct fake_code){ (uintptr_t)&file, (uintptr_t)&name, 7 };
+	ident = ep_code_ident(7, (uintptr_t)&file);
+	assert_non_null(s);
+	/* 16 reads at most (the first and 15 more), 50 ms apart */
+	for (i = 0; i < 17; i++) {
+		py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+		assert_string_equal(f.name, "<unknown>");
+		sleep_ms(55);
+	}
+	name.state = STATE_ASCII_KIND1;
+	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+	assert_string_equal(f.name, "<unknown>");
+	py_symbolizer_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_name_not_read_is_read_again_later),
+		cmocka_unit_test(test_a_name_never_read_is_tried_a_bounded_number_of_times),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
