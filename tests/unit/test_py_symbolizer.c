@@ -57,20 +57,29 @@ static void sleep_ms(long ms)
 	nanosleep(&t, NULL);
 }
 
-static void test_a_name_not_read_is_read_again_later(void **state)
-{
-	static struct fake_str file = { 6, STATE_ASCII_KIND1, 0, "app.py" };
-	/* kind 0: not a str the reader accepts, as a read that failed */
-	static struct fake_str name = { 6, 0, 0, "handle" };
-	static struct fake_code code;
-	struct py_layout L = fake_layout();
-	struct py_symbolizer *s = py_symbolizer_new(getpid(), &L);
-	struct py_sym_frame f;
-	uint32_t ident;
+/* handle() of app.py at line 7, whose name is not a str the reader accepts
+ * (kind 0: as a read that failed) until made one; and a symbolizer of it. */
+static struct fake_str file = { 6, STATE_ASCII_KIND1, 0, "app.py" };
+static struct fake_str name;
+static struct fake_code code;
+static uint32_t ident;
 
-	(void)state;
+static struct py_symbolizer *unreadable_handle(void)
+{
+	struct py_layout L = fake_layout();
+
+	name = (struct fake_str){ 6, 0, 0, "handle" };
 	code = (struct fake_code){ (uintptr_t)&file, (uintptr_t)&name, 7 };
 	ident = ep_code_ident(7, (uintptr_t)&file);
+	return py_symbolizer_new(getpid(), &L);
+}
+
+static void test_a_name_not_read_is_read_again_later(void **state)
+{
+	struct py_symbolizer *s = unreadable_handle();
+	struct py_sym_frame f;
+
+	(void)state;
 	assert_non_null(s);
 	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
 	assert_string_equal(f.name, "<unknown>");
@@ -89,18 +98,11 @@ static void test_a_name_not_read_is_read_again_later(void **state)
 
 static void test_a_name_never_read_is_tried_a_bounded_number_of_times(void **state)
 {
-	static struct fake_str file = { 6, STATE_ASCII_KIND1, 0, "app.py" };
-	static struct fake_str name = { 6, 0, 0, "handle" };
-	static struct fake_code code;
-	struct py_layout L = fake_layout();
-	struct py_symbolizer *s = py_symbolizer_new(getpid(), &L);
+	struct py_symbolizer *s = unreadable_handle();
 	struct py_sym_frame f;
-	uint32_t ident;
 	int i;
 
 	(void)state;
-	code = (struct fake_code){ (uintptr_t)&file, (uintptr_t)&name, 7 };
-	ident = ep_code_ident(7, (uintptr_t)&file);
 	assert_non_null(s);
 	/* 16 reads at most (the first and 15 more), 50 ms apart */
 	for (i = 0; i < 17; i++) {
