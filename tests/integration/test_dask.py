@@ -320,7 +320,7 @@ def phased_tasks(client, workers, seconds):
     the workload dask_prefixes.py's crunch (pure-Python CPU) and garbage
     (cyclic garbage) on both workers, then its naps (sleeps) on the first
     worker only while the second crunches. Returns each task's (prefix,
-    thread_time, wall time)."""
+    thread_time, wall time, time of the collections its thread ran)."""
     import importlib.util
 
     import cloudpickle
@@ -375,10 +375,11 @@ def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
     assert set(rows) == {"crunch", "garbage", "nap"}, rows
 
     truth = {}
-    for prefix, cpu, wall in tasks:
-        t = truth.setdefault(prefix, {"cpu": 0.0, "wall": 0.0, "n": 0})
+    for prefix, cpu, wall, gc_s in tasks:
+        t = truth.setdefault(prefix, {"cpu": 0.0, "wall": 0.0, "gc": 0.0, "n": 0})
         t["cpu"] += cpu
         t["wall"] += wall
+        t["gc"] += gc_s
         t["n"] += 1
     running = {p: r["on_cpu_s"] + r["gc_s"] for p, r in rows.items()}
     for prefix, t in truth.items():
@@ -389,8 +390,12 @@ def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
         assert abs(share - true_share) <= 5, (prefix, share, true_share, rows)
         # a task the recording saw (a sample, a wait over 10 ms) counts under its prefix
         assert 0.9 * t["n"] <= rows[prefix]["tasks"] <= t["n"], (prefix, rows[prefix]["tasks"], t["n"])
-    gc_total = sum(r["gc_s"] for r in rows.values())
-    assert rows["garbage"]["gc_s"] >= 0.9 * gc_total > 0, rows
+    # the collections on the prefixes whose threads ran them: mostly garbage's,
+    # but a collection runs in whichever thread allocates past the threshold
+    true_gc = sum(t["gc"] for t in truth.values())
+    for prefix, t in truth.items():
+        print(f"report: {prefix}: GC {rows[prefix]['gc_s']:.3f} s (gc.callbacks in its tasks {t['gc']:.3f} s)")
+    assert rows["garbage"]["gc_s"] >= 0.5 * true_gc > 0, (rows, truth)
     nap_off = truth["nap"]["wall"] - truth["nap"]["cpu"]
     assert rows["nap"]["io_sleep_s"] >= 0.8 * nap_off, (rows["nap"], truth["nap"])
     assert rows["crunch"]["top_functions"][0]["name"].endswith("crunch"), rows["crunch"]
