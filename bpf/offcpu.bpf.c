@@ -627,14 +627,12 @@ static __always_inline void on_switch_in(struct task_struct *prev, struct task_s
 static __always_inline void end_unseen_interval(struct task_struct *prev, struct ep_offcpu_task *st,
 						__u64 now)
 {
-	__u64 ran = prev->se.sum_exec_runtime, run = 0, in = now;
-
-	if (st->ran_ns && ran > st->ran_ns)
-		run = ran - st->ran_ns;
 	/* not before the interval's start: a cut may have moved it past the
 	 * switch-in (userspace restarts an open interval at the cut) */
-	if (now > st->off_ts)
-		in = now - st->off_ts > run ? now - run : st->off_ts;
+	__u64 in = ep_unseen_return(st->off_ts, st->ran_ns, prev->se.sum_exec_runtime, now);
+
+	if (!in)	/* no CPU time seen gained: it came back about now */
+		in = now;
 	count(EP_CNT_SWITCH_IN_UNSEEN);
 	/* its stack was there to take on that return only: it goes without */
 	st->flags &= ~EP_IV_STACK_LATER;

@@ -616,6 +616,24 @@ struct ep_task_dump {
 	struct ep_offcpu_task st;
 };
 
+/*
+ * A thread whose switch-in went unseen (task storage refused then), with
+ * its interval off the CPU still open at now: it came back at now less the
+ * CPU time it gained since its last switch-out (ran_then, ran_now: its
+ * se.sum_exec_runtime then and now), not before the interval began at
+ * off_ts. 0 if it gained none: it has not run. The switch-out that finds
+ * such an interval and the end of a recording close it there alike.
+ */
+static inline __u64 ep_unseen_return(__u64 off_ts, __u64 ran_then, __u64 ran_now, __u64 now)
+{
+	__u64 ran;
+
+	if (!ran_then || ran_now <= ran_then)
+		return 0;
+	ran = ran_now - ran_then;
+	return now > off_ts && now - off_ts > ran ? now - ran : off_ts;
+}
+
 /* Per-CPU counters, indexed by enum ep_counter. */
 enum ep_counter {
 	EP_CNT_SAMPLES = 0,	/* on-CPU samples taken */

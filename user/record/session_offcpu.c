@@ -296,10 +296,6 @@ static void deliver_open_interval(struct session *s, struct open_interval *iv, u
 		deliver_unseen_run(s, iv, now);
 	if (iv->end <= st->off_ts)
 		return;
-	/* back on a CPU: the stack it blocked with is gone (as at the
-	 * kernel's close of such an interval) */
-	if (iv->unseen)
-		st->flags &= ~EP_IV_STACK_LATER;
 	if (!st->stack_id && (st->flags & EP_IV_STACK_LATER) && s->stack_of_blocked)
 		s->stack_of_blocked(s->ctx, st->pid, st->tid, &st->stack_id);
 	rec = (struct ep_offcpu_record){
@@ -350,12 +346,7 @@ struct closing {
  */
 static uint64_t unseen_return(const struct ep_task_dump *d, uint64_t now)
 {
-	uint64_t ran;
-
-	if (!d->st.ran_ns || d->ran_now_ns <= d->st.ran_ns)
-		return 0;
-	ran = d->ran_now_ns - d->st.ran_ns;
-	return now - d->st.off_ts > ran ? now - ran : d->st.off_ts;
+	return ep_unseen_return(d->st.off_ts, d->st.ran_ns, d->ran_now_ns, now);
 }
 
 static void find_open(void *arg, const void *rec)
@@ -386,6 +377,10 @@ static void find_open(void *arg, const void *rec)
 	iv->unseen = !!iv->end;
 	if (!iv->unseen)
 		iv->end = c->now;
+	/* back on a CPU: the stack it blocked with is gone (as at the kernel's
+	 * close of such an interval) */
+	if (iv->unseen)
+		iv->st.flags &= ~EP_IV_STACK_LATER;
 	prepare_open_interval(c->s, iv, c->now, c->keep);
 }
 
