@@ -175,6 +175,28 @@ static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_of
 	return holder;
 }
 
+/* A GIL wait whose GIL was not read (gil_read_due; or no GIL to read):
+ * its time, plain and behind a collection, for the drain to spread over the
+ * holders of the waits read (drain_blame); to no holder in the map where
+ * there is no drain. */
+static __always_inline void add_unread(struct task_struct *task, struct ep_offcpu_task *st,
+				       __u64 plain_ns, __u64 gc_ns)
+{
+	__u64 ns[2] = { plain_ns, gc_ns };
+	int kind;
+
+	for (kind = 0; kind < 2; kind++) {
+		if (!ns[kind])
+			continue;
+		if (!st->totals_in_task || (task->flags & PF_EXITING)) {
+			add_blame_map(st, EP_BLAME_UNKNOWN, kind, 1, ns[kind]);
+			continue;
+		}
+		__sync_fetch_and_add(&st->blame_unread[kind].count, 1);
+		__sync_fetch_and_add(&st->blame_unread[kind].ns, ns[kind]);
+	}
+}
+
 /*
  * A GIL wait ends: its time goes to the holder once the GIL is read again,
  * in the waiter's own address space: on its return to user mode when its
@@ -193,6 +215,11 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *next, struct
 	    (st->flags & EP_IV_OWN_GC))
 		return EP_BLAME_UNKNOWN;
 	EP_GIL_WAIT_BLAME_GC(st->reason, len, gc_ns);
+	if (!st->gil_addr) {
+		count(EP_CNT_GIL_UNREAD);
+		add_unread(next, st, len - gc_ns, gc_ns);
+		return EP_BLAME_UNKNOWN;
+	}
 	st->blame_ns[0] += len - gc_ns;
 	st->blame_ns[1] += gc_ns;
 	st->blame_start = st->off_ts;
@@ -205,30 +232,92 @@ static __always_inline __u64 blame_at_switch_in(struct task_struct *next, struct
 	return settle_blame(next, st, &in, 1);
 }
 
-/* Takes out the thread's GIL blame as EP_TK_BLAME records: a slot's time
- * read before its holder (see blame_slot). */
+/* The part of the unread waits' u a slot of ns gets, of sum over the
+ * slots read: in proportion (to 2^-20), the last slot what is left, so the
+ * parts add up to u exactly. */
+static __always_inline __u64 unread_part(__u64 u, __u64 ns, __u64 sum, __u64 *left, int last)
+{
+	__u64 part = *left;
+
+	if (!last && sum)
+		part = min_u64(part, (u * ((ns << 20) / sum)) >> 20);
+	*left -= part;
+	return part;
+}
+
+/* One EP_TK_BLAME record of the thread's, taken out of where it came from
+ * (slot: one of its blame slots, or NULL) and its unread part once written. */
+static __always_inline int put_blame(struct seq_file *seq, struct ep_offcpu_task *st,
+				     struct ep_totals_entry *e, int kind, struct ep_totals *slot,
+				     const struct ep_totals *got, const struct ep_totals *part)
+{
+	e->key.reason = kind ? EP_OFF_GIL_GC : EP_OFF_GIL;
+	e->val.count = got->count + part->count;
+	e->val.ns = got->ns + part->ns;
+	if (bpf_seq_write(seq, e, sizeof(*e)))
+		return -1;
+	if (slot) {
+		__sync_fetch_and_add(&slot->count, -got->count);
+		__sync_fetch_and_add(&slot->ns, -got->ns);
+	}
+	__sync_fetch_and_add(&st->blame_unread[kind].count, -part->count);
+	__sync_fetch_and_add(&st->blame_unread[kind].ns, -part->ns);
+	return 0;
+}
+
+/* Takes out the thread's GIL blame of one kind as EP_TK_BLAME records: each
+ * slot's time read before its holder (see blame_slot), the waits not read
+ * spread over the slots in proportion to their time, or to no holder when
+ * no wait of the period was read. */
+static __always_inline void drain_blame_kind(struct seq_file *seq, struct ep_offcpu_task *st,
+					     struct ep_totals_entry *e, int kind)
+{
+	struct ep_totals got[EP_BLAME_SLOTS], unread, part;
+	__u64 holder[EP_BLAME_SLOTS], sum = 0, left_ns, left_n;
+	int i, last = -1;
+
+	unread.count = EP_ONCE(st->blame_unread[kind].count);
+	unread.ns = EP_ONCE(st->blame_unread[kind].ns);
+#pragma unroll
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		got[i].count = EP_ONCE(st->blame[i].t[kind].count);
+		got[i].ns = EP_ONCE(st->blame[i].t[kind].ns);
+		if (got[i].ns) {
+			sum += got[i].ns;
+			last = i;
+		}
+	}
+#pragma unroll
+	for (i = 0; i < EP_BLAME_SLOTS; i++)
+		holder[i] = EP_ONCE(st->blame[i].holder);
+	left_ns = unread.ns;
+	left_n = unread.count;
+#pragma unroll
+	for (i = 0; i < EP_BLAME_SLOTS; i++) {
+		if (!got[i].count && !got[i].ns)
+			continue;
+		part.ns = unread_part(unread.ns, got[i].ns, sum, &left_ns, i == last);
+		part.count = unread_part(unread.count, got[i].ns, sum, &left_n, i == last);
+		if (last < 0)
+			part.ns = part.count = 0;
+		e->key.holder = holder[i];
+		if (put_blame(seq, st, e, kind, &st->blame[i].t[kind], &got[i], &part))
+			return;
+	}
+	if (last >= 0 || (!unread.count && !unread.ns))
+		return;
+	e->key.holder = EP_BLAME_UNKNOWN;
+	part = (struct ep_totals){};
+	put_blame(seq, st, e, kind, NULL, &part, &unread);
+}
+
+/* Takes out the thread's GIL blame as EP_TK_BLAME records. */
 static __always_inline void drain_blame(struct seq_file *seq, struct ep_offcpu_task *st,
 					struct ep_totals_entry *e)
 {
-	struct ep_totals *t;
-	int i, kind;
-
 	e->key.flags = EP_TK_BLAME;
-	for (i = 0; i < EP_BLAME_SLOTS; i++) {
-		for (kind = 0; kind < 2; kind++) {
-			t = &st->blame[i].t[kind];
-			e->val.count = EP_ONCE(t->count);
-			e->val.ns = EP_ONCE(t->ns);
-			if (!e->val.count && !e->val.ns)
-				continue;
-			e->key.holder = EP_ONCE(st->blame[i].holder);
-			e->key.reason = kind ? EP_OFF_GIL_GC : EP_OFF_GIL;
-			if (bpf_seq_write(seq, e, sizeof(*e)))
-				return;
-			__sync_fetch_and_add(&t->count, -e->val.count);
-			__sync_fetch_and_add(&t->ns, -e->val.ns);
-		}
-	}
+	drain_blame_kind(seq, st, e, 0);
+	drain_blame_kind(seq, st, e, 1);
 }
 
 /* Takes out the totals of one thread as ep_totals_entry records: each
@@ -248,6 +337,16 @@ static __always_inline void exit_blame(struct task_struct *task, struct ep_offcp
 	int i, kind;
 
 	settle_blame(task, st, &none, 0);
+	for (kind = 0; kind < 2; kind++) {
+		/* the exiting thread's last unread waits: no drain to spread them */
+		n = EP_ONCE(st->blame_unread[kind].count);
+		ns = EP_ONCE(st->blame_unread[kind].ns);
+		if (!n && !ns)
+			continue;
+		__sync_fetch_and_add(&st->blame_unread[kind].count, -n);
+		__sync_fetch_and_add(&st->blame_unread[kind].ns, -ns);
+		add_blame_map(st, EP_BLAME_UNKNOWN, kind, n, ns);
+	}
 	for (i = 0; i < EP_BLAME_SLOTS; i++) {
 		for (kind = 0; kind < 2; kind++) {
 			t = &st->blame[i].t[kind];

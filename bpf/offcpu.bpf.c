@@ -81,6 +81,10 @@
 const volatile __u64 ep_offcpu_exact_ns = 10000000;
 /* ... shorter ones are sampled once per this much off-CPU time. */
 const volatile __u64 ep_offcpu_period_ns = 10000000;
+/* A thread's GIL waits are read (the GIL at the wait's start and end, for
+ * its holder) at most about one per this much time; 0: every one. Set by
+ * the loader (EBPFPROF_GIL_READ_GAP_US), at most 2^32. See gil_read_due. */
+const volatile __u64 ep_gil_read_gap_ns = 300000;
 /* Tests only (EBPFPROF_TEST_UNSEEN_SWITCH_IN): every switch-in of a main
  * thread goes unseen, as one refused task storage does now and then (see
  * end_unseen_interval). 0 for users: the verifier drops the branch. */
@@ -299,23 +303,55 @@ static __always_inline __u64 settle_blame(struct task_struct *task, struct ep_of
 static __always_inline void end_unseen_interval(struct task_struct *prev, struct ep_offcpu_task *st,
 						__u64 now);
 
+static __always_inline __u64 random_below(__u64 n)
+{
+	return ((__u64)bpf_get_prandom_u32() * n) >> 32;	/* n <= 2^32 */
+}
+
+/*
+ * Is this GIL wait of the thread's to be read? Each read of the GIL costs
+ * ~0.1 us here, and the one at a wait's end lies on the woken thread's way
+ * to the GIL: at a hundred thousand waits a second they changed how two
+ * threads raced for it, and cost a ping-pong a third of its speed
+ * (docs/benchmarks.md, section 7). So a thread's waits are read at most
+ * about one per ep_gil_read_gap_ns: the next one due a random [gap/2,
+ * 3 gap/2) after a read, never in step with a program's own period. A
+ * thread waiting less often has every wait read. The time of the others is
+ * exact, and the drain spreads it over the holders of the waits read in the
+ * same period (drain_blame). Every wait is read where there is no drain to
+ * spread (totals in the map: an exiting thread, an old kernel).
+ */
+static __always_inline int gil_read_due(struct task_struct *task, struct ep_offcpu_task *st,
+					__u64 now)
+{
+	if (!ep_gil_read_gap_ns || !st->totals_in_task || (task->flags & PF_EXITING))
+		return 1;
+	if (now < st->gil_read_due_ts)
+		return 0;
+	st->gil_read_due_ts = now + ep_gil_read_gap_ns / 2 + random_below(ep_gil_read_gap_ns);
+	return 1;
+}
+
 /* A GIL wait begins: the GIL now, for its blame (one read of the thread's
- * own memory, only for GIL waits). A wait whose end was not seen yet (the
- * thread blocked again before it returned to user mode) ends here. */
+ * own memory, only for GIL waits read). A wait whose end was not seen yet
+ * (the thread blocked again before it returned to user mode) ends here. */
 static __always_inline void note_gil_out(struct task_struct *prev, struct ep_offcpu_task *st,
 					 const struct ep_proc_cfg *cfg)
 {
 	struct ep_gil_seen seen = {};
 	int gil_wait = st->reason == EP_OFF_GIL || st->reason == EP_OFF_GIL_GC;
+	int read;
 
 	if (EP_BENCH_NO_GIL)
 		return;
-	if (gil_wait || st->blame_ns[0] || st->blame_ns[1])
+	read = gil_wait && gil_read_due(prev, st, st->off_ts);
+	if (read || st->blame_ns[0] || st->blame_ns[1])
 		read_gil(gil_addr(cfg), &seen);
 	settle_blame(prev, st, &seen, 0);
-	st->gil_out = gil_wait ? seen : (struct ep_gil_seen){};
-	/* where its end reads the GIL, without the process's configuration */
-	st->gil_addr = gil_wait ? gil_addr(cfg) : 0;
+	st->gil_out = read ? seen : (struct ep_gil_seen){};
+	/* where its end reads the GIL, without the process's configuration;
+	 * 0: not read (the wait's time goes to blame_unread) */
+	st->gil_addr = read ? gil_addr(cfg) : 0;
 }
 
 static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, int loop,
@@ -504,11 +540,6 @@ static __always_inline void send_record(struct ep_offcpu_record *rec)
  * (probability length/period) scattered them as a Poisson process, whose
  * count over a stack's time varies about 3.5 times as much.
  */
-static __always_inline __u64 random_below(__u64 n)
-{
-	return ((__u64)bpf_get_prandom_u32() * n) >> 32;	/* n <= 2^32 */
-}
-
 static __always_inline __u64 next_short_gap(void)
 {
 	return ep_offcpu_period_ns / 2 + random_below(ep_offcpu_period_ns);

@@ -582,6 +582,12 @@ struct ep_offcpu_task {
 	__u64 gil_addr;			/* where the wait's end reads the GIL, 0: nowhere */
 	/* GIL blame not yet drained, per holder (see ep_gil_blame) */
 	struct ep_blame_slot blame[EP_BLAME_SLOTS];
+	/* GIL waits whose GIL was not read (the thread's waits are read at most
+	 * one per ep_gil_read_gap_ns on average), [0] plain, [1] behind a
+	 * collection: the drain spreads them over the holders of the waits
+	 * read in the same period, in proportion */
+	struct ep_totals blame_unread[2];
+	__u64 gil_read_due_ts;		/* its next GIL wait from this time on is read */
 };
 
 /*
@@ -651,6 +657,7 @@ enum ep_counter {
 	EP_CNT_GIL_BLAMED = 12,		/* GIL waits whose holder was settled in the kernel */
 	EP_CNT_STORAGE_BUSY = 13,	/* switch-outs refused task storage: its lock was held */
 	EP_CNT_SWITCH_IN_UNSEEN = 14,	/* switch-ins refused it: their interval closed at the next switch-out */
+	EP_CNT_GIL_UNREAD = 15,		/* GIL waits not read (gil_read_due): spread by the drain */
 	EP_CNT_MAX = 16,
 };
 

@@ -1,6 +1,7 @@
 """Issue 21: who held the GIL. Every GIL wait the kernel times is put, exactly,
 on the thread that held the GIL, and spread over what that thread ran."""
 import json
+import os
 import re
 import subprocess
 import time
@@ -10,15 +11,16 @@ import pytest
 from conftest import EBPFPROF, Profile, read_gc_log, require_interpreter, run_ebpfprof, wait_for_go
 
 
-def record(workloads, tmp_path, out, interp, *args, seconds=5, duration=4, extra=()):
+def record(workloads, tmp_path, out, interp, *args, seconds=5, duration=4, extra=(), env=None):
     """Starts the workload, attaches, lets it begin; returns (workload, profile
-    path, gc log path, stderr)."""
+    path, gc log path, stderr). env: more of ebpfprof's environment."""
     go = tmp_path / "go"
     w = workloads(interp, "gil_blame.py", "--go", str(go), *args, seconds=seconds,
                   truth=str(tmp_path / "truth.json") if not interp.chroot else "truth.json")
     path, log = out(), tmp_path / "gc.jsonl"
     proc = subprocess.Popen([str(EBPFPROF), "-v", "--pid", str(w.pid), "-d", str(duration), "--gc-log",
-                             str(log), "-o", str(path), *extra], stderr=subprocess.PIPE, text=True)
+                             str(log), "-o", str(path), *extra], stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})))
     # attached before the measured part: -v says how the off-CPU totals are
     # kept once its programs are in place (a fixed 0.8 s was short under load)
     head = []
@@ -123,6 +125,57 @@ def test_waits_go_to_the_holder_and_what_it_ran(interp_name, workloads, out, tmp
     assert all(x["holder_stack"][-1]["name"].endswith("_bootstrap") for x in named), named[:3]
     inside = sum(x["duration_s"] for x in named if any(f["name"] == "hog" for f in x["holder_stack"]))
     assert inside >= 0.9 * sum(x["duration_s"] for x in named), named[:3]
+
+
+def test_waits_not_read_go_to_the_holders_of_those_read(workloads, out, tmp_path):
+    """A thread's GIL waits are read at most about one per
+    EBPFPROF_GIL_READ_GAP_US (300 us by default: a ping-pong's hundred
+    thousand waits a second are not all read). With 20 ms, one of loop's waits
+    in four to six is read (it waits a switch interval of hog's, 5 ms, at each
+    wake): the others' exact time goes to the holders of those read, so the
+    blame still adds up to the wait and names hog, and hog's profile still
+    weighs it."""
+    interp = require_interpreter("debian-3.11")
+    w, path, log, err = record(workloads, tmp_path, out, interp, seconds=3, duration=30,
+                               extra=("-r", "997", "--wait-threshold", "1"),
+                               env={"EBPFPROF_GIL_READ_GAP_US": "20000"})
+    truth = w.truth()
+    hog = str(truth["threads"]["hog"])
+    prof = Profile(path)
+    b = thread_entry(prof, "loop")
+    wait = b["states_s"]["gil-wait"]
+    assert wait > 0.5, b
+    check_loop_wait(b, truth)
+    assert abs(exact_sum(b, "gil_wait") - wait) < 1e-6, b
+    assert b["gil_wait_by_holder"].get(hog, 0) >= 0.9 * wait, b
+    m = re.search(r"GIL waits: (\d+) put on their holder in the kernel, \d+ of them split [^;]*; "
+                  r"(\d+) not read \(a thread's waits are read at most about one per 20000 us\)", err)
+    assert m, err
+    read, unread = int(m[1]), int(m[2])
+    print(f"GIL waits read {read}, not read {unread}")
+    assert read <= unread, (read, unread)
+    holders = holders_profile(prof)
+    rooted = [(names, wt) for names, wt in prof.stacks(holders) if names[0] == f'Thread {hog} "hog"']
+    behind_hog = sum(t.get("gil_wait_by_holder", {}).get(hog, 0) +
+                     t.get("gc_wait_by_holder", {}).get(hog, 0)
+                     for t in prof.doc["ebpfprof"]["threads"])
+    assert abs(sum(wt for _, wt in rooted) / 1e9 - behind_hog) <= 0.05 * behind_hog, behind_hog
+    tally = sum(wt for names, wt in rooted if "tally_orders" in names)
+    audit = sum(wt for names, wt in rooted if "audit_ledger" in names)
+    cpu = truth["cpu"]
+    true_share = cpu["tally_orders"] / (cpu["tally_orders"] + cpu["audit_ledger"])
+    assert abs(tally / (tally + audit) - true_share) <= 0.10, (tally, audit, true_share)
+
+
+def test_a_bad_gil_read_gap_is_refused(tmp_path):
+    res = subprocess.run([str(EBPFPROF), "--pid", "1", "-d", "1", "-o", str(tmp_path / "x.json")],
+                         env=dict(os.environ, EBPFPROF_GIL_READ_GAP_US="soon"),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0
+    assert res.stderr.strip().splitlines()[-1] == (
+        "ebpfprof: EBPFPROF_GIL_READ_GAP_US must be a number of microseconds from 0 to "
+        "4000000, not 'soon'"), res.stderr
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_three_threads_and_a_collector(workloads, out, tmp_path):

@@ -52,6 +52,27 @@ void session_unfollow(struct session *s, pid_t pid)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.followed), &key);
 }
 
+/* EBPFPROF_GIL_READ_GAP_US: how often at most a thread's GIL waits are read
+ * for their holder (bpf/offcpu.bpf.c, gil_read_due); 0: every one. */
+static int set_gil_read_gap(struct session *s, char *err, size_t errlen)
+{
+	const char *text = getenv("EBPFPROF_GIL_READ_GAP_US");
+	unsigned long long us;
+	char *end;
+
+	if (!text)
+		return 0;
+	errno = 0;
+	us = strtoull(text, &end, 10);
+	if (!*text || *end || errno || us > SESSION_GIL_READ_GAP_MAX_US) {
+		snprintf(err, errlen, "EBPFPROF_GIL_READ_GAP_US must be a number of microseconds "
+			 "from 0 to %u, not '%.40s'", SESSION_GIL_READ_GAP_MAX_US, text);
+		return -1;
+	}
+	s->skel->rodata->ep_gil_read_gap_ns = us * 1000;
+	return 0;
+}
+
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -90,6 +111,8 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	if (o->offcpu_period_ns)
 		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
 	s->skel->rodata->ep_sample_period_ns = 1000000000ull / (o->rate_hz ? o->rate_hz : SESSION_DEFAULT_RATE_HZ);
+	if (set_gil_read_gap(s, err, errlen))
+		goto fail;
 	/* a test's way to the interval a refused switch-in leaves open */
 	s->skel->rodata->ep_test_unseen_switch_in = getenv("EBPFPROF_TEST_UNSEEN_SWITCH_IN") != NULL;
 	if (session_set_native(s, o)) {

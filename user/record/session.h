@@ -20,6 +20,8 @@ struct session;
 #define SESSION_QUOTE_(x)		#x
 #define SESSION_QUOTE(x)		SESSION_QUOTE_(x)
 #define SESSION_DEFAULT_RATE_TEXT	SESSION_QUOTE(SESSION_DEFAULT_RATE_HZ)
+/* EBPFPROF_GIL_READ_GAP_US at most (the kernel draws below 2^32 ns) */
+#define SESSION_GIL_READ_GAP_MAX_US	4000000u
 
 struct session_opts {
 	unsigned rate_hz;		/* 0: SESSION_DEFAULT_RATE_HZ */

@@ -38,9 +38,11 @@ void session_print_summary(struct session *s, FILE *f)
 		(unsigned long long)c[EP_CNT_OFFCPU], (unsigned long long)c[EP_CNT_OFFCPU_SENT],
 		(unsigned long long)c[EP_CNT_STACK_LATER],
 		(unsigned long long)c[EP_CNT_STACK_WALKS], (unsigned long long)c[EP_CNT_STACK_REUSED]);
-	if (c[EP_CNT_GIL_BLAMED])
-		fprintf(f, "ebpfprof: GIL waits: %llu put on their holder in the kernel, %llu of them split where the GIL changed hands\n",
-			(unsigned long long)c[EP_CNT_GIL_BLAMED], (unsigned long long)c[EP_CNT_GIL_SPLIT]);
+	if (c[EP_CNT_GIL_BLAMED] || c[EP_CNT_GIL_UNREAD])
+		fprintf(f, "ebpfprof: GIL waits: %llu put on their holder in the kernel, %llu of them split where the GIL changed hands; %llu not read (a thread's waits are read at most about one per %llu us), spread over the holders of those read\n",
+			(unsigned long long)c[EP_CNT_GIL_BLAMED], (unsigned long long)c[EP_CNT_GIL_SPLIT],
+			(unsigned long long)c[EP_CNT_GIL_UNREAD],
+			(unsigned long long)s->skel->rodata->ep_gil_read_gap_ns / 1000);
 	if (c[EP_CNT_STORAGE_BUSY])
 		fprintf(f, "ebpfprof: %llu switch-outs not timed: the thread's task storage was busy (its lock held on that CPU)\n",
 			(unsigned long long)c[EP_CNT_STORAGE_BUSY]);
