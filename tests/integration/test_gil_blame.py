@@ -66,6 +66,39 @@ def check_loop_wait(b, truth):
     assert states["gil-wait"] >= own - beside - wakes * 2.5e-4 - 0.02, (states, truth, beside)
 
 
+def loop_waited_behind_hog(prof, truth):
+    """loop's GIL wait, checked: against its own account, adding up exactly
+    to its blame, >= 90% of it behind hog. Returns the wait."""
+    b = thread_entry(prof, "loop")
+    wait = b["states_s"]["gil-wait"]
+    assert wait > 0.5, b
+    check_loop_wait(b, truth)
+    assert abs(exact_sum(b, "gil_wait") - wait) < 1e-6, b
+    assert b["gil_wait_by_holder"].get(str(truth["threads"]["hog"]), 0) >= 0.9 * wait, b
+    return wait
+
+
+def hog_in_holders_profile(prof, truth):
+    """hog's stacks in the [GIL holders] profile: they weigh every wait
+    behind hog (loop's, and the main thread's: ~0.2 s on an idle machine),
+    split between its two functions as hog spent its time. Returns the
+    profile and the waits behind hog."""
+    hog = str(truth["threads"]["hog"])
+    holders = holders_profile(prof)
+    rooted = [(names, wt) for names, wt in prof.stacks(holders) if names[0] == f'Thread {hog} "hog"']
+    total = sum(wt for _, wt in rooted) / 1e9
+    behind_hog = sum(t.get("gil_wait_by_holder", {}).get(hog, 0) +
+                     t.get("gc_wait_by_holder", {}).get(hog, 0)
+                     for t in prof.doc["ebpfprof"]["threads"])
+    assert abs(total - behind_hog) <= 0.05 * behind_hog, (total, behind_hog)
+    tally = sum(wt for names, wt in rooted if "tally_orders" in names)
+    audit = sum(wt for names, wt in rooted if "audit_ledger" in names)
+    cpu = truth["cpu"]
+    true_share = cpu["tally_orders"] / (cpu["tally_orders"] + cpu["audit_ledger"])
+    assert abs(tally / (tally + audit) - true_share) <= 0.10, (tally, audit, true_share)
+    return holders, behind_hog
+
+
 @pytest.mark.parametrize("interp_name", ["debian-3.11", "pyenv-3.8", "pyenv-3.13"])
 def test_waits_go_to_the_holder_and_what_it_ran(interp_name, workloads, out, tmp_path):
     interp = require_interpreter(interp_name)
@@ -76,36 +109,17 @@ def test_waits_go_to_the_holder_and_what_it_ran(interp_name, workloads, out, tmp
     truth = w.truth()
     hog, loop = str(truth["threads"]["hog"]), truth["threads"]["loop"]
     prof = Profile(path)
-    b = thread_entry(prof, "loop")
-    wait = b["states_s"]["gil-wait"]
-    assert wait > 0.5, b
-    check_loop_wait(b, truth)
     # the blame adds up exactly to the kernel's GIL wait, and names hog
-    assert abs(exact_sum(b, "gil_wait") - wait) < 1e-6, b
-    assert b["gil_wait_by_holder"].get(hog, 0) >= 0.9 * wait, b
+    wait = loop_waited_behind_hog(prof, truth)
     # the holders' profile weighs what made others wait: every thread's GIL
     # waits but hand-overs (no holder); under load hog waits too, behind loop
     # preempted while it holds the GIL; what hog ran is loop's wait
-    holders = holders_profile(prof)
+    holders, behind_hog = hog_in_holders_profile(prof, truth)
     assert holders["name"] == f'[GIL holders] {prof.doc["ebpfprof"]["threads"][0]["process"]} (pid {w.pid})'
-    rooted = [(names, wt) for names, wt in prof.stacks(holders) if names[0] == f'Thread {hog} "hog"']
-    total = sum(wt for _, wt in rooted) / 1e9
-    # what hog ran weighs every wait behind hog: loop's, and the main
-    # thread's (it waits behind hog too, ~0.2 s on an idle machine)
-    behind_hog = sum(t.get("gil_wait_by_holder", {}).get(hog, 0) +
-                     t.get("gc_wait_by_holder", {}).get(hog, 0)
-                     for t in prof.doc["ebpfprof"]["threads"])
     assert behind_hog >= wait * 0.9
-    assert abs(total - behind_hog) <= 0.05 * behind_hog, (total, behind_hog, wait)
     every = sum(t["states_s"]["gil-wait"] + t["states_s"]["waiting-for-gc"]
                 for t in prof.doc["ebpfprof"]["threads"])
     assert sum(holders["weights"]) / 1e9 <= every + 1e-6, (sum(holders["weights"]), every)
-    # split between its functions as hog spent its time
-    tally = sum(wt for names, wt in rooted if "tally_orders" in names)
-    audit = sum(wt for names, wt in rooted if "audit_ledger" in names)
-    cpu = truth["cpu"]
-    true_share = cpu["tally_orders"] / (cpu["tally_orders"] + cpu["audit_ledger"])
-    assert abs(tally / (tally + audit) - true_share) <= 0.10, (tally, audit, true_share)
     # the summary says it in a line
     assert re.search(rf"loop \({loop}\) waited {wait:.2f} s for the GIL: \d+\.\d\d s behind hog "
                      rf"\({hog}\) in (tally_orders|audit_ledger) \(", err), err
@@ -140,31 +154,14 @@ def test_waits_not_read_go_to_the_holders_of_those_read(workloads, out, tmp_path
                                extra=("-r", "997", "--wait-threshold", "1"),
                                env={"EBPFPROF_GIL_READ_GAP_US": "20000"})
     truth = w.truth()
-    hog = str(truth["threads"]["hog"])
-    prof = Profile(path)
-    b = thread_entry(prof, "loop")
-    wait = b["states_s"]["gil-wait"]
-    assert wait > 0.5, b
-    check_loop_wait(b, truth)
-    assert abs(exact_sum(b, "gil_wait") - wait) < 1e-6, b
-    assert b["gil_wait_by_holder"].get(hog, 0) >= 0.9 * wait, b
+    loop_waited_behind_hog(Profile(path), truth)
     m = re.search(r"GIL waits: (\d+) put on their holder in the kernel, \d+ of them split [^;]*; "
                   r"(\d+) not read \(a thread's waits are read at most about one per 20000 us\)", err)
     assert m, err
     read, unread = int(m[1]), int(m[2])
     print(f"GIL waits read {read}, not read {unread}")
     assert read <= unread, (read, unread)
-    holders = holders_profile(prof)
-    rooted = [(names, wt) for names, wt in prof.stacks(holders) if names[0] == f'Thread {hog} "hog"']
-    behind_hog = sum(t.get("gil_wait_by_holder", {}).get(hog, 0) +
-                     t.get("gc_wait_by_holder", {}).get(hog, 0)
-                     for t in prof.doc["ebpfprof"]["threads"])
-    assert abs(sum(wt for _, wt in rooted) / 1e9 - behind_hog) <= 0.05 * behind_hog, behind_hog
-    tally = sum(wt for names, wt in rooted if "tally_orders" in names)
-    audit = sum(wt for names, wt in rooted if "audit_ledger" in names)
-    cpu = truth["cpu"]
-    true_share = cpu["tally_orders"] / (cpu["tally_orders"] + cpu["audit_ledger"])
-    assert abs(tally / (tally + audit) - true_share) <= 0.10, (tally, audit, true_share)
+    hog_in_holders_profile(Profile(path), truth)
 
 
 def test_a_bad_gil_read_gap_is_refused(tmp_path):
