@@ -320,7 +320,7 @@ def phased_tasks(client, workers, seconds):
     the workload dask_prefixes.py's crunch (pure-Python CPU) and garbage
     (cyclic garbage) on both workers, then its naps (sleeps) on the first
     worker only while the second crunches. Returns each task's (prefix,
-    thread_time, wall time, time of the collections its thread ran)."""
+    thread_time, wall time, CPU time of the collections its thread ran)."""
     import importlib.util
 
     import cloudpickle
@@ -395,7 +395,7 @@ def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
     true_gc = sum(t["gc"] for t in truth.values())
     for prefix, t in truth.items():
         print(f"report: {prefix}: GC {rows[prefix]['gc_s']:.3f} s (gc.callbacks in its tasks {t['gc']:.3f} s)")
-    assert rows["garbage"]["gc_s"] >= 0.5 * true_gc > 0, (rows, truth)
+    assert rows["garbage"]["gc_s"] >= 0.6 * true_gc > 0, (rows, truth)
     nap_off = truth["nap"]["wall"] - truth["nap"]["cpu"]
     assert rows["nap"]["io_sleep_s"] >= 0.8 * nap_off, (rows["nap"], truth["nap"])
     assert rows["crunch"]["top_functions"][0]["name"].endswith("crunch"), rows["crunch"]
@@ -414,9 +414,15 @@ def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
     phase2 = next(i for i, v in enumerate(naps["waiting"]) if v > 0) + int(1 / bin_s)
     crunch1 = first["series"]["crunch"]["running"]
     assert sum(crunch1[phase2:]) < 0.05 * sum(crunch1), "the first worker crunched in phase 2"
-    # about two threads asleep there, as the worker's two threads napped
-    mid = sorted(naps["waiting"][i] / bin_s for i in nap_bins)[len(nap_bins) // 2]
-    assert 1.2 <= mid <= 2.05, mid
+    # the naps' time, and both of the worker's threads asleep at once: never
+    # more than two, well over one in the fullest bin (the median depends on
+    # the gaps between batches, which the other worker's crunching sets: 1.13
+    # in a loaded CI run, 1.2-2 otherwise)
+    assert sum(naps["waiting"]) >= 0.8 * nap_off, (sum(naps["waiting"]), nap_off)
+    asleep = [naps["waiting"][i] / bin_s for i in nap_bins]
+    print(f"report: nap threads asleep per bin: median {sorted(asleep)[len(asleep) // 2]:.2f}, "
+          f"most {max(asleep):.2f}; waiting {sum(naps['waiting']):.2f} s of {nap_off:.2f} s")
+    assert 1.5 <= max(asleep) <= 2.05, asleep
 
     svg = ET.parse(out / "balance.svg").getroot()
     texts = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))

@@ -6,8 +6,8 @@ around the function) is under the task's label but not in the truth the
 task measures, and must stay small beside it. Writes the
 workers' pids to --pids, waits for --go, submits tasks for --seconds, and
 writes the truth: each prefix's thread_time() and wall time as the tasks
-measured them, summed over the tasks, and the time of the collections that
-ran in each task's own thread while it ran (gc.callbacks): a collection runs
+measured them, summed over the tasks, and the CPU time of the collections
+that ran in each task's own thread while it ran (gc.callbacks): a collection runs
 in whichever thread allocates past the threshold, not always a garbage task."""
 import json
 import os
@@ -19,14 +19,15 @@ import common  # noqa: E402
 
 
 def gc_clock():
-    """Seconds of collections this thread has run, as gc.callbacks saw them.
+    """CPU seconds this thread has spent in collections, as gc.callbacks saw
+    them (the report's GC is on-CPU time too: a collection preempted is not).
     One watch per process, kept on the gc module: the tasks come pickled by
     value, each with globals of its own."""
     import gc
     import threading
 
     def on_gc(phase, info):
-        tid, now = threading.get_ident(), time.perf_counter()
+        tid, now = threading.get_ident(), time.thread_time()
         if phase == "start":
             on_gc.started[tid] = now
         elif tid in on_gc.started:
