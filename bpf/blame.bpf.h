@@ -239,7 +239,7 @@ static __always_inline __u64 unread_part(__u64 u, __u64 ns, __u64 sum, __u64 *le
 {
 	__u64 part = *left;
 
-	if (!last && sum)
+	if (!last)	/* sum > 0: a slot with time is last */
 		part = min_u64(part, (u * ((ns << 20) / sum)) >> 20);
 	*left -= part;
 	return part;
@@ -296,10 +296,11 @@ static __always_inline void drain_blame_kind(struct seq_file *seq, struct ep_off
 	for (i = 0; i < EP_BLAME_SLOTS; i++) {
 		if (!got[i].count && !got[i].ns)
 			continue;
-		part.ns = unread_part(unread.ns, got[i].ns, sum, &left_ns, i == last);
-		part.count = unread_part(unread.count, got[i].ns, sum, &left_n, i == last);
-		if (last < 0)
-			part.ns = part.count = 0;
+		part = (struct ep_totals){};
+		if (last >= 0) {
+			part.ns = unread_part(unread.ns, got[i].ns, sum, &left_ns, i == last);
+			part.count = unread_part(unread.count, got[i].ns, sum, &left_n, i == last);
+		}
 		e->key.holder = holder[i];
 		if (put_blame(seq, st, e, kind, &st->blame[i].t[kind], &got[i], &part))
 			return;
@@ -308,7 +309,7 @@ static __always_inline void drain_blame_kind(struct seq_file *seq, struct ep_off
 		return;
 	e->key.holder = EP_BLAME_UNKNOWN;
 	part = (struct ep_totals){};
-	put_blame(seq, st, e, kind, NULL, &part, &unread);
+	put_blame(seq, st, e, kind, NULL, &part, &unread);	/* the unread whole */
 }
 
 /* Takes out the thread's GIL blame as EP_TK_BLAME records. */
@@ -327,37 +328,33 @@ static __always_inline void drain_blame(struct seq_file *seq, struct ep_offcpu_t
  * record delivered (the kernel would show a task again after an overflow,
  * and what was subtracted would be lost). */
 
-/* An exiting thread's GIL blame to the map; a wait whose end was not seen
- * goes to no holder. */
+/* Takes what t holds out of it and adds it to the map under *holder, read
+ * after the time (see blame_slot). */
+static __always_inline void move_blame_to_map(struct ep_offcpu_task *st, struct ep_totals *t,
+					      const __u64 *holder, int kind)
+{
+	__u64 n = EP_ONCE(t->count), ns = EP_ONCE(t->ns);
+
+	if (!n && !ns)
+		return;
+	__sync_fetch_and_add(&t->count, -n);
+	__sync_fetch_and_add(&t->ns, -ns);
+	add_blame_map(st, EP_ONCE(*holder), kind, n, ns);
+}
+
+/* An exiting thread's GIL blame to the map; a wait whose end was not seen,
+ * and the last waits not read (no drain to spread them), go to no holder. */
 static __always_inline void exit_blame(struct task_struct *task, struct ep_offcpu_task *st)
 {
 	struct ep_gil_seen none = {};
-	struct ep_totals *t;
-	__u64 n, ns;
+	const __u64 unknown = EP_BLAME_UNKNOWN;
 	int i, kind;
 
 	settle_blame(task, st, &none, 0);
 	for (kind = 0; kind < 2; kind++) {
-		/* the exiting thread's last unread waits: no drain to spread them */
-		n = EP_ONCE(st->blame_unread[kind].count);
-		ns = EP_ONCE(st->blame_unread[kind].ns);
-		if (!n && !ns)
-			continue;
-		__sync_fetch_and_add(&st->blame_unread[kind].count, -n);
-		__sync_fetch_and_add(&st->blame_unread[kind].ns, -ns);
-		add_blame_map(st, EP_BLAME_UNKNOWN, kind, n, ns);
-	}
-	for (i = 0; i < EP_BLAME_SLOTS; i++) {
-		for (kind = 0; kind < 2; kind++) {
-			t = &st->blame[i].t[kind];
-			n = EP_ONCE(t->count);
-			ns = EP_ONCE(t->ns);
-			if (!n && !ns)
-				continue;
-			__sync_fetch_and_add(&t->count, -n);
-			__sync_fetch_and_add(&t->ns, -ns);
-			add_blame_map(st, st->blame[i].holder, kind, n, ns);
-		}
+		move_blame_to_map(st, &st->blame_unread[kind], &unknown, kind);
+		for (i = 0; i < EP_BLAME_SLOTS; i++)
+			move_blame_to_map(st, &st->blame[i].t[kind], &st->blame[i].holder, kind);
 	}
 }
 
