@@ -116,11 +116,40 @@ static void test_a_name_never_read_is_tried_a_bounded_number_of_times(void **sta
 	py_symbolizer_free(s);
 }
 
+/* The summary's account of <unknown> frames: each code object counted under
+ * the reason its name is missing. */
+static void test_unnamed_code_objects_are_counted_by_why(void **state)
+{
+	struct py_symbolizer *s = unreadable_handle();
+	struct fake_code other = { (uintptr_t)&file, (uintptr_t)&name, 9 };
+	struct py_sym_unnamed u;
+	struct py_sym_frame f;
+
+	(void)state;
+	assert_non_null(s);
+	/* its name unreadable */
+	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+	/* another object where the kernel saw one of line 7: freed before */
+	py_symbolizer_frame(s, (uintptr_t)&other, ident, ~0u, &f);
+	/* the kernel could not read it (identity of nothing read) */
+	py_symbolizer_frame(s, (uintptr_t)&other, ep_code_ident(0, 0), ~0u, &f);
+	/* an address with nothing there */
+	py_symbolizer_frame(s, 8, ident, ~0u, &f);
+	py_symbolizer_unnamed(s, &u);
+	assert_int_equal(u.held, 4);
+	assert_int_equal(u.nameless, 1);
+	assert_int_equal(u.replaced, 2);
+	assert_int_equal(u.kernel_unread, 1);
+	assert_int_equal(u.unread, 1);
+	py_symbolizer_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_name_not_read_is_read_again_later),
 		cmocka_unit_test(test_a_name_never_read_is_tried_a_bounded_number_of_times),
+		cmocka_unit_test(test_unnamed_code_objects_are_counted_by_why),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

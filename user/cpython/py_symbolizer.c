@@ -37,11 +37,20 @@
 #define FILL_TRIES		16
 #define FILL_GAP_NS		(50 * 1000000ull)
 
+/* What the last read of an entry found. */
+enum fill_result {
+	FILL_NAMED,
+	FILL_UNREAD,		/* its firstlineno or filename unreadable */
+	FILL_REPLACED,		/* they no longer give the kernel's identity */
+	FILL_NAMELESS,		/* its name string unreadable */
+};
+
 struct code_entry {
 	uint64_t code;
 	uint32_t ident;
 	int32_t firstlineno;
 	int used;
+	enum fill_result result;
 	char *name;
 	char *file;
 	uint8_t *table;
@@ -244,11 +253,13 @@ static void fill_entry(struct py_symbolizer *s, struct code_entry *e)
 		 * match by chance would name it after another) */
 		if (!unread)
 			e->fills = FILL_TRIES;
+		e->result = unread ? FILL_UNREAD : FILL_REPLACED;
 		e->firstlineno = 0;
 		return;
 	}
 	e->name = read_str_field(s, e->code, L->code_qualname >= 0 ? L->code_qualname : L->code_name);
 	/* no name, no frame worth a line: and a read again stays small */
+	e->result = e->name ? FILL_NAMED : FILL_NAMELESS;
 	if (!e->name)
 		return;
 	e->file = read_str_field(s, e->code, L->code_filename);
@@ -292,6 +303,26 @@ static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_
 	}
 	e->last_use = ++s->tick;
 	return e;
+}
+
+void py_symbolizer_unnamed(const struct py_symbolizer *s, struct py_sym_unnamed *out)
+{
+	/* the identity of a code object whose fields the kernel could not read */
+	const uint32_t kernel_unread = ep_code_ident(0, 0);
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < s->cap; i++) {
+		const struct code_entry *e = &s->entries[i];
+
+		if (!e->used)
+			continue;
+		out->held++;
+		out->unread += e->result == FILL_UNREAD;
+		out->replaced += e->result == FILL_REPLACED;
+		out->kernel_unread += e->result == FILL_REPLACED && e->ident == kernel_unread;
+		out->nameless += e->result == FILL_NAMELESS;
+	}
 }
 
 /* The line of instr, remembered: a table can be 1 MiB long and the same

@@ -22,6 +22,16 @@ void py_symbolizer_free(struct py_symbolizer *s);
  * bounded and may drop the entry): copy what is kept. */
 void py_symbolizer_frame(struct py_symbolizer *s, uint64_t code, uint32_t ident,
 			 uint32_t instr, struct py_sym_frame *out);
+/* Why code objects held in the cache have no name (<unknown>), for the
+ * summary: a profile mostly <unknown> must say which of these it was. */
+struct py_sym_unnamed {
+	size_t held;		/* code objects held */
+	size_t unread;		/* their memory could not be read */
+	size_t replaced;	/* another object there when read: freed before */
+	size_t kernel_unread;	/* ... of which the kernel could not read it */
+	size_t nameless;	/* read, but not its name string */
+};
+void py_symbolizer_unnamed(const struct py_symbolizer *s, struct py_sym_unnamed *out);
 /* Reads a str object of the target as UTF-8 into out; 0, or -1 if unreadable. */
 int py_symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
 			   char *out, size_t out_size);

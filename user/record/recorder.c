@@ -1175,6 +1175,21 @@ static void print_walks(const struct rec_process *p, FILE *f)
 			TASK_WALK_MISSES_MAX + 1);
 }
 
+/* Code objects without a name: why, so that a profile of <unknown> frames
+ * says whether they were freed before they were read (short-lived code),
+ * or the target's memory could not be read. */
+static void print_unnamed(const struct rec_process *p, FILE *f)
+{
+	struct py_sym_unnamed u;
+
+	py_symbolizer_unnamed(p->sym, &u);
+	if (!u.unread && !u.replaced && !u.nameless)
+		return;
+	fprintf(f, "ebpfprof: process %d: %zu of %zu code objects have no name (<unknown>): %zu freed before they were read (%zu of them unreadable to the kernel), %zu whose memory could not be read, %zu whose name could not be read\n",
+		p->target.pid, u.unread + u.replaced + u.nameless, u.held, u.replaced,
+		u.kernel_unread, u.unread, u.nameless);
+}
+
 void recorder_print_losses(const struct recorder *r, FILE *f)
 {
 	if (r->unknown_stacks || r->failed)
@@ -1188,8 +1203,10 @@ void recorder_print_losses(const struct recorder *r, FILE *f)
 	if (r->profile.tasks.dropped)
 		fprintf(f, "ebpfprof: warning: --tasks: %lu places of suspended tasks not kept (more than %u in the recording)\n",
 			r->profile.tasks.dropped, TASK_SPANS_MAX);
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs; i++) {
 		print_walks(r->procs[i], f);
+		print_unnamed(r->procs[i], f);
+	}
 	if (r->native_unpaired)
 		fprintf(f, "ebpfprof: warning: %lu samples shown without native frames (their registers and stack were lost)\n",
 			r->native_unpaired);
