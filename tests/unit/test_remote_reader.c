@@ -102,6 +102,9 @@ static void test_hung_pages_end_at_the_deadline(void **state)
 	took = now() - t0;
 	assert_true(took >= REMOTE_READ_TIMEOUT_NS / 1e9 * 0.9 && took < 3);
 	assert_int_equal(remote_timeouts(), before + 1);
+	/* given up on at the first deadline for where it waited, which the
+	 * summary names */
+	assert_string_equal(remote_last_wait(), "handle_userfault");
 	/* that page is not read again: at once, no timeout more */
 	t0 = now();
 	assert_int_equal(remote_read_u64(child, hung + 8, &v), -1);

@@ -79,6 +79,20 @@ char procfs_task_state(pid_t pid, pid_t tid)
 	return fields ? fields[1] : 0;
 }
 
+int procfs_task_wchan(pid_t pid, pid_t tid, char *out, size_t len)
+{
+	FILE *f = open_task_file(pid, tid, "wchan");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	fclose(f);
+	out[n] = 0;
+	/* "0": running, or the address hidden */
+	return n && strcmp(out, "0") ? 0 : -1;
+}
+
 uint64_t procfs_cpu_ns(pid_t pid)
 {
 	char buf[1024], *fields = stat_after_comm(pid, 0, buf, sizeof(buf));

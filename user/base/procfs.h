@@ -14,6 +14,9 @@ void procfs_comm(pid_t pid, pid_t tid, char *out, size_t len);
 pid_t procfs_task_inner_tid(pid_t pid, pid_t tid);
 /* The one-letter state of a task (R running, S sleeping, D uninterruptible), or 0. */
 char procfs_task_state(pid_t pid, pid_t tid);
+/* The kernel function a sleeping task waits in (its wchan), into out; 0,
+ * or -1 if unknown (running, gone, or the kernel does not say). */
+int procfs_task_wchan(pid_t pid, pid_t tid, char *out, size_t len);
 /* CPU time process pid has used (utime + stime), in ns; 0 if unknown. */
 uint64_t procfs_cpu_ns(pid_t pid);
 /* The syscall a blocked task is in, and its first argument; -1 if none. */

@@ -208,6 +208,11 @@ unsigned long remote_timeouts(void)
 	return remote_reader_timeouts();
 }
 
+const char *remote_last_wait(void)
+{
+	return remote_reader_last_wait();
+}
+
 int remote_read_u64(pid_t pid, uint64_t addr, uint64_t *out)
 {
 	return remote_read(pid, addr, out, sizeof(*out));

@@ -40,5 +40,7 @@ int remote_full(void);
 #define REMOTE_HUNG_MAX		3
 /* Reads given up on so far, every process (a page that never arrived). */
 unsigned long remote_timeouts(void);
+/* The kernel function the last read given up on waited in, or "". */
+const char *remote_last_wait(void);
 
 #endif

@@ -215,14 +215,35 @@ static void note_bad_range(pid_t pid, uint64_t addr, uint64_t len)
 }
 
 enum reader_verdict {
-	READER_BUSY,		/* only waiting for a CPU: more time */
+	READER_BUSY,		/* only waiting for a CPU, a lock or I/O: more time */
 	READER_STUCK,		/* asleep in its read: a page that does not come */
 	READER_GONE,		/* dead (killed by someone, or its parent thread ended) */
 };
 
-/* At the deadline: whether the reader is waiting for a page (asleep in its
- * read), or merely for a CPU on a loaded machine (the request not begun
- * yet, or the reader runnable), which gets more time, up to the hard limit. */
+/* Where the last reader given up on was waiting (its wchan), for the summary. */
+static char given_up_in[48];
+
+/*
+ * Whether a reader asleep in its read waits for a page only the target (or
+ * a daemon) may never serve: a userfaultfd's handler, a FUSE request. Any
+ * other wait (the target's mmap lock, a page from disk, memory reclaim)
+ * ends by itself, but may outlast the deadline on a loaded host: those get
+ * up to the hard limit. A wait the kernel does not name counts as stuck.
+ */
+static int waits_for_unserved_page(pid_t pid)
+{
+	if (procfs_task_wchan(pid, 0, given_up_in, sizeof(given_up_in)))
+		snprintf(given_up_in, sizeof(given_up_in), "an unnamed wait");
+	return !strcmp(given_up_in, "handle_userfault") ||
+	       !strcmp(given_up_in, "request_wait_answer") ||
+	       !strncmp(given_up_in, "fuse_", 5) ||
+	       !strcmp(given_up_in, "an unnamed wait");
+}
+
+/* At the deadline: whether the reader is waiting for a page that may never
+ * come (asleep in its read, in a wait only the target ends), or for a CPU
+ * (the request not begun yet, or the reader runnable), a lock or I/O on a
+ * loaded machine, which get more time, up to the hard limit. */
 static enum reader_verdict judge_reader(uint32_t req, uint64_t now, uint64_t hard_deadline)
 {
 	/* R running or waiting for a CPU; D, S asleep; 0 gone */
@@ -230,11 +251,13 @@ static enum reader_verdict judge_reader(uint32_t req, uint64_t now, uint64_t har
 
 	if (!state || state == 'Z' || state == 'X')
 		return READER_GONE;
-	if (now >= hard_deadline)
+	if (now >= hard_deadline) {
+		waits_for_unserved_page(reader.pid);	/* where, for the summary */
 		return READER_STUCK;
-	if (__atomic_load_n(&reader.sh->taken, __ATOMIC_ACQUIRE) != req)
+	}
+	if (__atomic_load_n(&reader.sh->taken, __ATOMIC_ACQUIRE) != req || state == 'R')
 		return READER_BUSY;
-	return state == 'R' ? READER_BUSY : READER_STUCK;
+	return waits_for_unserved_page(reader.pid) ? READER_STUCK : READER_BUSY;
 }
 
 /* Waits until the reader answered request req, at most until deadline
@@ -326,6 +349,11 @@ int remote_reader_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 unsigned long remote_reader_timeouts(void)
 {
 	return timeouts;
+}
+
+const char *remote_reader_last_wait(void)
+{
+	return given_up_in;
 }
 
 void remote_reader_stop(void)

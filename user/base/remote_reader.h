@@ -21,8 +21,9 @@
  * target maps or unmaps (a starting interpreter does it all the time), and
  * on a loaded host the holder may wait long for a CPU: at 250 ms a launched
  * target's first read was given up on once in a loaded test run, and the
- * recording refused. A reader that was only waiting for a CPU gets up to
- * REMOTE_READ_GRACE times as long. */
+ * recording refused. Only a reader waiting where a page may never come (a
+ * userfaultfd, FUSE: its wchan) is given up on then; one waiting for a CPU,
+ * a lock or I/O gets up to REMOTE_READ_GRACE times as long. */
 #define REMOTE_READ_TIMEOUT_NS	(1000ull * 1000000)
 #define REMOTE_READ_GRACE	4
 /* Readers killed but not yet gone (a wait not even SIGKILL ends): past
@@ -43,6 +44,8 @@ enum remote_reader_status {
 int remote_reader_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Reads given up on so far (each killed a reader). */
 unsigned long remote_reader_timeouts(void);
+/* Where the last reader given up on waited (a kernel function), or "". */
+const char *remote_reader_last_wait(void);
 /* Ends the reader (at exit; it also dies with its parent). */
 void remote_reader_stop(void);
 

@@ -64,8 +64,8 @@ void session_print_summary(struct session *s, FILE *f)
 			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
 			s->seed_failed, s->drain_failed);
 	if (remote_timeouts())
-		fprintf(f, "ebpfprof: warning: %lu reads of the target's memory given up after %llu ms (a page never served: userfaultfd, FUSE); those pages were not read again, a process after %d such reads not at all\n",
-			remote_timeouts(), REMOTE_READ_TIMEOUT_NS / 1000000, REMOTE_HUNG_MAX);
+		fprintf(f, "ebpfprof: warning: %lu reads of the target's memory given up after %llu ms (a page never served: userfaultfd, FUSE; the last waited in %s); those pages were not read again, a process after %d such reads not at all\n",
+			remote_timeouts(), REMOTE_READ_TIMEOUT_NS / 1000000, remote_last_wait(), REMOTE_HUNG_MAX);
 	/* threads the interpreter does not know (yet, or any more): not in the profile */
 	if (c[EP_CNT_NO_TSTATE])
 		fprintf(f, "ebpfprof: %llu of the %llu samples taken were of threads without a Python thread state (not in the profile)\n",
