@@ -38,7 +38,9 @@ LDLIBS     := -lbpf -ldw -lelf -llzma -lz -ljansson -lsqlite3 -lcurl -lpthread -
 BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_EXTRA) \
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
-BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+# gc.bpf.c first: it defines the shared maps (see there), and bpftool 7.1's
+# skeleton finds a map's relocation only when their object leads the link
+BPF_SRCS   := bpf/gc.bpf.c $(filter-out bpf/gc.bpf.c,$(wildcard bpf/*.bpf.c))
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 USER_SRCS  := $(wildcard $(patsubst %,user/%/*.c,$(USER_DIRS)))
 USER_HDRS  := $(wildcard user/*/*.h)

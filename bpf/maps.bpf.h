@@ -59,6 +59,10 @@ int ep_walk_chunk(__u32 slot);
  * scratch slot `slot` (bpf/label.bpf.c); a global function, verified once. */
 int ep_label_read(__u32 slot);
 
+/* Sends the names of scratch slot `slot`'s stack's code objects not sent
+ * before (bpf/code_names.bpf.c); a global function, with bpf_loop only. */
+int ep_code_names(__u32 slot);
+
 /* Which scratch slot a program uses: programs of different kinds can nest on one CPU
  * (a cpu-clock sample can interrupt a uprobe), so each kind has its own. */
 enum ep_scratch_slot {
@@ -177,6 +181,29 @@ EP_MAP struct {
 	__type(key, struct ep_sent_key);
 	__type(value, __u8);
 } sent_stacks SEC(".maps");
+
+/* The code objects whose names the kernel sent (bpf/code_names.bpf.c).
+ * LRU: one forgotten is simply sent again, with the next new stack it is in. */
+struct ep_named_key {
+	__u64 code;
+	__u32 ident;
+	__u32 pid;
+};
+
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ep_named_key);
+	__type(value, __u8);
+} named_codes SEC(".maps");
+
+/* The code names record being filled, per CPU (too big for the BPF stack). */
+EP_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ep_code_event);
+} code_event_buf SEC(".maps");
 
 /* tid -> the collection it is running now (from the GC probes); LRU: a
  * process killed mid-collection leaves an entry nobody deletes */

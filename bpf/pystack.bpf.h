@@ -686,17 +686,4 @@ static __always_inline void emit_stack_by_id(struct ep_stack_event *ev)
 	emit_first_stack(ev, &key);
 }
 
-/* Sends a sample whole (--native: its frames' entry marks are per sample),
- * waking the reader as a new stack does the first time its stack is seen. */
-static __always_inline void emit_whole_stack(struct ep_stack_event *ev)
-{
-	struct ep_sent_key key = sent_key(ev);
-
-	if (!ev->depth || bpf_map_lookup_elem(&sent_stacks, &key)) {
-		emit_stack_event(ev);
-		return;
-	}
-	emit_first_stack(ev, &key);
-}
-
 #endif

@@ -199,6 +199,30 @@ static __always_inline void emit_native(struct bpf_perf_event_data *ctx, __u32 p
 	ring_output(&ns->ev, EP_NATIVE_EVENT_HDR_SIZE + size);
 }
 
+/* Sends the sample: with its frames the first time its stack is seen, its
+ * code objects' names before them (with bpf_loop); by stack id after that,
+ * but whole with --native (its frames' entry marks are per sample, and 16
+ * bytes a frame are little next to the stack copy). */
+static __always_inline void emit_sample(struct ep_scratch *sc, int loop)
+{
+	struct ep_stack_event *ev = &sc->ev;
+	struct ep_sent_key key = sent_key(ev);
+
+	if (ev->depth && !bpf_map_lookup_elem(&sent_stacks, &key)) {
+		if (loop == EP_WALK_BPF_LOOP)
+			ep_code_names(sc->slot);
+		emit_first_stack(ev, &key);
+		return;
+	}
+	if (ep_native || !ev->depth) {
+		emit_stack_event(ev);
+		return;
+	}
+	ev->flags |= EP_F_STACK_BY_ID;
+	ev->depth = 0;
+	ring_output(ev, EP_STACK_EVENT_HDR_SIZE);
+}
+
 static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 {
 	struct ep_proc_cfg *cfg;
@@ -225,14 +249,9 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, int loop)
 		count(EP_CNT_NO_TSTATE);
 	else
 		mark_gc(cfg, ev, tid);
-	if (ep_native) {
-		/* whole: its frames' entry marks are per sample, and 16 bytes a
-		 * frame are little next to the stack copy */
+	if (ep_native)
 		emit_native(ctx, pid, tid, now);
-		emit_whole_stack(ev);
-		return 0;
-	}
-	emit_stack_by_id(ev);
+	emit_sample(sc, loop);
 	return 0;
 }
 

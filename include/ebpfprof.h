@@ -129,6 +129,7 @@ struct ep_proc_cfg {
 	__u16 code_adaptive;		/* offsetof(PyCodeObject, co_code_adaptive), 3.11+ */
 	__u16 code_firstlineno;
 	__u16 code_filename;
+	__u16 code_qualname;		/* co_qualname, or co_name before 3.11 (ep_code_names) */
 	__u8 instr_kind;		/* enum ep_instr_kind */
 	__u8 owner_skip_min;		/* skip frames with owner >= this (C-stack shims), 0: none */
 	__u8 totals_in_task;		/* its threads' totals are drained by offcpu_drain_totals */
@@ -154,6 +155,30 @@ enum ep_event_kind {
 	EP_EV_EXEC = 6,		/* a followed process exec'ed a new program */
 	EP_EV_EXIT = 7,		/* a followed process exited */
 	EP_EV_NATIVE = 8,	/* --native: a sample's registers and user stack (struct ep_native_event) */
+	EP_EV_CODE = 9,		/* a code object's names, read in the kernel (struct ep_code_event) */
+};
+
+/*
+ * The names of a code object of a stack sampled for the first time, read by
+ * the kernel in the sample's own context and sent before the stack: a
+ * module's body or an exec()'d string is freed once it returns, and a
+ * short-lived target exits, often before userspace reads them. Only a
+ * compact latin-1 str is read, and only whole; a name that is not leaves
+ * the code object for userspace to read.
+ */
+#define EP_CODE_NAME_MAX	128
+#define EP_CODE_FILE_MAX	256
+struct ep_code_event {
+	__u32 kind;		/* EP_EV_CODE */
+	__u32 pid;
+	__u64 code;
+	__u32 ident;		/* ep_code_ident() of firstlineno and the file name's address */
+	__s32 firstlineno;
+	__u16 name_len;		/* latin-1 bytes of co_qualname in name[] */
+	__u16 file_len;		/* ... of co_filename in file[]; 0: not read */
+	__u32 pad;
+	__u8 name[EP_CODE_NAME_MAX];
+	__u8 file[EP_CODE_FILE_MAX];
 };
 
 /* --subprocesses: a child appeared, or a followed process changed program. */

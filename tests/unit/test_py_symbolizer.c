@@ -144,12 +144,69 @@ static void test_unnamed_code_objects_are_counted_by_why(void **state)
 	py_symbolizer_free(s);
 }
 
+static struct ep_code_event kernel_named(uint64_t code, uint32_t id, const char *qualname,
+				       const char *filename, int32_t line)
+{
+	struct ep_code_event ev = { .kind = EP_EV_CODE, .pid = getpid(), .code = code,
+				    .ident = id, .firstlineno = line };
+
+	ev.name_len = strlen(qualname);
+	memcpy(ev.name, qualname, ev.name_len);
+	ev.file_len = strlen(filename);
+	memcpy(ev.file, filename, ev.file_len);
+	return ev;
+}
+
+/* A code object the kernel named and that is gone by the time its stack is
+ * read: named all the same, at its first line; latin-1 made UTF-8. */
+static void test_a_code_object_named_by_the_kernel_keeps_its_name_once_gone(void **state)
+{
+	struct py_layout L = fake_layout();
+	struct py_symbolizer *s = py_symbolizer_new(getpid(), &L);
+	struct ep_code_event ev = kernel_named(8, 1234, "Spin.caf\xe9", "/tmp/spinmod0.py", 3);
+	struct py_sym_unnamed u;
+	struct py_sym_frame f;
+
+	(void)state;
+	assert_non_null(s);
+	py_symbolizer_seed(s, &ev);
+	py_symbolizer_frame(s, 8, 1234, 40, &f);
+	assert_string_equal(f.name, "Spin.caf\xc3\xa9");
+	assert_string_equal(f.file, "/tmp/spinmod0.py");
+	assert_int_equal(f.line, 3);
+	py_symbolizer_unnamed(s, &u);
+	assert_int_equal(u.held, 1);
+	assert_int_equal(u.seeded, 1);
+	assert_int_equal(u.unread + u.replaced + u.nameless, 0);
+	py_symbolizer_free(s);
+}
+
+/* One userspace read first is kept: it has the line table too. */
+static void test_a_name_read_first_is_not_replaced_by_the_kernels(void **state)
+{
+	struct py_symbolizer *s = unreadable_handle();
+	struct ep_code_event ev = kernel_named((uintptr_t)&code, ident, "other", "other.py", 7);
+	struct py_sym_frame f;
+
+	(void)state;
+	assert_non_null(s);
+	name.state = STATE_ASCII_KIND1;
+	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+	py_symbolizer_seed(s, &ev);
+	py_symbolizer_frame(s, (uintptr_t)&code, ident, ~0u, &f);
+	assert_string_equal(f.name, "handle");
+	assert_string_equal(f.file, "app.py");
+	py_symbolizer_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_name_not_read_is_read_again_later),
 		cmocka_unit_test(test_a_name_never_read_is_tried_a_bounded_number_of_times),
 		cmocka_unit_test(test_unnamed_code_objects_are_counted_by_why),
+		cmocka_unit_test(test_a_code_object_named_by_the_kernel_keeps_its_name_once_gone),
+		cmocka_unit_test(test_a_name_read_first_is_not_replaced_by_the_kernels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,6 +58,7 @@ struct code_entry {
 	size_t bytes;		/* of the above, for the budget */
 	uint64_t last_use;
 	uint64_t filled_ns;	/* when last read */
+	int complete_later;	/* named by the kernel: file, line table still to read */
 	unsigned fills;		/* reads so far */
 	uint32_t memo_instr[LINE_MEMO];
 	int memo_line[LINE_MEMO];
@@ -71,6 +72,7 @@ struct py_symbolizer {
 	size_t cap, used;
 	size_t bytes;		/* held by all entries */
 	uint64_t tick;		/* lookups so far: the LRU clock */
+	size_t seeded;		/* code objects the kernel named */
 };
 
 struct py_symbolizer *py_symbolizer_new(pid_t pid, const struct py_layout *layout)
@@ -281,15 +283,83 @@ static void refill_entry(struct py_symbolizer *s, struct code_entry *e)
 	s->bytes += e->bytes;
 }
 
-static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_t ident)
+/* The slot of (code, ident), room made for a new one; NULL when out of memory. */
+static struct code_entry *slot_for(struct py_symbolizer *s, uint64_t code, uint32_t ident)
 {
-	struct code_entry *e;
-
 	if (s->bytes > CACHE_BUDGET_BYTES || s->used >= CACHE_MAX_ENTRIES)
 		evict(s);
 	if ((s->used + 1) * 2 > s->cap && rehash(s, s->cap * 2))
 		return NULL;
-	e = find_slot(s->entries, s->cap, code, ident);
+	return find_slot(s->entries, s->cap, code, ident);
+}
+
+/* A code object the kernel named: what it could not send (the file name,
+ * the line table) is read from the target when the object is first looked
+ * up, if it is still the same object; else its lines are its first line. */
+static void complete_entry(struct py_symbolizer *s, struct code_entry *e)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t filename = 0;
+	int32_t firstlineno = 0;
+
+	e->complete_later = 0;
+	if (remote_read_i32(s->pid, e->code + L->code_firstlineno, &firstlineno) ||
+	    remote_read_u64(s->pid, e->code + L->code_filename, &filename) ||
+	    ep_code_ident(firstlineno, filename) != e->ident)
+		return;
+	s->bytes -= e->bytes;
+	if (!e->file) {
+		e->file = read_str_field(s, e->code, L->code_filename);
+		e->bytes += e->file ? strlen(e->file) + 1 : 0;
+	}
+	read_linetable(s, e);
+	s->bytes += e->bytes;
+}
+
+/* latin-1 bytes from the kernel's record as a UTF-8 string; NULL if none. */
+static char *latin1_dup(const uint8_t *bytes, size_t len)
+{
+	char buf[EP_CODE_FILE_MAX * 2 + 1];
+
+	if (!len || len >= EP_CODE_FILE_MAX ||
+	    py_str_to_utf8(1, bytes, len, len, buf, sizeof(buf)) < 0)
+		return NULL;
+	return strdup(buf);
+}
+
+void py_symbolizer_seed(struct py_symbolizer *s, const struct ep_code_event *ev)
+{
+	struct code_entry *e = slot_for(s, ev->code, ev->ident);
+	char *name = latin1_dup(ev->name, ev->name_len < EP_CODE_NAME_MAX ? ev->name_len : 0);
+
+	if (!e || !name || (e->used && e->name)) {
+		free(name);
+		return;		/* named already: userspace read it first */
+	}
+	if (e->used) {
+		s->bytes -= e->bytes;
+		entry_free(e);
+	} else {
+		s->used++;
+	}
+	*e = (struct code_entry){ .code = ev->code, .ident = ev->ident, .used = 1,
+				  .firstlineno = ev->firstlineno, .result = FILL_NAMED,
+				  .name = name, .complete_later = 1, .fills = FILL_TRIES,
+				  .filled_ns = monotonic_ns(), .last_use = ++s->tick };
+	e->file = latin1_dup(ev->file, ev->file_len < EP_CODE_FILE_MAX ? ev->file_len : 0);
+	e->bytes = strlen(name) + 1 + (e->file ? strlen(e->file) + 1 : 0);
+	s->bytes += e->bytes;
+	s->seeded++;
+}
+
+static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_t ident)
+{
+	struct code_entry *e = slot_for(s, code, ident);
+
+	if (!e)
+		return NULL;
+	if (e->complete_later)
+		complete_entry(s, e);
 	if (!e->used) {
 		e->used = 1;
 		e->code = code;
@@ -312,6 +382,7 @@ void py_symbolizer_unnamed(const struct py_symbolizer *s, struct py_sym_unnamed 
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
+	out->seeded = s->seeded;
 	for (i = 0; i < s->cap; i++) {
 		const struct code_entry *e = &s->entries[i];
 

@@ -5,6 +5,7 @@
 #define EP_PY_SYMBOLIZER_H
 #include <stdint.h>
 #include <sys/types.h>
+#include "ebpfprof.h"
 #include "py_layout.h"
 
 struct py_symbolizer;
@@ -30,7 +31,12 @@ struct py_sym_unnamed {
 	size_t replaced;	/* another object there when read: freed before */
 	size_t kernel_unread;	/* ... of which the kernel could not read it */
 	size_t nameless;	/* read, but not its name string */
+	size_t seeded;		/* code objects the kernel named (py_symbolizer_seed) */
 };
+/* A code object named by the kernel as its stack was first sampled: kept
+ * unless userspace named it first; its file name and line table are read
+ * from the target when it is first looked up, if it is still there. */
+void py_symbolizer_seed(struct py_symbolizer *s, const struct ep_code_event *ev);
 void py_symbolizer_unnamed(const struct py_symbolizer *s, struct py_sym_unnamed *out);
 /* Reads a str object of the target as UTF-8 into out; 0, or -1 if unreadable. */
 int py_symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,

@@ -112,6 +112,23 @@ static int fill_frame_walk(struct ep_proc_cfg *c, const struct py_layout *L)
 	return 0;
 }
 
+/* Where the kernel reads a new stack's code object names (bpf/code_names.bpf.c):
+ * none unless every offset it needs is known. */
+static void fill_code_names(struct ep_proc_cfg *c, const struct py_layout *L)
+{
+	int name = L->code_qualname >= 0 ? L->code_qualname : L->code_name;
+
+	c->code_qualname = EP_NO_OFFSET;
+	if (name < 0 || L->unicode_state < 0 || L->unicode_length < 0 ||
+	    L->unicode_ascii_size < 0 || L->unicode_compact_size < 0)
+		return;
+	c->lo.unicode_length = off16(L->unicode_length);
+	c->lo.unicode_state = off16(L->unicode_state);
+	c->lo.unicode_ascii_size = off16(L->unicode_ascii_size);
+	c->lo.unicode_compact_size = off16(L->unicode_compact_size);
+	c->code_qualname = off16(name);
+}
+
 /* --label: where the kernel reads a labelled frame's argument and how it
  * reads the value (bpf/label.bpf.c): the fast locals from the target's debug
  * offsets (3.13+), else from the table; not known (3.14+ without debug
@@ -181,6 +198,7 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 		c->gil_end = gil + (L->gil_size > 0 ? L->gil_size : 256);
 	}
 	fill_label_offsets(c, L);
+	fill_code_names(c, L);
 	if (fill_frame_walk(c, L)) {
 		snprintf(err, errlen, "process %d: CPython %d.%d's frame layout does not fit the %d bytes read of each frame",
 			 t->pid, t->major, t->minor, EP_FRAME_READ_MAX);

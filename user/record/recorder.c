@@ -962,6 +962,16 @@ static void on_gc(struct recorder *r, const struct ep_stack_event *ev)
 		r->failed++;
 }
 
+/* A code object's names, read by the kernel just before its stack's first
+ * sample (bpf/code_names.bpf.c). */
+static void on_code(struct recorder *r, const struct ep_code_event *ev)
+{
+	struct rec_process *p = find_process(r, ev->pid);
+
+	if (p && p->sym)
+		py_symbolizer_seed(p->sym, ev);
+}
+
 int recorder_on_event(void *ctx, void *data, size_t len)
 {
 	struct recorder *r = ctx;
@@ -982,6 +992,11 @@ int recorder_on_event(void *ctx, void *data, size_t len)
 	if (ev->kind == EP_EV_NATIVE) {
 		if (len >= EP_NATIVE_EVENT_HDR_SIZE)
 			on_native(r, data, len);
+		return 0;
+	}
+	if (ev->kind == EP_EV_CODE) {
+		if (len >= sizeof(struct ep_code_event))
+			on_code(r, data);
 		return 0;
 	}
 	if (len < EP_STACK_EVENT_HDR_SIZE ||
@@ -1185,9 +1200,9 @@ static void print_unnamed(const struct rec_process *p, FILE *f)
 	py_symbolizer_unnamed(p->sym, &u);
 	if (!u.unread && !u.replaced && !u.nameless)
 		return;
-	fprintf(f, "ebpfprof: process %d: %zu of %zu code objects have no name (<unknown>): %zu freed before they were read (%zu of them unreadable to the kernel), %zu whose memory could not be read, %zu whose name could not be read\n",
+	fprintf(f, "ebpfprof: process %d: %zu of %zu code objects have no name (<unknown>): %zu freed before they were read (%zu of them unreadable to the kernel), %zu whose memory could not be read, %zu whose name could not be read; %zu named by the kernel\n",
 		p->target.pid, u.unread + u.replaced + u.nameless, u.held, u.replaced,
-		u.kernel_unread, u.unread, u.nameless);
+		u.kernel_unread, u.unread, u.nameless, u.seeded);
 }
 
 void recorder_print_losses(const struct recorder *r, FILE *f)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -115,6 +116,10 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		goto fail;
 	/* a test's way to the interval a refused switch-in leaves open */
 	s->skel->rodata->ep_test_unseen_switch_in = getenv("EBPFPROF_TEST_UNSEEN_SWITCH_IN") != NULL;
+	/* a test's way to a profiler held up (a loaded host, a slow read) while
+	 * a short target runs and exits */
+	if (getenv("EBPFPROF_TEST_READ_LATE_MS"))
+		s->read_late_ms = atoi(getenv("EBPFPROF_TEST_READ_LATE_MS")) % 10000;
 	if (session_set_native(s, o)) {
 		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
 		goto fail;
@@ -262,7 +267,15 @@ static int read_records(struct session *s, int timeout_ms)
 
 int session_poll(struct session *s, int timeout_ms)
 {
-	int n = read_records(s, session_drain_timeout(s, timeout_ms));
+	int n;
+
+	if (s->read_late_ms) {
+		struct timespec late = { s->read_late_ms / 1000, s->read_late_ms % 1000 * 1000000L };
+
+		s->read_late_ms = 0;
+		nanosleep(&late, NULL);
+	}
+	n = read_records(s, session_drain_timeout(s, timeout_ms));
 
 	if (n == 0)
 		n = ring_buffer__consume(s->rb);

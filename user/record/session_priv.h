@@ -34,6 +34,7 @@ struct session {
 	int *perf_fds;
 	int ncpu;
 	unsigned rate_hz;		/* the mean rate asked for */
+	unsigned read_late_ms;		/* a test's: the first records read this late */
 	uint64_t rng;			/* xorshift64* state for the sampling periods */
 	uint64_t next_rearm_ns;		/* when the next CPUs get new periods */
 	int rearm_cpu;			/* the next of them */
