@@ -130,6 +130,9 @@ __noinline int ep_code_names(__u32 slot)
 	w.ev = &sc->ev;
 	w.cfg = cfg;
 	w.depth = sc->ev.depth;
+	/* a label's value rides as the last frames: not code objects */
+	if ((sc->ev.flags & EP_F_LABEL) && w.depth >= EP_LABEL_FRAMES)
+		w.depth -= EP_LABEL_FRAMES;
 	bpf_loop(EP_MAX_FRAMES, name_one, &w, 0);
 	return 0;
 }
