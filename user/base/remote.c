@@ -19,7 +19,9 @@
  * not read again. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -178,6 +180,9 @@ static int read_own(uint64_t addr, void *buf, size_t len)
 	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
 }
 
+/* Reads refused before the reader was asked, by why (remote_why_failed). */
+static unsigned long refused_untracked, refused_exited, refused_closed, refused_hung;
+
 int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct tracked *t;
@@ -188,13 +193,23 @@ int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (len > REMOTE_READ_MAX || addr == 0 || addr + len < addr)
 		return -1;
 	/* not tracked, or gone: whoever has the pid now is not read at all */
-	if (!remote_same_process(pid))
+	if (!remote_same_process(pid)) {
+		t = find_tracked(pid);
+		if (!t)
+			refused_untracked++;
+		else if (fcntl(t->pidfd, F_GETFD) < 0)
+			refused_closed++;	/* a bug of ours: its pidfd closed */
+		else
+			refused_exited++;
 		return -1;
+	}
 	t = find_tracked(pid);
 	if (!t)
 		return read_own(addr, buf, len);
-	if (t->timeouts >= REMOTE_HUNG_MAX)
+	if (t->timeouts >= REMOTE_HUNG_MAX) {
+		refused_hung++;
 		return -1;
+	}
 	rc = remote_reader_read(pid, addr, buf, len);
 	if (rc == RR_TIMED_OUT && (t = find_tracked(pid)))
 		t->timeouts++;
@@ -206,6 +221,16 @@ int remote_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 unsigned long remote_timeouts(void)
 {
 	return remote_reader_timeouts();
+}
+
+void remote_why_failed(char *out, size_t len)
+{
+	struct remote_reader_failures f;
+
+	remote_reader_failures(&f);
+	snprintf(out, len, "%lu of a pid not tracked, %lu of a process exited, %lu whose pidfd was closed, %lu of a process whose reads hung, %lu refused by the kernel (last: %s), %lu short, %lu with no reader",
+		 refused_untracked, refused_exited, refused_closed, refused_hung, f.refused,
+		 f.refused ? strerror(f.last_errno) : "none", f.short_reads, f.no_reader);
 }
 
 const char *remote_last_wait(void)

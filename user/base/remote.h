@@ -40,6 +40,9 @@ int remote_full(void);
 #define REMOTE_HUNG_MAX		3
 /* Reads given up on so far, every process (a page that never arrived). */
 unsigned long remote_timeouts(void);
+/* Why reads failed so far, every process, as one line of counts (the
+ * summary's, when code objects could not be read). */
+void remote_why_failed(char *out, size_t len);
 /* The kernel function the last read given up on waited in, or "". */
 const char *remote_last_wait(void);
 

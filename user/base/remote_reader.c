@@ -39,7 +39,7 @@ struct shared {
 	uint32_t taken;		/* the last request the reader began */
 	pid_t pid;
 	uint64_t addr, len;
-	int64_t got;		/* bytes read, or -1 */
+	int64_t got;		/* bytes read, or -errno */
 	unsigned char data[BOUNCE_BYTES] __attribute__((aligned(64)));
 };
 
@@ -92,7 +92,7 @@ static __attribute__((noreturn)) void serve(struct shared *sh, uint32_t seen)
 		remote.iov_base = (void *)(uintptr_t)sh->addr;
 		remote.iov_len = sh->len;
 		n = process_vm_readv(sh->pid, &local, 1, &remote, 1, 0);
-		sh->got = n;
+		sh->got = n < 0 ? -errno : n;
 		seen = req;
 		__atomic_store_n(&sh->done, req, __ATOMIC_RELEASE);
 		futex(&sh->done, FUTEX_WAKE, 1, NULL);
@@ -220,6 +220,9 @@ enum reader_verdict {
 	READER_GONE,		/* dead (killed by someone, or its parent thread ended) */
 };
 
+/* Reads that failed in the reader, by why (the summary's account of them). */
+static struct remote_reader_failures failures;
+
 /* Where the last reader given up on was waiting (its wchan), for the summary. */
 static char given_up_in[48];
 
@@ -293,8 +296,10 @@ static int ask_reader(pid_t pid, uint64_t addr, void *buf, size_t len)
 	int waited;
 
 	forget_inherited();
-	if (!reader.sh && start_reader())
+	if (!reader.sh && start_reader()) {
+		failures.no_reader++;
 		return RR_FAILED;
+	}
 	sh = reader.sh;
 	sh->pid = pid;
 	sh->addr = addr;
@@ -313,8 +318,15 @@ static int ask_reader(pid_t pid, uint64_t addr, void *buf, size_t len)
 		give_up_reader();
 		return RR_TIMED_OUT;
 	}
-	if (sh->got != (int64_t)len)
+	if (sh->got != (int64_t)len) {
+		if (sh->got < 0) {
+			failures.refused++;
+			failures.last_errno = -sh->got;
+		} else {
+			failures.short_reads++;
+		}
 		return RR_FAILED;
+	}
 	memcpy(buf, sh->data, len);
 	return RR_OK;
 }
@@ -349,6 +361,11 @@ int remote_reader_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 unsigned long remote_reader_timeouts(void)
 {
 	return timeouts;
+}
+
+void remote_reader_failures(struct remote_reader_failures *out)
+{
+	*out = failures;
 }
 
 const char *remote_reader_last_wait(void)

@@ -44,6 +44,15 @@ enum remote_reader_status {
 int remote_reader_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Reads given up on so far (each killed a reader). */
 unsigned long remote_reader_timeouts(void);
+/* Reads that failed without a timeout, by why: to tell, when a whole
+ * recording's frames could not be read, which way it was. */
+struct remote_reader_failures {
+	unsigned long refused;		/* process_vm_readv failed (last_errno) */
+	unsigned long short_reads;	/* fewer bytes than asked (an unmapped page) */
+	unsigned long no_reader;	/* no reader could be started */
+	int last_errno;
+};
+void remote_reader_failures(struct remote_reader_failures *out);
 /* Where the last reader given up on waited (a kernel function), or "". */
 const char *remote_reader_last_wait(void);
 /* Ends the reader (at exit; it also dies with its parent). */

@@ -1203,6 +1203,12 @@ static void print_unnamed(const struct rec_process *p, FILE *f)
 	fprintf(f, "ebpfprof: process %d: %zu of %zu code objects have no name (<unknown>): %zu freed before they were read (%zu of them unreadable to the kernel), %zu whose memory could not be read, %zu whose name could not be read; %zu named by the kernel\n",
 		p->target.pid, u.unread + u.replaced + u.nameless, u.held, u.replaced,
 		u.kernel_unread, u.unread, u.nameless, u.seeded);
+	if (u.unread) {
+		char why[256];
+
+		remote_why_failed(why, sizeof(why));
+		fprintf(f, "ebpfprof: reads of target memory that failed: %s\n", why);
+	}
 }
 
 void recorder_print_losses(const struct recorder *r, FILE *f)

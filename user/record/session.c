@@ -269,12 +269,18 @@ int session_poll(struct session *s, int timeout_ms)
 {
 	int n;
 
+	if (!s->last_poll_ns)
+		s->last_poll_ns = monotonic_ns();
 	if (s->read_late_ms) {
 		struct timespec late = { s->read_late_ms / 1000, s->read_late_ms % 1000 * 1000000L };
 
 		s->read_late_ms = 0;
 		nanosleep(&late, NULL);
 	}
+	/* held up between two polls (a slow read, a loaded host): said in the
+	 * summary, since what was freed meanwhile could not be read */
+	if (monotonic_ns() - s->last_poll_ns > s->longest_gap_ns)
+		s->longest_gap_ns = monotonic_ns() - s->last_poll_ns;
 	n = read_records(s, session_drain_timeout(s, timeout_ms));
 
 	if (n == 0)
@@ -283,6 +289,7 @@ int session_poll(struct session *s, int timeout_ms)
 	resend_lost_stacks(s);
 	push_label_codes(s);
 	session_rearm_samplers(s);
+	s->last_poll_ns = monotonic_ns();
 	return n;
 }
 

@@ -63,6 +63,9 @@ void session_print_summary(struct session *s, FILE *f)
 		fprintf(f, "ebpfprof: warning: lost %llu records (ring buffer full), %llu kernel map updates failed (maps full), %lu blocked threads not seeded, %lu totals not drained\n",
 			(unsigned long long)c[EP_CNT_LOST], (unsigned long long)c[EP_CNT_MAP_FULL],
 			s->seed_failed, s->drain_failed);
+	if (s->longest_gap_ns > 1000000000ull)
+		fprintf(f, "ebpfprof: warning: the reader of the kernel's records was held up for %.1f s once (a slow read of the target, a loaded host): code objects freed meanwhile are named only if the kernel named them\n",
+			s->longest_gap_ns / 1e9);
 	if (remote_timeouts())
 		fprintf(f, "ebpfprof: warning: %lu reads of the target's memory given up after %llu ms (a page never served: userfaultfd, FUSE; the last waited in %s); those pages were not read again, a process after %d such reads not at all\n",
 			remote_timeouts(), REMOTE_READ_TIMEOUT_NS / 1000000, remote_last_wait(), REMOTE_HUNG_MAX);
