@@ -22,10 +22,6 @@
 
 /* Names read for one new stack at most: its innermost frames first. */
 #define EP_CODE_NAMES_MAX	16
-/* PyASCIIObject.state: kind in bits 2-4 (1: latin-1), compact, ascii */
-#define STATE_KIND(s)		(((s) >> 2) & 7)
-#define STATE_COMPACT		(1u << 5)
-#define STATE_ASCII		(1u << 6)
 
 struct names_walk {
 	const struct ep_stack_event *ev;
@@ -47,9 +43,9 @@ static __always_inline int read_latin1(const struct ep_proc_cfg *cfg, __u64 obj,
 	if (bpf_probe_read_user(&state, sizeof(state), (void *)(obj + cfg->lo.unicode_state)) ||
 	    bpf_probe_read_user(&length, sizeof(length), (void *)(obj + cfg->lo.unicode_length)))
 		return -1;
-	if (!(state & STATE_COMPACT) || STATE_KIND(state) != 1 || length <= 0 || length >= cap)
+	if (!(state & EP_STR_COMPACT) || EP_STR_KIND(state) != 1 || length <= 0 || length >= cap)
 		return -1;
-	data = obj + ((state & STATE_ASCII) ? cfg->lo.unicode_ascii_size :
+	data = obj + ((state & EP_STR_ASCII) ? cfg->lo.unicode_ascii_size :
 					      cfg->lo.unicode_compact_size);
 	barrier_var(length);
 	if (bpf_probe_read_user(out, length & (cap - 1), (void *)data))

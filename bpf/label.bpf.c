@@ -23,10 +23,6 @@
 #define TPF_LONG	(1ull << 24)
 #define TPF_TUPLE	(1ull << 26)
 #define TPF_UNICODE	(1ull << 28)
-/* PyASCIIObject.state: kind in bits 2-4 (1: latin-1), compact, ascii */
-#define STATE_KIND(s)	(((s) >> 2) & 7)
-#define STATE_COMPACT	(1u << 5)
-#define STATE_ASCII	(1u << 6)
 #define DIGIT_MASK	0x3fffffffull	/* 30-bit digits */
 
 struct label_req {
@@ -54,9 +50,9 @@ static __always_inline __u8 read_str(const struct label_req *q, __u64 obj, __u8 
 
 	if (err)
 		return EP_LT_UNREADABLE;
-	if (!(state & STATE_COMPACT) || STATE_KIND(state) != 1)
+	if (!(state & EP_STR_COMPACT) || EP_STR_KIND(state) != 1)
 		return EP_LT_WIDE_STR;
-	data = obj + ((state & STATE_ASCII) ? q->lo.unicode_ascii_size : q->lo.unicode_compact_size);
+	data = obj + ((state & EP_STR_ASCII) ? q->lo.unicode_ascii_size : q->lo.unicode_compact_size);
 	n = length < cap ? length : cap;
 	barrier_var(n);
 	if (n > cap)

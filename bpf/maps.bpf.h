@@ -59,6 +59,12 @@ int ep_walk_chunk(__u32 slot);
  * scratch slot `slot` (bpf/label.bpf.c); a global function, verified once. */
 int ep_label_read(__u32 slot);
 
+/* PyASCIIObject.state, for the strs read in the kernel (label values, code
+ * names): kind in bits 2-4 (1: latin-1), compact, ascii. */
+#define EP_STR_KIND(s)	(((s) >> 2) & 7)
+#define EP_STR_COMPACT	(1u << 5)
+#define EP_STR_ASCII	(1u << 6)
+
 /* Sends the names of scratch slot `slot`'s stack's code objects not sent
  * before (bpf/code_names.bpf.c); a global function, with bpf_loop only. */
 int ep_code_names(__u32 slot);
