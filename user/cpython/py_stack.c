@@ -87,6 +87,7 @@ void py_stack_walk_entries(const struct py_target *t, uint64_t tstate, struct ep
 {
 	const struct ep_proc_cfg *c = &t->cfg;
 	uint64_t frame = 0;
+	unsigned visits;
 
 	ev->depth = 0;
 	if (!frame_fields_fit(c) ||
@@ -95,7 +96,12 @@ void py_stack_walk_entries(const struct py_target *t, uint64_t tstate, struct ep
 	if (c->cframe_current_frame != EP_NO_OFFSET && frame &&
 	    remote_read_u64(t->pid, frame + c->cframe_current_frame, &frame))
 		return;
-	while (frame) {
+	/* Frames visited, not only those kept, are bounded as in the kernel's
+	 * walk (EP_MAX_FRAMES + 1 turns): shims and frames not started keep
+	 * none, and a chain that leads back to itself (a frame read from a
+	 * thread state still being made, or a hostile target's) would
+	 * otherwise hold the recorder until the target exits. */
+	for (visits = 0; frame && visits < EP_MAX_FRAMES + 1; visits++) {
 		if (ev->depth >= EP_MAX_FRAMES) {
 			ev->flags |= EP_F_TRUNCATED;
 			return;

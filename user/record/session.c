@@ -74,6 +74,28 @@ static int set_gil_read_gap(struct session *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* The reader is held up when it is away from the ring buffer: between two
+ * polls, or handling one record (a slow read of the target), or what a poll
+ * does after reading them. Records left unread meanwhile may name code
+ * objects freed by the time they are read. */
+static void note_held_up(struct session *s, uint64_t since_ns)
+{
+	uint64_t held = monotonic_ns() - since_ns;
+
+	if (held > s->longest_gap_ns)
+		s->longest_gap_ns = held;
+}
+
+static int on_record(void *ctx, void *data, size_t len)
+{
+	struct session *s = ctx;
+	uint64_t start = monotonic_ns();
+	int rc = s->on_event(s->ctx, data, len);
+
+	note_held_up(s, start);
+	return rc;
+}
+
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -148,7 +170,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	s->thread_exit_attached = s->skel->links.offcpu_thread_exit != NULL;
 	if (o->follow_children && session_attach_followers(s, err, errlen))
 		goto fail;
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), o->on_event, o->ctx, NULL);
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->rb) {
 		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
 		goto fail;
@@ -177,6 +199,9 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 			"in a hash map (no task iterator for the process)");
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY))
 		return -1;
+	/* its records come from now: the reader is late from here on too */
+	if (!s->last_poll_ns)
+		s->last_poll_ns = monotonic_ns();
 	/* a first drain gives every thread storage: the switch-in of one
 	 * runnable now is then seen, and one running now is counted from here */
 	it = session_find_iter(s, pid);
@@ -267,6 +292,7 @@ static int read_records(struct session *s, int timeout_ms)
 
 int session_poll(struct session *s, int timeout_ms)
 {
+	uint64_t after;
 	int n;
 
 	if (!s->last_poll_ns)
@@ -277,18 +303,17 @@ int session_poll(struct session *s, int timeout_ms)
 		s->read_late_ms = 0;
 		nanosleep(&late, NULL);
 	}
-	/* held up between two polls (a slow read, a loaded host): said in the
-	 * summary, since what was freed meanwhile could not be read */
-	if (monotonic_ns() - s->last_poll_ns > s->longest_gap_ns)
-		s->longest_gap_ns = monotonic_ns() - s->last_poll_ns;
+	note_held_up(s, s->last_poll_ns);	/* said in the summary */
 	n = read_records(s, session_drain_timeout(s, timeout_ms));
 
 	if (n == 0)
 		n = ring_buffer__consume(s->rb);
+	after = monotonic_ns();
 	session_drain_all(s);
 	resend_lost_stacks(s);
 	push_label_codes(s);
 	session_rearm_samplers(s);
+	note_held_up(s, after);
 	s->last_poll_ns = monotonic_ns();
 	return n;
 }

@@ -35,8 +35,8 @@ struct session {
 	int ncpu;
 	unsigned rate_hz;		/* the mean rate asked for */
 	unsigned read_late_ms;		/* a test's: the first records read this late */
-	uint64_t last_poll_ns;		/* when session_poll last returned */
-	uint64_t longest_gap_ns;	/* the longest time between two polls: the reader held up */
+	uint64_t last_poll_ns;		/* when session_poll last returned (or the first process came) */
+	uint64_t longest_gap_ns;	/* the longest the reader was away from the records */
 	uint64_t rng;			/* xorshift64* state for the sampling periods */
 	uint64_t next_rearm_ns;		/* when the next CPUs get new periods */
 	int rearm_cpu;			/* the next of them */
