@@ -665,7 +665,8 @@ static __always_inline void end_unseen_interval(struct task_struct *prev, struct
 	if (!in)	/* no CPU time seen gained: it came back about now */
 		in = now;
 	count(EP_CNT_SWITCH_IN_UNSEEN);
-	/* its stack was there to take on that return only: it goes without */
+	/* its stack is taken on the return that followed (stack_at_return);
+	 * not taken then (its storage refused there too), it goes without */
 	st->flags &= ~EP_IV_STACK_LATER;
 	end_interval(prev, st, in, 0);
 }
@@ -698,34 +699,54 @@ static __always_inline int is_current(struct task_struct *t)
 	return (__u64)t == bpf_get_current_task();
 }
 
+/* Back in user mode with its interval still open: its switch-in went
+ * unseen (end_unseen_interval). Only a blocked interval waiting for its
+ * stack can be open here. */
+static __always_inline int unseen_came_back(const struct ep_offcpu_task *st)
+{
+	return st->off_ts && (st->flags & EP_IV_STACK_LATER);
+}
+
 /*
  * The thread returns to user mode after a switch-in: its Python stack is
  * still the one it blocked with. An interval that waits for its stack
  * (EP_IV_STACK_LATER) gets it here, in the thread's own context, and goes.
- * Tracepoints run with preemption off, so the off-CPU scratch slot is not
- * shared with a sched_switch run on this CPU.
+ * One whose switch-in went unseen gets it too, and goes at the thread's
+ * next switch-out, where it is closed: left to then, the stack was gone
+ * and a nap's wait showed none. Tracepoints run with preemption off, so
+ * the off-CPU scratch slot is not shared with a sched_switch run on this
+ * CPU.
  */
 static __always_inline int stack_at_return(struct task_struct *t, int loop)
 {
 	struct ep_offcpu_task *st;
 	struct ep_gil_seen gil = {};
 	struct ep_proc_cfg *cfg;
+	int unseen;
 
 	if (EP_BENCH_EMPTY || EP_BENCH_FILTER_ONLY)
 		return 0;
 	st = task_state_get(t, 0);
-	if (!st || !(st->pending.kind || st->blame_ns[0] || st->blame_ns[1]) || !is_current(t))
+	if (!st)
+		return 0;
+	unseen = unseen_came_back(st);
+	if (!(st->pending.kind || st->blame_ns[0] || st->blame_ns[1] || unseen) || !is_current(t))
 		return 0;
 	if (st->blame_ns[0] || st->blame_ns[1]) {
 		/* the GIL wait's end: the waiter has not taken the GIL yet */
 		read_gil(st->gil_addr, &gil);
 		settle_blame(t, st, &gil, 1);
 	}
-	if (!st->pending.kind)
+	if (!st->pending.kind && !unseen)
 		return 0;
 	cfg = bpf_map_lookup_elem(&procs, &st->pid);
-	if (cfg) {
+	if (cfg)
 		note_stack(cfg, st, st->pid, st->tid, bpf_ktime_get_ns(), loop);
+	if (unseen)
+		st->flags &= ~EP_IV_STACK_LATER;	/* st->stack_id is its stack */
+	if (!st->pending.kind)
+		return 0;
+	if (cfg) {
 		st->pending.stack_id = st->stack_id;
 		count(EP_CNT_STACK_LATER);
 	}
@@ -773,7 +794,8 @@ static __always_inline __u32 task_tid_in_ns(struct task_struct *task)
 
 /*
  * A thread off the CPU since before its process was profiled (a switch-out
- * since would have made its storage): an interval from the start, as its
+ * since would have made its storage), or started since and not yet run:
+ * an interval from the start (the recording's, or the thread's), as its
  * switch-out would have classified it. Userspace's seed (with its stack)
  * may replace it. Left out, a thread queued or blocked at the start lost
  * the time up to its first switch-in: 10-30 ms a spinner on a loaded
@@ -783,11 +805,14 @@ static __always_inline void prime_off_cpu(struct task_struct *task, struct ep_of
 					  const struct ep_proc_cfg *cfg)
 {
 	__u64 *clock = gc_clock_of(st->pid, cfg->gc_slot);
+	/* a thread started since (not yet run): from its start, not the
+	 * recording's; from the recording's, a 100 us thread waited 7 s */
+	__u64 from = task->start_time > cfg->start_ts ? task->start_time : cfg->start_ts;
 
 	st->reason = classify(cfg, task);
 	st->flags = EP_IV_SEEDED;
-	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, cfg->start_ts) : 0;
-	st->off_ts = cfg->start_ts;
+	st->gc_clock_out = clock ? ep_gc_clock_read(*clock, from) : 0;
+	st->off_ts = from;
 }
 
 /* A thread of the process without storage (it has not left the CPU since

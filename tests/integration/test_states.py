@@ -141,12 +141,23 @@ def test_an_unseen_switch_in_ends_its_interval_where_the_thread_came_back(worklo
         os.sched_setaffinity(0, cpus)
     assert proc.returncode == 0, err
     assert "switch-ins not seen" in err, err
-    head, _, _ = read_gc_log(log)
+    head, _, waits = read_gc_log(log)
+    # the nap's stack is taken on the return to user mode that followed the
+    # unseen switch-in: where it slept, not where the thread was at the end
+    nap = [x for x in waits if x["tid"] == w.pid and x["reason"] == "sleep" and x["duration_s"] >= 0.4]
+    slept_at = workload_line("nap_then_compute.py", "time.sleep(args.nap)")
+    assert [(f["name"], f["line"]) for f in nap[0]["stack"][:1]] == [("main", slept_at)], (nap, err)
     main = next(t for t in Profile(path).doc["ebpfprof"]["threads"] if t["tid"] == w.pid)
     check_exact_states(main, stat, head, ["sleep"])
     # no sleep after the nap, which ended unseen (the wait for go before it sleeps too)
     woke = w.truth()["woke"] - head["monotonic_start_s"]
     assert 0.5 <= main["states_s"]["sleep"] <= woke + 0.05, (woke, main["states_s"], err)
+
+
+def workload_line(script, text):
+    """The line number of text in a workload."""
+    lines = (conftest.WORKLOADS / script).read_text().splitlines()
+    return next(i for i, l in enumerate(lines, 1) if text in l)
 
 
 LEAF = {"gil-wait": "[GIL wait]", "lock-wait": "[lock wait]", "io": "[I/O wait]", "sleep": "[sleep]"}

@@ -816,13 +816,17 @@ static void on_offcpu(struct recorder *r, const struct ep_offcpu_record *rec)
 		st = stack_table_get(&r->stacks, rec->pid, rec->stack_id);
 		if (!st)
 			r->unknown_stacks++;
-	} else {
+	} else if (rec->reason == EP_OFF_PREEMPTED) {
 		/* preempted: the thread was running Python; its last sample shows where */
 		struct rec_thread *t = note_thread(p, rec->tid, 0);
 
 		st = t ? stack_table_get(&r->stacks, rec->pid, t->last_stack) : NULL;
 		label = t ? t->last_label : LABEL_NONE;
 	}
+	/* else a blocked thread whose stack was not taken (its switch-in
+	 * unseen, no thread state found on its return): shown without one.
+	 * Its last sample is no guide: a nap's wait came out under the
+	 * Thread.start a thousand threads before it */
 	if (st && st->nframes && (st->frames[0] & LABEL_ID_BIT)) {
 		label = st->frames[0] & ~LABEL_ID_BIT;
 		unlabelled = *st;
