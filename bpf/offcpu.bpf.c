@@ -666,7 +666,7 @@ static __always_inline void end_unseen_interval(struct task_struct *prev, struct
 		in = now;
 	count(EP_CNT_SWITCH_IN_UNSEEN);
 	/* its stack is taken on the return that followed (stack_at_return);
-	 * not taken then (its storage refused there too), it goes without */
+	 * not taken (it blocked again in the kernel first), it goes without */
 	st->flags &= ~EP_IV_STACK_LATER;
 	end_interval(prev, st, in, 0);
 }
