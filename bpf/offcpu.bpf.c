@@ -71,6 +71,9 @@
 #ifndef EP_BENCH_ONLY_LOOKUPS
 #define EP_BENCH_ONLY_LOOKUPS	0	/* the filter and task storage, nothing else */
 #endif
+#ifndef EP_BENCH_DELAY_NS
+#define EP_BENCH_DELAY_NS	0	/* with EP_BENCH_EMPTY: spin this long a profiled side */
+#endif
 
 #define TASK_UNINTERRUPTIBLE	0x2
 /* one load or store the compiler keeps, in order (the drain runs on another CPU) */
@@ -671,14 +674,36 @@ static __always_inline void end_unseen_interval(struct task_struct *prev, struct
 	end_interval(prev, st, in, 0);
 }
 
+static int bench_delay_cb(__u32 i, void *t0)
+{
+	return bpf_ktime_get_ns() - *(__u64 *)t0 >= EP_BENCH_DELAY_NS;
+}
+
+/* Time alone, spent where the switch program spends it: does the target
+ * change how it switches for what the program does, or for how long it
+ * runs? (docs/benchmarks.md, issue 29) */
+static __always_inline void bench_delay(struct task_struct *t)
+{
+	__u32 pid = t->tgid;
+	__u64 t0;
+
+	if (!EP_BENCH_DELAY_NS || !bpf_map_lookup_elem(&procs, &pid))
+		return;
+	t0 = bpf_ktime_get_ns();
+	bpf_loop(1 << 16, bench_delay_cb, &t0, 0);
+}
+
 #define SWITCH_PROG(name, loop, atomics)						\
 SEC("tp_btf/sched_switch")								\
 int BPF_PROG(name, bool preempt, struct task_struct *prev, struct task_struct *next)	\
 {											\
 	__u64 now = 0;									\
 											\
-	if (EP_BENCH_EMPTY)								\
+	if (EP_BENCH_EMPTY) {								\
+		bench_delay(prev);							\
+		bench_delay(next);							\
 		return 0;								\
+	}										\
 	note_idle(prev, next, &now);							\
 	on_switch_out(prev, &now, loop, atomics);					\
 	on_switch_in(prev, next, &now);						\
