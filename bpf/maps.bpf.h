@@ -19,18 +19,22 @@ extern const volatile __u8 ep_has_task_pt_regs;
 extern const volatile __u8 ep_has_current_task_btf;
 
 /*
- * How a program loops over frames and threads: bpf_loop (Linux 5.17), or,
- * on older kernels, bounded loops. A compile-time constant: each walking
- * program is built twice, and the loader keeps the one the kernel takes (a
- * bpf_loop call cannot even be loaded as dead code before 5.13, which
- * rejects its callback's address). The verifier follows a bounded loop
- * turn by turn, ~15,000 instructions a frame: 64 frames inline passed its
- * limit of 1M. So the bounded walk calls ep_walk_chunk (bpf/walk.bpf.c), a
- * global function, which the verifier checks once whatever the number of
- * calls (Linux 5.6+), for EP_WALK_CHUNK frames a call, up to EP_MAX_FRAMES
- * as with bpf_loop; the walk's state waits in the scratch between calls.
- * Two frames a call: the verifier's time grows with the frames a call
- * (a program is loaded in seconds under QEMU's emulation, not minutes).
+ * How a program loops over threads (and, before 5.17, frames): bpf_loop
+ * (Linux 5.17), or, on older kernels, bounded loops. A compile-time
+ * constant: each walking program is built twice, and the loader keeps the
+ * one the kernel takes (a bpf_loop call cannot even be loaded as dead code
+ * before 5.13, which rejects its callback's address).
+ *
+ * The frame walk is a budget of its own at load: inlined in each program,
+ * a walk's frame is verified again for every state its caller reaches it in
+ * (a bpf_loop callback, on 6.x, again until its states converge): 225,000
+ * instructions a program, the switch program 955,000 of the 1M allowed.
+ * So a frame is walked by a global function, which the verifier checks once
+ * per program from no knowledge of its caller (bpf/walk.bpf.c), called in a
+ * bounded loop: ep_walk_frame from 5.17 (pointer arguments, 5.12+), the
+ * walk's state on the caller's stack; before, ep_walk_chunk, which takes
+ * scalars only (5.10), EP_WALK_CHUNK frames a call, the state waiting in the
+ * scratch between calls.
  */
 #define EP_WALK_BPF_LOOP	1
 #define EP_WALK_BOUNDED		0
@@ -38,23 +42,33 @@ extern const volatile __u8 ep_has_current_task_btf;
 /* Threads a bounded scan reaches (EP_MAX_THREADS_SCAN with bpf_loop). */
 #define EP_MAX_THREADS_SCAN_BOUNDED	32
 
-/* A bounded walk between two calls of ep_walk_chunk (struct frame_walk
- * without its pointers, which a map cannot hold). */
-struct ep_walk_resume {
-	struct ep_proc_cfg cfg;		/* the process's, copied once a walk */
-	__u64 frame;
-	__u64 last_code;
-	__u64 win_base;
-	__u32 last_ident;
-	__u32 ident_tag;
-	__u32 win_room;
-	__u32 span;
+/* A walk between two frames (struct frame_walk without its pointers, which
+ * neither a map nor a global function's argument can hold). */
+struct ep_walk_state {
+	__u64 frame;		/* the next frame to walk, 0: none */
+	__u64 last_code;	/* the previous frame's code and identity: */
+	__u64 win_base;		/* target address of sc->window[0]; win_room 0 and */
+				/* win_base 0: no window (any frame is past it) */
+	__u32 last_ident;	/* recursion repeats them, and skips the cache */
+	__u32 ident_tag;	/* ident_tag() of this walk */
+	__u32 win_room;		/* bytes past frame_read_size the window holds from win_base */
+	__u32 span;		/* bytes a read reaches below a frame's end (<= EP_WINDOW_BYTES) */
 };
 
+/* ... and before 5.17, in the scratch, with the process's configuration. */
+struct ep_walk_resume {
+	struct ep_proc_cfg cfg;		/* the process's, copied once a walk */
+	struct ep_walk_state st;
+};
+
+struct ep_scratch;
+struct ep_ident_cache;
+/* One frame of a walk into sc->ev (5.12+); 1 when the walk has ended. */
+int ep_walk_frame(struct ep_walk_state *st, struct ep_scratch *sc, const struct ep_proc_cfg *cfg,
+		  struct ep_ident_cache *idents);
 /* Walks up to EP_WALK_CHUNK frames of the walk resumed from scratch slot
  * `slot`; 1 when the walk has ended. */
 int ep_walk_chunk(__u32 slot);
-
 /* --label: reads the value at sc->label.obj into sc->label.blob, for
  * scratch slot `slot` (bpf/label.bpf.c); a global function, verified once. */
 int ep_label_read(__u32 slot);

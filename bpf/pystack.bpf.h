@@ -190,24 +190,16 @@ static __always_inline int tstate_frame_field(const struct ep_proc_cfg *cfg, str
 }
 
 /*
- * The frame count lives in the event (a map value), not here: the verifier
- * tracks a counter on the stack exactly, so each bpf_loop turn would be a
- * new state and the callback would be verified once per possible depth
- * (460k instructions); read back from a map it is just a bounded unknown,
- * and one pass of the callback suffices.
+ * A walk: its pointers, and its state between frames (which a global
+ * function's caller keeps). The frame count lives in the event (a map
+ * value), not here: a counter the verifier tracks exactly makes each turn a
+ * new state.
  */
 struct frame_walk {
 	const struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	struct ep_ident_cache *idents;	/* NULL: every identity read afresh */
-	__u64 frame;
-	__u64 last_code;	/* the previous frame's code and identity: */
-	__u32 last_ident;	/* recursion repeats them, and skips the cache */
-	__u32 ident_tag;	/* ident_tag() of this walk */
-	__u64 win_base;		/* target address of sc->window[0]; win_room 0 and */
-				/* win_base 0: no window (any frame is past it) */
-	__u32 win_room;		/* bytes past frame_read_size the window holds from win_base */
-	__u32 span;		/* bytes a read reaches below a frame's end (<= EP_WINDOW_BYTES) */
+	struct ep_walk_state st;
 };
 
 /* The identity cache's tag for process pid at time now (see ep_ident_slot). */
@@ -257,20 +249,20 @@ static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code, __u64 
 	__u64 key = code ^ globals * 0x9e3779b97f4a7c15ull;
 	struct ep_ident_slot *slot;
 
-	if (code == w->last_code)
-		return w->last_ident;
-	w->last_code = code;
+	if (code == w->st.last_code)
+		return w->st.last_ident;
+	w->st.last_code = code;
 	if (!w->idents) {
-		w->last_ident = read_code_ident(w->cfg, w->sc, code);
-		return w->last_ident;
+		w->st.last_ident = read_code_ident(w->cfg, w->sc, code);
+		return w->st.last_ident;
 	}
 	slot = &w->idents->slots[ident_slot(code)];
-	if (slot->key != key || slot->tag != w->ident_tag) {
+	if (slot->key != key || slot->tag != w->st.ident_tag) {
 		slot->ident = read_code_ident(w->cfg, w->sc, code);
 		slot->key = key;
-		slot->tag = w->ident_tag;
+		slot->tag = w->st.ident_tag;
 	}
-	w->last_ident = slot->ident;
+	w->st.last_ident = slot->ident;
 	return slot->ident;
 }
 
@@ -302,30 +294,30 @@ static __always_inline __u64 frame_read_size(const struct ep_proc_cfg *cfg)
 	return size > EP_FRAME_READ_MAX ? EP_FRAME_READ_MAX : size;
 }
 
-/* The bytes of the frame at w->frame: from the last read when it holds them
+/* The bytes of the frame at w->st.frame: from the last read when it holds them
  * (one compare: below win_base the offset wraps past any room), else from a
  * new read (see window_base); NULL when it cannot be read. */
 static __always_inline const __u8 *frame_bytes(struct frame_walk *w, __u64 size)
 {
-	__u64 frame = w->frame, len;
+	__u64 frame = w->st.frame, len;
 	__u8 *window = w->sc->window;
 
-	if (frame - w->win_base > w->win_room) {
-		w->win_base = window_base(w->cfg, frame, frame + size, w->span);
-		len = frame + size - w->win_base;
+	if (frame - w->st.win_base > w->st.win_room) {
+		w->st.win_base = window_base(w->cfg, frame, frame + size, w->st.span);
+		len = frame + size - w->st.win_base;
 		/* the compiler spills len; 6.1's verifier does not carry a bound
 		 * checked before the spill to the reloaded copy */
 		barrier_var(len);
 		if (len > EP_WINDOW_BYTES)
 			len = EP_WINDOW_BYTES;
-		w->win_room = 0;
-		if (len < size || bpf_probe_read_user(window, len, (void *)w->win_base)) {
-			w->win_base = 0;
+		w->st.win_room = 0;
+		if (len < size || bpf_probe_read_user(window, len, (void *)w->st.win_base)) {
+			w->st.win_base = 0;
 			return NULL;
 		}
-		w->win_room = len - size;
+		w->st.win_room = len - size;
 	}
-	return window + ((frame - w->win_base) & (EP_WINDOW_BYTES - 1));
+	return window + ((frame - w->st.win_base) & (EP_WINDOW_BYTES - 1));
 }
 
 /* --label: notes the frame at `at` if it runs a labelled function's code
@@ -345,20 +337,21 @@ static __always_inline void match_label(const struct ep_proc_cfg *cfg, struct ep
 	}
 }
 
-/* bpf_loop's callback: one frame of the walk into sc->ev; 1 when the walk
- * ends. (Several frames a turn saved ~4% of a deep walk, but tripled the
- * time the verifier takes to load the programs.) */
-static long frame_walk_one(__u32 i, struct frame_walk *w)
+/* One frame of the walk into sc->ev; 1 when the walk ends. The body of
+ * the walk's global functions (bpf/walk.bpf.c), inlined nowhere else.
+ * (Several frames a call saved ~4% of a deep walk, but tripled the time the
+ * verifier takes to load the programs.) */
+static __always_inline int frame_walk_one(struct frame_walk *w)
 {
 	const struct ep_proc_cfg *cfg = w->cfg;
 	struct ep_stack_event *ev = &w->sc->ev;
 	struct ep_frame *out;
 	const __u8 *buf;
 	__u32 depth = ev->depth;
-	__u64 at = w->frame, code;
+	__u64 at = w->st.frame, code;
 	__s64 instr;
 
-	if (!w->frame)
+	if (!w->st.frame)
 		return 1;
 	if (depth >= EP_MAX_FRAMES) {
 		ev->flags |= EP_F_TRUNCATED;
@@ -376,10 +369,10 @@ static long frame_walk_one(__u32 i, struct frame_walk *w)
 	/* the last one seen is the outermost: an asyncio task's own coroutine */
 	if (cfg->frame_owner != EP_NO_OFFSET &&
 	    buf[cfg->frame_owner & (EP_FRAME_READ_MAX - 1)] == EP_FRAME_OWNED_BY_GENERATOR) {
-		ev->task_frame = w->frame;
+		ev->task_frame = w->st.frame;
 		ev->task_depth = depth;
 	}
-	w->frame = ep_frame_previous(cfg, buf);
+	w->st.frame = ep_frame_previous(cfg, buf);
 	if (ep_frame_is_shim(cfg, buf)) {
 		/* 3.12+: the frame above a shim is the first of its C call */
 		if (ep_native && depth)
@@ -442,33 +435,66 @@ static __always_inline void add_label(const struct ep_proc_cfg *cfg, struct ep_s
 	sc->ev.flags |= EP_F_LABEL;
 }
 
-/* Fills sc->ev.frames (innermost first, from `frame`), depth, and the
- * stack_id that names the stack in later records (emit_stack_by_id, the
- * off-CPU tracker's stack records); flags a truncated stack. */
-static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
-					__u64 frame, int loop)
+/* The walk's start: nothing found yet. */
+static __always_inline void walk_reset(struct ep_scratch *sc)
 {
-	struct frame_walk w = { .cfg = cfg, .sc = sc, .frame = frame, .span = EP_WINDOW_BYTES,
-				.ident_tag = ident_tag(sc->ev.pid, bpf_ktime_get_ns()) };
-	__u32 slot = sc->slot;
-
-	w.idents = bpf_map_lookup_elem(&ident_cache, &slot);
-
 	sc->ev.depth = 0;
 	sc->ev.stack_id = 0;
 	sc->ev.task_frame = 0;
 	sc->ev.task_depth = 0;
 	sc->label.frame = 0;
-	/* one extra turn notices a stack deeper than EP_MAX_FRAMES */
-	if (loop == EP_WALK_BPF_LOOP) {
-		bpf_loop(EP_MAX_FRAMES + 1, frame_walk_one, &w, 0);
-	} else {
-		sc->resume = (struct ep_walk_resume){ .cfg = *cfg, .frame = frame, .span = w.span,
-						      .ident_tag = w.ident_tag };
-		for (int i = 0; i < EP_MAX_FRAMES / EP_WALK_CHUNK + 1; i++)
-			if (ep_walk_chunk(slot))
-				break;
-	}
+}
+
+/* A walk's state at its start, from `frame`. */
+static __always_inline struct ep_walk_state walk_start(const struct ep_scratch *sc, __u64 frame)
+{
+	return (struct ep_walk_state){ .frame = frame, .span = EP_WINDOW_BYTES,
+				       .ident_tag = ident_tag(sc->ev.pid, bpf_ktime_get_ns()) };
+}
+
+/* The frames from `frame` into sc->ev, one call of ep_walk_frame each
+ * (5.17+), the walk's state here between them. One extra turn notices a
+ * stack deeper than EP_MAX_FRAMES. */
+static __always_inline void walk_frames_loop(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+					     __u64 frame)
+{
+	struct ep_walk_state st = walk_start(sc, frame);
+	__u32 slot = sc->slot;
+	struct ep_ident_cache *idents = bpf_map_lookup_elem(&ident_cache, &slot);
+
+	walk_reset(sc);
+	for (int i = 0; i < EP_MAX_FRAMES + 1; i++)
+		if (ep_walk_frame(&st, sc, cfg, idents))
+			break;
+}
+
+/* The same before 5.17: EP_WALK_CHUNK frames a call of ep_walk_chunk, which
+ * takes no pointers (5.10), the walk's state in the scratch between calls. */
+static __always_inline void walk_frames_bounded(const struct ep_proc_cfg *cfg,
+						struct ep_scratch *sc, __u64 frame)
+{
+	__u32 slot = sc->slot;
+
+	walk_reset(sc);
+	sc->resume.cfg = *cfg;
+	sc->resume.st = walk_start(sc, frame);
+	for (int i = 0; i < EP_MAX_FRAMES / EP_WALK_CHUNK + 1; i++)
+		if (ep_walk_chunk(slot))
+			break;
+}
+
+/* Fills sc->ev.frames (innermost first, from `frame`), depth, and the
+ * stack_id that names the stack in later records (emit_stack_by_id, the
+ * off-CPU tracker's stack records); flags a truncated stack. The frames
+ * are walked by global functions (bpf/walk.bpf.c), verified once per
+ * program whatever its callers; with bpf_loop where the kernel has it. */
+static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
+					__u64 frame, int loop)
+{
+	if (loop == EP_WALK_BPF_LOOP)
+		walk_frames_loop(cfg, sc, frame);
+	else
+		walk_frames_bounded(cfg, sc, frame);
 	if (sc->label.frame)
 		add_label(cfg, sc);
 	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
@@ -492,24 +518,24 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 				       __u64 frame)
 {
 	/* a small window: the caller's frame usually sits within it, below */
-	struct frame_walk w = { .cfg = cfg, .sc = sc, .span = EP_KEY_WINDOW_BYTES };
+	struct frame_walk w = { .cfg = cfg, .sc = sc, .st.span = EP_KEY_WINDOW_BYTES };
 	const __u8 *buf;
 	__u64 key = 0;
 	int i;
 
-	w.frame = frame;
-	for (i = 0; i < 2 && w.frame; i++) {
+	w.st.frame = frame;
+	for (i = 0; i < 2 && w.st.frame; i++) {
 		buf = frame_bytes(&w, frame_read_size(cfg));
 		if (!buf)
 			return 0;
-		key = ep_stack_mix(key, w.frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
+		key = ep_stack_mix(key, w.st.frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
 				   (__u32)ep_frame_u64(buf, cfg->frame_code));
-		w.frame = ep_frame_previous(cfg, buf);
+		w.st.frame = ep_frame_previous(cfg, buf);
 	}
 	/* the labelled functions known so far, too: a stack walked before
 	 * its function was known to be labelled has no label, and reused it
 	 * kept a sleeping thread's every wait unlabelled */
-	return ep_stack_mix(key, w.frame, cfg->nlabel_codes, 0) | 1;
+	return ep_stack_mix(key, w.st.frame, cfg->nlabel_codes, 0) | 1;
 }
 
 static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)

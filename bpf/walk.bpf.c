@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The stack walk of kernels without bpf_loop (before 5.17): a global
- * function, which the verifier checks once, walks EP_WALK_CHUNK frames a
- * call, resuming from the walk's state in the scratch (see maps.bpf.h).
- * Only the *_bounded programs call it; the loader loads those only there.
+ * The frame walk, as global functions: the verifier checks each once per
+ * program that calls it, from no knowledge of its caller, rather than
+ * inlined at every call site and again for every state a caller reaches it
+ * in (see maps.bpf.h). Their callers loop over them (walk_frames).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -12,32 +12,38 @@
 #include "maps.bpf.h"
 #include "pystack.bpf.h"
 
+/* 5.12+ (pointer arguments): one frame, the walk's state in the caller's
+ * *st. The pointers may be NULL as far as the verifier knows. */
+__noinline int ep_walk_frame(struct ep_walk_state *st, struct ep_scratch *sc,
+			     const struct ep_proc_cfg *cfg, struct ep_ident_cache *idents)
+{
+	struct frame_walk w;
+	int done;
+
+	if (!st || !sc || !cfg)
+		return 1;
+	w = (struct frame_walk){ .cfg = cfg, .sc = sc, .idents = idents, .st = *st };
+	done = frame_walk_one(&w);
+	*st = w.st;
+	return done;
+}
+
+/* Before 5.17 (scalar arguments only, 5.10): EP_WALK_CHUNK frames of the
+ * walk resumed from scratch slot `slot`, with the configuration copied
+ * there. Only the *_bounded programs call it; the loader loads those only
+ * there. */
 __noinline int ep_walk_chunk(__u32 slot)
 {
 	struct ep_scratch *sc = bpf_map_lookup_elem(&scratch, &slot);
-	struct frame_walk w = { 0 };
-	struct ep_walk_resume *r;
+	struct frame_walk w;
 	int i, done = 0;
 
 	if (!sc)
 		return 1;
-	r = &sc->resume;
-	w.cfg = &r->cfg;
-	w.sc = sc;
-	w.idents = bpf_map_lookup_elem(&ident_cache, &slot);
-	w.frame = r->frame;
-	w.last_code = r->last_code;
-	w.last_ident = r->last_ident;
-	w.ident_tag = r->ident_tag;
-	w.win_base = r->win_base;
-	w.win_room = r->win_room;
-	w.span = r->span;
+	w = (struct frame_walk){ .cfg = &sc->resume.cfg, .sc = sc, .st = sc->resume.st,
+				 .idents = bpf_map_lookup_elem(&ident_cache, &slot) };
 	for (i = 0; i < EP_WALK_CHUNK && !done; i++)
-		done = frame_walk_one(i, &w);
-	r->frame = w.frame;
-	r->last_code = w.last_code;
-	r->last_ident = w.last_ident;
-	r->win_base = w.win_base;
-	r->win_room = w.win_room;
+		done = frame_walk_one(&w);
+	sc->resume.st = w.st;
 	return done;
 }

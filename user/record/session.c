@@ -153,12 +153,14 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	if (!session_kernel_has_tracepoint("rseq_update"))
 		bpf_program__set_autoload(s->walk.stack_at_return, false);
-	rc = ebpfprof_bpf__load(s->skel);
+	rc = session_load(s);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-rc),
 			 o->verbose ? "" : " (run with -v for the verifier's log)");
 		goto fail;
 	}
+	if (o->verbose)
+		session_print_loads(s, stderr);
 	if (session_attach_samplers(s, o->rate_hz, err, errlen))
 		goto fail;
 	if (session_attach_one(s->walk.sw, s->walk.sw_link, "to the sched_switch tracepoint", err, errlen))

@@ -7,6 +7,7 @@
  *   session_offcpu.c	off-CPU intervals: seeding, closing, draining totals
  *   session_gc.c		the GC probes
  *   session_counters.c	the kernel side's counters and the summary
+ *   session_load.c	loading the programs, and the verifier's work on each
  */
 #ifndef EP_SESSION_PRIV_H
 #define EP_SESSION_PRIV_H
@@ -22,6 +23,17 @@
 struct walkers {
 	struct bpf_program *sample, *sw, *stack_at_return, *gc_done_usdt, *gc_done_uprobe;
 	struct bpf_link **sw_link, **stack_at_return_link;
+};
+
+/* The most programs one load holds (bpf/: 20 today). */
+#define SESSION_MAX_PROGS	32
+
+/* One program's load: what the verifier spent on it. */
+struct prog_load {
+	const char *name;
+	uint32_t insns;		/* instructions verified (0: the kernel does not say, < 5.16) */
+	uint64_t start_ns;	/* when its load began (CLOCK_BOOTTIME) */
+	uint64_t ns;		/* how long it took */
 };
 
 struct session {
@@ -61,6 +73,9 @@ struct session {
 	unsigned long unseen_closed;	/* intervals of unseen switch-ins closed at a cut or the end */
 	struct ep_totals_key *drain_keys;	/* drain_totals' snapshot, the map's size */
 	int thread_exit_attached;	/* offcpu_thread_exit: totals may stay in task storage */
+	uint64_t load_ns;		/* the programs' load, all of them */
+	struct prog_load loads[SESSION_MAX_PROGS];	/* each, in load order */
+	size_t nloads;
 	struct drain_iter {		/* per process: takes its threads' totals out */
 		pid_t pid;
 		struct bpf_link *link;
@@ -81,6 +96,9 @@ int session_set_native(struct session *s, const struct session_opts *o);
 int session_attach_followers(struct session *s, char *err, size_t errlen);
 void session_attach_stack_at_return(struct session *s);
 void session_print_fallbacks(const struct session *s, FILE *f, const char *prefix);
+/* session_load.c */
+int session_load(struct session *s);
+void session_print_loads(const struct session *s, FILE *f);
 /* session_offcpu.c */
 int session_attach_drain_iter(struct session *s, pid_t pid);
 struct drain_iter *session_find_iter(struct session *s, pid_t pid);
