@@ -66,6 +66,11 @@ struct ep_ident_cache;
 /* One frame of a walk into sc->ev (5.12+); 1 when the walk has ended. */
 int ep_walk_frame(struct ep_walk_state *st, struct ep_scratch *sc, const struct ep_proc_cfg *cfg,
 		  struct ep_ident_cache *idents);
+/* The current thread's PyThreadState in process pid (tid its thread), 0:
+ * none; scanning up to EP_MAX_THREADS_SCAN threads with bpf_loop, or
+ * EP_MAX_THREADS_SCAN_BOUNDED in a bounded loop (before 5.17). */
+__u64 ep_find_tstate(__u32 pid, __u32 tid);
+__u64 ep_find_tstate_bounded(__u32 pid, __u32 tid);
 /* Walks up to EP_WALK_CHUNK frames of the walk resumed from scratch slot
  * `slot`; 1 when the walk has ended. */
 int ep_walk_chunk(__u32 slot);

@@ -245,7 +245,7 @@ static __always_inline __u64 task_frame(const struct ep_proc_cfg *cfg, struct ep
 	__u64 field;
 
 	if (!st->tstate || !tstate_frame_field(cfg, sc, st->tstate, &field)) {
-		st->tstate = find_tstate(cfg, tid, loop);
+		st->tstate = find_tstate(st->pid, tid, loop);
 		if (!st->tstate)
 			return 0;
 		field = read_u64(st->tstate + cfg->tstate_frame);
@@ -254,8 +254,9 @@ static __always_inline __u64 task_frame(const struct ep_proc_cfg *cfg, struct ep
 }
 
 /* The stack the thread leaves the CPU with: the last walk's if the
- * fingerprint matches, else a new walk, sent as an EP_EV_STACK record. */
-static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
+ * fingerprint matches, else a new walk, sent as an EP_EV_STACK record. The
+ * body of ep_note_stack. */
+static __always_inline void note_stack_here(const struct ep_proc_cfg *cfg, struct ep_offcpu_task *st,
 				       __u32 pid, __u32 tid, __u64 now, int loop)
 {
 	struct ep_scratch *sc = scratch_slot(EP_SCRATCH_OFFCPU);
@@ -286,6 +287,54 @@ static __always_inline void note_stack(const struct ep_proc_cfg *cfg, struct ep_
 	st->stack_key = ev->flags & EP_F_LABEL ? 0 : key;
 	st->stack_id_cached = ev->stack_id;
 	st->stack_id = ev->stack_id;
+}
+
+/* The current thread's off-CPU state (the switch-out's prev, or the
+ * thread returning to user mode), found from the current task alone. */
+static __always_inline struct ep_offcpu_task *current_state(void)
+{
+	__u32 tid;
+
+	if (ep_has_task_storage)
+		return bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), 0, 0);
+	tid = (__u32)bpf_get_current_pid_tgid();	/* the tid hash's key: the host tid */
+	return bpf_map_lookup_elem(&offcpu_tasks, &tid);
+}
+
+static __always_inline int note_stack_of_current(__u32 pid, __u32 tid, __u64 now, int loop)
+{
+	struct ep_offcpu_task *st = current_state();
+	const struct ep_proc_cfg *cfg = bpf_map_lookup_elem(&procs, &pid);
+
+	if (!st || !cfg)
+		return 0;
+	note_stack_here(cfg, st, pid, tid, now, loop);
+	return 1;
+}
+
+/*
+ * note_stack_here for the current thread, as global functions: the stack's
+ * look-ups and walk are verified once per program, not at each of the
+ * switch program's states that reach them (a third of its instructions
+ * verified). Scalar arguments (5.10): the state and the configuration are
+ * looked up again, on this rarer path only. 1 if noted.
+ */
+__noinline int ep_note_stack(__u32 pid, __u32 tid, __u64 now)
+{
+	return note_stack_of_current(pid, tid, now, EP_WALK_BPF_LOOP);
+}
+
+__noinline int ep_note_stack_bounded(__u32 pid, __u32 tid, __u64 now)
+{
+	return note_stack_of_current(pid, tid, now, EP_WALK_BOUNDED);
+}
+
+/* The current thread's stack into its state (st->stack_id), which st is. */
+static __always_inline int note_stack(__u32 pid, __u32 tid, __u64 now, int loop)
+{
+	if (loop == EP_WALK_BPF_LOOP)
+		return ep_note_stack(pid, tid, now);
+	return ep_note_stack_bounded(pid, tid, now);
 }
 
 #include "cpu_clock.bpf.h"
@@ -415,50 +464,59 @@ static __always_inline void on_switch_out(struct task_struct *prev, __u64 *now, 
 	if (ep_stack_at_return && has_rseq(prev))
 		st->flags |= EP_IV_STACK_LATER;
 	else
-		note_stack(cfg, st, pid, tid, st->off_ts, loop);
+		note_stack(pid, tid, st->off_ts, loop);
 }
 
-/* Adds to offcpu_totals: the totals of exiting threads and of processes
+/*
+ * Adds to offcpu_totals: the totals of exiting threads and of processes
  * without a drain iterator; a hash update (~0.12 us here), kept off the
- * common path. */
-static __always_inline void add_key_map(const struct ep_totals_key *key, __u64 n, __u64 ns)
+ * common path. A global function, verified once per program rather than at
+ * each of the several places the switch program adds to its totals; its
+ * key comes as scalars (5.10 takes no pointer arguments): pid << 32 | tid,
+ * reason | flags << 8, and the holder.
+ */
+__noinline int ep_add_key_map(__u64 pid_tid, __u32 reason_flags, __u64 holder, __u64 n, __u64 ns)
 {
-	struct ep_totals *t = bpf_map_lookup_elem(&offcpu_totals, key), fresh = { n, ns };
+	struct ep_totals_key key = { .pid = pid_tid >> 32, .tid = (__u32)pid_tid,
+				     .reason = (__u8)reason_flags, .flags = (__u8)(reason_flags >> 8),
+				     .holder = holder };
+	struct ep_totals *t = bpf_map_lookup_elem(&offcpu_totals, &key), fresh = { n, ns };
 
 	if (t) {
 		__sync_fetch_and_add(&t->count, n);
 		__sync_fetch_and_add(&t->ns, ns);
-		return;
+		return 0;
 	}
 	/* a racing first update on another CPU: add to the one that won */
-	if (!bpf_map_update_elem(&offcpu_totals, key, &fresh, BPF_NOEXIST))
-		return;
-	t = bpf_map_lookup_elem(&offcpu_totals, key);
+	if (!bpf_map_update_elem(&offcpu_totals, &key, &fresh, BPF_NOEXIST))
+		return 0;
+	t = bpf_map_lookup_elem(&offcpu_totals, &key);
 	if (!t) {
 		count(EP_CNT_MAP_FULL);
-		return;
+		return -1;
 	}
 	__sync_fetch_and_add(&t->count, n);
 	__sync_fetch_and_add(&t->ns, ns);
+	return 0;
+}
+
+static __always_inline void add_key_map(const struct ep_offcpu_task *st, __u8 reason, __u8 flags,
+					__u64 holder, __u64 n, __u64 ns)
+{
+	ep_add_key_map((__u64)st->pid << 32 | st->tid, reason | (__u32)flags << 8, holder, n, ns);
 }
 
 static __always_inline void add_total_map(const struct ep_offcpu_task *st, __u8 reason,
 					  __u8 own_gc, __u64 n, __u64 ns)
 {
-	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .reason = reason,
-				     .flags = own_gc ? EP_IV_OWN_GC : 0 };
-
-	add_key_map(&key, n, ns);
+	add_key_map(st, reason, own_gc ? EP_IV_OWN_GC : 0, 0, n, ns);
 }
 
 /* GIL blame (kind 0: plain GIL wait, 1: behind a collection) to the map. */
 static __always_inline void add_blame_map(const struct ep_offcpu_task *st, __u64 holder, int kind,
 					  __u64 n, __u64 ns)
 {
-	struct ep_totals_key key = { .pid = st->pid, .tid = st->tid, .flags = EP_TK_BLAME,
-				     .reason = kind ? EP_OFF_GIL_GC : EP_OFF_GIL, .holder = holder };
-
-	add_key_map(&key, n, ns);
+	add_key_map(st, kind ? EP_OFF_GIL_GC : EP_OFF_GIL, EP_TK_BLAME, holder, n, ns);
 }
 
 /* Into the thread's own storage: two atomic adds. Adds, not plain stores,
@@ -746,8 +804,7 @@ static __always_inline int stack_at_return(struct task_struct *t, int loop)
 {
 	struct ep_offcpu_task *st;
 	struct ep_gil_seen gil = {};
-	struct ep_proc_cfg *cfg;
-	int unseen;
+	int unseen, noted;
 
 	if (EP_BENCH_EMPTY || EP_BENCH_FILTER_ONLY)
 		return 0;
@@ -764,14 +821,12 @@ static __always_inline int stack_at_return(struct task_struct *t, int loop)
 	}
 	if (!st->pending.kind && !unseen)
 		return 0;
-	cfg = bpf_map_lookup_elem(&procs, &st->pid);
-	if (cfg)
-		note_stack(cfg, st, st->pid, st->tid, bpf_ktime_get_ns(), loop);
+	noted = note_stack(st->pid, st->tid, bpf_ktime_get_ns(), loop);
 	if (unseen)
 		st->flags &= ~EP_IV_STACK_LATER;	/* st->stack_id is its stack */
 	if (!st->pending.kind)
 		return 0;
-	if (cfg) {
+	if (noted) {
 		st->pending.stack_id = st->stack_id;
 		count(EP_CNT_STACK_LATER);
 	}

@@ -15,6 +15,8 @@ extern const volatile __u64 ep_pidns_dev;
 extern const volatile __u64 ep_pidns_ino;
 /* --native (sample.bpf.c): mark each eval-loop C call's first frame */
 extern const volatile __u8 ep_native;
+/* --label (settings.bpf.c): without it the label code is dead and never verified */
+extern const volatile __u8 ep_labels;
 
 /* a benchmark build without the counters (bench/switch_pieces.py) */
 #ifndef EP_BENCH_NO_COUNT
@@ -111,8 +113,9 @@ static long tstate_scan_one(__u32 i, struct tstate_scan *s)
  * checked with one read, since thread states are freed and reused; a cached
  * "none" holds for EP_TSTATE_RESCAN_NS, so a thread without one (a C
  * library's, or one not bound yet) does not scan the list at every sample.
- * loop: EP_WALK_BPF_LOOP or EP_WALK_BOUNDED (maps.bpf.h), a constant. */
-static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 tid, int loop)
+ * loop: EP_WALK_BPF_LOOP or EP_WALK_BOUNDED (maps.bpf.h), a constant. The
+ * body of ep_find_tstate (bpf/walk.bpf.c), a global function. */
+static __always_inline __u64 find_tstate_here(const struct ep_proc_cfg *cfg, __u32 tid, int loop)
 {
 	__u64 pthread_id = current_pthread_id();
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &tid);
@@ -139,6 +142,15 @@ static __always_inline __u64 find_tstate(const struct ep_proc_cfg *cfg, __u32 ti
 		s.tstate = bpf_ktime_get_ns() | EP_TSTATE_NONE;
 	bpf_map_update_elem(&tstates, &tid, s.found ? &s.found : &s.tstate, BPF_ANY);
 	return s.found;
+}
+
+/* The same, verified once per program (bpf/walk.bpf.c): process pid's
+ * configuration is looked up again there, on this rarer path only. */
+static __always_inline __u64 find_tstate(__u32 pid, __u32 tid, int loop)
+{
+	if (loop == EP_WALK_BPF_LOOP)
+		return ep_find_tstate(pid, tid);
+	return ep_find_tstate_bounded(pid, tid);
 }
 
 /* The innermost frame from the value of the thread state's frame field:
@@ -389,7 +401,7 @@ static __always_inline int frame_walk_one(struct frame_walk *w)
 	out->code = code;
 	out->instr = instr < 0 ? ~0u : (__u32)instr;
 	out->ident = code_ident(w, code, ep_frame_globals(cfg, buf));
-	if (cfg->nlabel_codes && !w->sc->label.frame)
+	if (ep_labels && cfg->nlabel_codes && !w->sc->label.frame)
 		match_label(cfg, w->sc, at, code, out->ident);
 	ev->stack_id = ep_stack_mix(ev->stack_id, code, out->instr, out->ident);
 	ev->depth = depth + 1;
@@ -495,7 +507,7 @@ static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep
 		walk_frames_loop(cfg, sc, frame);
 	else
 		walk_frames_bounded(cfg, sc, frame);
-	if (sc->label.frame)
+	if (ep_labels && sc->label.frame)
 		add_label(cfg, sc);
 	sc->ev.stack_id = ep_stack_id(sc->ev.stack_id, sc->ev.flags);
 }
@@ -606,7 +618,7 @@ static __always_inline void capture_python_stack(const struct ep_proc_cfg *cfg,
 		sc->ev.tstate = *cached;
 		frame = frame_from_field(cfg, field);
 	} else {
-		sc->ev.tstate = find_tstate(cfg, tid, loop);
+		sc->ev.tstate = find_tstate(sc->ev.pid, tid, loop);
 		if (!sc->ev.tstate) {
 			sc->ev.flags |= EP_F_NO_TSTATE;
 			return;

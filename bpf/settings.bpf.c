@@ -16,6 +16,10 @@ const volatile __u8 ep_has_task_storage = 1;	/* task storage maps: 5.11; else a 
 const volatile __u8 ep_has_task_pt_regs = 1;	/* bpf_task_pt_regs: 5.15; else from task->stack */
 const volatile __u8 ep_has_current_task_btf = 1;	/* bpf_get_current_task_btf: 5.11 */
 
+/* What the recording asked for, set before load: without it, its code is
+ * dead and costs the verifier nothing (start-up is a budget). */
+const volatile __u8 ep_labels = 0;	/* --label, --dask: read labelled frames' values */
+
 /* When a record with frames last woke the reader (emit_new_stack): one
  * word for all CPUs, whose races only wake the reader once more. */
 __u64 ep_frames_woke_ns = 0;

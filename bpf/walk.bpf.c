@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The frame walk, as global functions: the verifier checks each once per
+ * The walk (the thread's state, its frames), as global functions: the verifier checks each once per
  * program that calls it, from no knowledge of its caller, rather than
  * inlined at every call site and again for every state a caller reaches it
  * in (see maps.bpf.h). Their callers loop over them (walk_frames).
@@ -46,4 +46,21 @@ __noinline int ep_walk_chunk(__u32 slot)
 		done = frame_walk_one(&w);
 	sc->resume.st = w.st;
 	return done;
+}
+
+static __always_inline __u64 find_tstate_of(__u32 pid, __u32 tid, int loop)
+{
+	const struct ep_proc_cfg *cfg = bpf_map_lookup_elem(&procs, &pid);
+
+	return cfg ? find_tstate_here(cfg, tid, loop) : 0;
+}
+
+__noinline __u64 ep_find_tstate(__u32 pid, __u32 tid)
+{
+	return find_tstate_of(pid, tid, EP_WALK_BPF_LOOP);
+}
+
+__noinline __u64 ep_find_tstate_bounded(__u32 pid, __u32 tid)
+{
+	return find_tstate_of(pid, tid, EP_WALK_BOUNDED);
 }

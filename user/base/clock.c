@@ -2,6 +2,20 @@
 #include <time.h>
 #include "clock.h"
 
+/* When this process began running its own code (after the dynamic
+ * loader): start-up is measured from here. */
+static uint64_t started_ns;
+
+__attribute__((constructor)) static void note_started(void)
+{
+	started_ns = monotonic_ns();
+}
+
+uint64_t process_started_ns(void)
+{
+	return started_ns;
+}
+
 uint64_t monotonic_ns(void)
 {
 	struct timespec ts;

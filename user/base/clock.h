@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 uint64_t monotonic_ns(void);
+/* monotonic_ns() when this process started (its constructors ran). */
+uint64_t process_started_ns(void);
 /* The wall-clock time (CLOCK_REALTIME, ns since the epoch) of monotonic time
  * mono_ns, as far as both clocks agree now; 0 if unknown. Lines up the
  * recordings of several hosts' processes (the Dask cluster report). */

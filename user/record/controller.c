@@ -31,6 +31,7 @@ void controller_session_opts(const struct controller_config *cfg, struct session
 	so->follow_children = cfg->subprocesses;
 	so->native = cfg->native;
 	so->native_stack_bytes = cfg->native_stack_bytes;
+	so->labels = cfg->nlabels > 0;
 	so->verbose = cfg->verbose;
 	offcpu_thresholds(cfg, so);
 }

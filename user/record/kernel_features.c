@@ -30,6 +30,8 @@ static const struct {
 		"stacks walked by a global function, 2 frames a call, threads scanned to 32" },
 	[KF_ITER_TASK_PID] = { "iter_task_pid", "task iterators of one process", "6.1",
 		"task iterators over every task, filtered in BPF" },
+	[KF_RSEQ_UPDATE] = { "rseq_update", "the rseq_update tracepoint", "4.18",
+		"a blocked thread's stack taken at its switch-out, not on its return to user mode" },
 };
 
 const char *kernel_feature_what(enum kernel_feature f)
@@ -118,6 +120,8 @@ static void probe(struct kernel_features *kf, const struct btf *btf)
 	kf->has[KF_TASK_PT_REGS] = btf_has_helper(btf, "BPF_FUNC_task_pt_regs");
 	kf->has[KF_BPF_LOOP] = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) == 1;
 	kf->has[KF_ITER_TASK_PID] = btf_iter_has_task_filter(btf);
+	kf->has[KF_RSEQ_UPDATE] = btf__find_by_name_kind(btf, "btf_trace_rseq_update",
+							 BTF_KIND_TYPEDEF) > 0;
 }
 
 /* The one-line refusal of an unknown name, listing the known ones from the

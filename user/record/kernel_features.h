@@ -22,6 +22,7 @@ enum kernel_feature {
 	KF_TASK_PT_REGS,	/* bpf_task_pt_regs, 5.15 */
 	KF_BPF_LOOP,		/* bpf_loop, 5.17 */
 	KF_ITER_TASK_PID,	/* task iterators of one process, 6.1 */
+	KF_RSEQ_UPDATE,		/* the rseq_update tracepoint (tp_btf), 4.18 */
 	KF_COUNT,
 };
 

@@ -86,11 +86,28 @@ static void note_held_up(struct session *s, uint64_t since_ns)
 		s->longest_gap_ns = held;
 }
 
+/* -v: when the first sample was taken, after ebpfprof started (its time
+ * to attach, a budget: docs/benchmarks.md, "Start-up"). */
+static void note_first_sample(struct session *s, const void *data, size_t len)
+{
+	const struct ep_stack_event *ev = data;
+
+	if (s->first_sample_ns || len < EP_STACK_EVENT_HDR_SIZE || ev->kind != EP_EV_SAMPLE)
+		return;
+	s->first_sample_ns = ev->ts;
+	if (verbose_libbpf)
+		fprintf(stderr, "ebpfprof: first sample %.3f s after start (CLOCK_MONOTONIC %llu ns)\n",
+			(ev->ts - process_started_ns()) / 1e9, (unsigned long long)ev->ts);
+}
+
 static int on_record(void *ctx, void *data, size_t len)
 {
 	struct session *s = ctx;
 	uint64_t start = monotonic_ns();
-	int rc = s->on_event(s->ctx, data, len);
+	int rc;
+
+	note_first_sample(s, data, len);
+	rc = s->on_event(s->ctx, data, len);
 
 	note_held_up(s, start);
 	return rc;
@@ -142,6 +159,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	 * a short target runs and exits */
 	if (getenv("EBPFPROF_TEST_READ_LATE_MS"))
 		s->read_late_ms = atoi(getenv("EBPFPROF_TEST_READ_LATE_MS")) % 10000;
+	s->skel->rodata->ep_labels = o->labels;
 	if (session_set_native(s, o)) {
 		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
 		goto fail;
@@ -151,8 +169,6 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 		bpf_program__set_autoload(s->skel->progs.follow_exec, false);
 		bpf_program__set_autoload(s->skel->progs.follow_exit, false);
 	}
-	if (!session_kernel_has_tracepoint("rseq_update"))
-		bpf_program__set_autoload(s->walk.stack_at_return, false);
 	rc = session_load(s);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-rc),
@@ -201,6 +217,9 @@ int session_add_process(struct session *s, pid_t pid, const struct ep_proc_cfg *
 			"in a hash map (no task iterator for the process)");
 	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.procs), &key, &with_iter, BPF_ANY))
 		return -1;
+	if (verbose_libbpf)
+		fprintf(stderr, "ebpfprof: recording %d from %.3f s after start\n", pid,
+			(monotonic_ns() - process_started_ns()) / 1e9);
 	/* its records come from now: the reader is late from here on too */
 	if (!s->last_poll_ns)
 		s->last_poll_ns = monotonic_ns();

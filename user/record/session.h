@@ -29,6 +29,7 @@ struct session_opts {
 	int follow_children;		/* --subprocesses */
 	int native;			/* --native: samples send registers and user stack */
 	unsigned native_stack_bytes;	/* ... this much of the stack (0: the default) */
+	int labels;			/* --label: the kernel reads labelled frames' values */
 	int verbose;
 	/* off-CPU intervals at least this long are sent whole; shorter ones
 	 * are sampled once per period of off-CPU time (weighted by it) */

@@ -4,23 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <bpf/btf.h>
 #include "session_priv.h"
-
-/* 1 if the running kernel's BTF has the raw tracepoint `name` (tp_btf). */
-int session_kernel_has_tracepoint(const char *name)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	char type[128];
-	int found;
-
-	if (!btf)
-		return 0;
-	snprintf(type, sizeof(type), "btf_trace_%s", name);
-	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) > 0;
-	btf__free(btf);
-	return found;
-}
 
 /* Where the kernel has the rseq_update tracepoint, blocked threads' stacks
  * are taken on their return to user mode, not at every switch-out
@@ -112,6 +96,9 @@ int session_fit_to_kernel(struct session *s)
 		.gc_done_usdt = loop ? k->progs.gc_done_usdt : k->progs.gc_done_usdt_bounded,
 		.gc_done_uprobe = loop ? k->progs.gc_done_uprobe : k->progs.gc_done_uprobe_bounded,
 	};
+	/* without it, stacks are taken at switch-out (bpf/offcpu.bpf.c) */
+	if (!kf->has[KF_RSEQ_UPDATE])
+		bpf_program__set_autoload(s->walk.stack_at_return, false);
 	return 0;
 }
 

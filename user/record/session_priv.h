@@ -49,6 +49,7 @@ struct session {
 	unsigned read_late_ms;		/* a test's: the first records read this late */
 	uint64_t last_poll_ns;		/* when session_poll last returned (or the first process came) */
 	uint64_t longest_gap_ns;	/* the longest the reader was away from the records */
+	uint64_t first_sample_ns;	/* when the first sample was taken, 0: none yet */
 	uint64_t rng;			/* xorshift64* state for the sampling periods */
 	uint64_t next_rearm_ns;		/* when the next CPUs get new periods */
 	int rearm_cpu;			/* the next of them */
@@ -88,7 +89,6 @@ int session_attach_samplers(struct session *s, unsigned rate_hz, char *err, size
 void session_rearm_samplers(struct session *s);
 int session_drain_timeout(struct session *s, int timeout_ms);
 /* session_fit.c */
-int session_kernel_has_tracepoint(const char *name);
 int session_attach_one(struct bpf_program *prog, struct bpf_link **link, const char *what,
 		       char *err, size_t errlen);
 int session_fit_to_kernel(struct session *s);
