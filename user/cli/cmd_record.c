@@ -1022,11 +1022,20 @@ int cmd_record(int argc, char **argv)
 	cc.on_tick = on_tick;
 	cc.on_period = on_period;
 	cc.ctx = &run;
+	if (!o.command) {
+		/* a running target is known before the programs load: only what
+		 * it needs is loaded (its GC probes) */
+		run.pid = o.pid;
+		run.pidfd = watch_process(run.pid);
+		find_interpreter(&run);
+		cc.gc_probes = session_gc_probes_for(&run.found);
+	}
 	if (controller_open(&run.ctl, &cc, err, sizeof(err)))
 		die(err);
 	run.rec = controller_recorder(&run.ctl);
 	run.session = run.ctl.session;
 	if (o.command) {
+		/* launched once the programs are loaded, so its start is seen */
 		run.pid = launch_command(o.command, o.as_root, err, sizeof(err));
 		if (run.pid < 0)
 			die(err);
@@ -1034,11 +1043,9 @@ int cmd_record(int argc, char **argv)
 		stop_signal_end_on_second(run.pid);
 		if (!o.output)
 			default_output(&o, run.pid, output, sizeof(output));
-	} else {
-		run.pid = o.pid;
+		run.pidfd = watch_process(run.pid);
+		find_interpreter(&run);
 	}
-	run.pidfd = watch_process(run.pid);
-	find_interpreter(&run);
 	recorder_set_command(run.rec, o.command ? o.command[0] : run.found.shown_path);
 	run.rotation.keep = o.keep;
 	/* period names derive from a copy: write_period reuses "output" */

@@ -510,6 +510,7 @@ static void start(struct top_view *v, char *err)
 	if (preflight_btf(err, ERRLEN) || preflight_privileges(err, ERRLEN) ||
 	    target_open(v->o->pid, v->t, err, ERRLEN))
 		die(err);
+	cc.gc_probes = session_gc_probes_for(v->t);
 	if (controller_open(&v->ctl, &cc, err, ERRLEN))
 		die(err);
 	v->rec = controller_recorder(&v->ctl);

@@ -32,6 +32,7 @@ void controller_session_opts(const struct controller_config *cfg, struct session
 	so->native = cfg->native;
 	so->native_stack_bytes = cfg->native_stack_bytes;
 	so->labels = cfg->nlabels > 0;
+	so->gc_probes = cfg->gc_probes;
 	so->verbose = cfg->verbose;
 	offcpu_thresholds(cfg, so);
 }

@@ -70,6 +70,7 @@ struct controller_config {
 	int nlabels;
 	int dask;			/* --dask: dask_prefix derived from dask_key */
 	int tasks;			/* --tasks: walk the asyncio tasks (task_walk.h) */
+	unsigned gc_probes;		/* the targets' GC probes, if known (session_opts) */
 	int verbose;
 	uint64_t duration_ns;		/* 0: until stopped or the target exits */
 	uint64_t period_ns;		/* 0: no periods but on request */

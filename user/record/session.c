@@ -160,6 +160,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	if (getenv("EBPFPROF_TEST_READ_LATE_MS"))
 		s->read_late_ms = atoi(getenv("EBPFPROF_TEST_READ_LATE_MS")) % 10000;
 	s->skel->rodata->ep_labels = o->labels;
+	session_set_gc_probes(s, o->follow_children ? 0 : o->gc_probes);
 	if (session_set_native(s, o)) {
 		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
 		goto fail;

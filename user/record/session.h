@@ -30,6 +30,9 @@ struct session_opts {
 	int native;			/* --native: samples send registers and user stack */
 	unsigned native_stack_bytes;	/* ... this much of the stack (0: the default) */
 	int labels;			/* --label: the kernel reads labelled frames' values */
+	/* the GC probes' programs to load, 1 << enum gc_probe_kind each (its
+	 * targets' session_gc_probes_for); 0: all, the targets not known yet */
+	unsigned gc_probes;
 	int verbose;
 	/* off-CPU intervals at least this long are sent whole; shorter ones
 	 * are sampled once per period of off-CPU time (weighted by it) */
@@ -69,6 +72,8 @@ struct py_target;
 /* Attaches the GC probes for a target: USDT if its binary has them, else
  * uprobes on the collector if its symbols name it. Returns the kind used. */
 enum gc_probe_kind session_attach_gc(struct session *s, const struct py_target *t);
+/* The GC probe t needs, 1 << enum gc_probe_kind, for session_opts.gc_probes. */
+unsigned session_gc_probes_for(const struct py_target *t);
 /* pid's GC clock slot + 1 (ep_proc_cfg.gc_slot), 0 if it has none */
 __u16 session_gc_slot(const struct session *s, pid_t pid);
 void session_free_gc_slot(struct session *s, pid_t pid);

@@ -102,6 +102,24 @@ int session_fit_to_kernel(struct session *s)
 	return 0;
 }
 
+/* The GC probes no target of the recording needs are not loaded: each
+ * program is verified at start-up, a budget. */
+void session_set_gc_probes(struct session *s, unsigned gc_probes)
+{
+	struct ebpfprof_bpf *k = s->skel;
+
+	if (!gc_probes)
+		return;
+	if (!(gc_probes & 1u << GC_PROBE_USDT)) {
+		bpf_program__set_autoload(k->progs.gc_start_usdt, false);
+		bpf_program__set_autoload(s->walk.gc_done_usdt, false);
+	}
+	if (!(gc_probes & 1u << GC_PROBE_UPROBE)) {
+		bpf_program__set_autoload(k->progs.gc_start_uprobe, false);
+		bpf_program__set_autoload(s->walk.gc_done_uprobe, false);
+	}
+}
+
 /* --native: the sampler sends each sample's registers and stack, from a
  * record per CPU; without it the map is one entry and the code is dead. */
 int session_set_native(struct session *s, const struct session_opts *o)

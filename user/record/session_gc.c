@@ -79,18 +79,41 @@ static int attach_gc_uprobe(struct session *s, const struct py_target *t, const 
 	return keep_gc_pair(s, start, done);
 }
 
-static enum gc_probe_kind attach_gc_probes(struct session *s, const struct py_target *t)
+/* The collector function t's symbols name, or NULL. */
+static const char *collector_of(const struct py_target *t)
 {
 	size_t i;
 
-	if (t->has_usdt && !attach_gc_usdt(s, t))
-		return GC_PROBE_USDT;
 	if (!t->has_symtab)
-		return GC_PROBE_NONE;
+		return NULL;
 	for (i = 0; i < sizeof(collector_functions) / sizeof(collector_functions[0]); i++)
-		if (py_target_symbol(t, collector_functions[i]) &&
-		    !attach_gc_uprobe(s, t, collector_functions[i]))
-			return GC_PROBE_UPROBE;
+		if (py_target_symbol(t, collector_functions[i]))
+			return collector_functions[i];
+	return NULL;
+}
+
+unsigned session_gc_probes_for(const struct py_target *t)
+{
+	if (t->has_usdt)
+		return 1u << GC_PROBE_USDT;
+	return 1u << (collector_of(t) ? GC_PROBE_UPROBE : GC_PROBE_NONE);
+}
+
+/* The programs of a kind are there unless the recording said at load that
+ * none of its targets needs them (session_opts.gc_probes). */
+static int loaded(const struct bpf_program *prog)
+{
+	return bpf_program__fd(prog) >= 0;
+}
+
+static enum gc_probe_kind attach_gc_probes(struct session *s, const struct py_target *t)
+{
+	const char *collector = collector_of(t);
+
+	if (t->has_usdt && loaded(s->walk.gc_done_usdt) && !attach_gc_usdt(s, t))
+		return GC_PROBE_USDT;
+	if (collector && loaded(s->walk.gc_done_uprobe) && !attach_gc_uprobe(s, t, collector))
+		return GC_PROBE_UPROBE;
 	return GC_PROBE_NONE;
 }
 

@@ -76,7 +76,11 @@ void session_print_loads(const struct session *s, FILE *f)
 	size_t i;
 
 	fprintf(f, "ebpfprof: BPF programs loaded in %.3f s\n", s->load_ns / 1e9);
-	for (i = 0; i < s->nloads; i++)
-		fprintf(f, "ebpfprof:   %-32s %8u instructions verified, %.3f s\n",
-			s->loads[i].name, s->loads[i].insns, s->loads[i].ns / 1e9);
+	for (i = 0; i < s->nloads; i++) {
+		if (s->loads[i].insns)
+			fprintf(f, "ebpfprof:   %-32s %8u instructions verified, %.3f s\n",
+				s->loads[i].name, s->loads[i].insns, s->loads[i].ns / 1e9);
+		else	/* bpf_prog_info.verified_insns: Linux 5.16 */
+			fprintf(f, "ebpfprof:   %-32s %.3f s\n", s->loads[i].name, s->loads[i].ns / 1e9);
+	}
 }

@@ -93,6 +93,7 @@ int session_attach_one(struct bpf_program *prog, struct bpf_link **link, const c
 		       char *err, size_t errlen);
 int session_fit_to_kernel(struct session *s);
 int session_set_native(struct session *s, const struct session_opts *o);
+void session_set_gc_probes(struct session *s, unsigned gc_probes);
 int session_attach_followers(struct session *s, char *err, size_t errlen);
 void session_attach_stack_at_return(struct session *s);
 void session_print_fallbacks(const struct session *s, FILE *f, const char *prefix);
