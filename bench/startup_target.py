@@ -43,6 +43,7 @@ def hash_forever():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=("idle", "busy", "spin"), default="idle")
+    ap.add_argument("--tag", default="", help="a word for --match to find")
     mode = ap.parse_args().mode
     print(f"pid={os.getpid()}", file=sys.stderr, flush=True)
     if mode == "idle":
