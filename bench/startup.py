@@ -46,7 +46,7 @@ TITLE = "## Start-up (issue 48)"
 def start_target(mode, tag):
     p = subprocess.Popen([PY, str(TARGET), "--mode", mode, "--tag", tag], stderr=subprocess.PIPE,
                          text=True)
-    p.stderr.readline()
+    p.pid = int(p.stderr.readline().strip().split("=")[1])
     time.sleep(1.0)     # running well before ebpfprof comes, as users attach
     return p
 
@@ -58,11 +58,12 @@ def stop(p):
 
 def timed(argv, seconds=1.0):
     """Wall time of argv less `seconds`, and its stderr."""
+    argv = [str(a) for a in argv]
     t = time.monotonic()
     res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     wall = time.monotonic() - t
     if res.returncode:
-        sys.exit(f"startup: {' '.join(map(str, argv))} failed: {res.stderr[-400:]}")
+        sys.exit(f"startup: {' '.join(argv)} failed: {res.stderr[-400:]}")
     return wall - seconds, res.stderr
 
 

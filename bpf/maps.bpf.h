@@ -31,14 +31,21 @@ extern const volatile __u8 ep_has_current_task_btf;
  * instructions a program, the switch program 955,000 of the 1M allowed.
  * So a frame is walked by a global function, which the verifier checks once
  * per program from no knowledge of its caller (bpf/walk.bpf.c), called in a
- * bounded loop: ep_walk_frame from 5.17 (pointer arguments, 5.12+), the
- * walk's state on the caller's stack; before, ep_walk_chunk, which takes
+ * bounded loop: ep_walk_frames from 5.17 (pointer arguments, 5.12+),
+ * EP_WALK_FRAMES_A_CALL frames a call, the walk's state on the caller's
+ * stack, read and written through its pointer (a copy in and out, a frame
+ * a call, made a 30-frame sample 13% dearer; kept in registers, each frame
+ * more a call multiplied the states: 4 a call, 33,000 instructions more a
+ * program; through the pointer, 1,500); before, ep_walk_chunk, which takes
  * scalars only (5.10), EP_WALK_CHUNK frames a call, the state waiting in the
  * scratch between calls.
  */
 #define EP_WALK_BPF_LOOP	1
 #define EP_WALK_BOUNDED		0
 #define EP_WALK_CHUNK		2
+#ifndef EP_WALK_FRAMES_A_CALL
+#define EP_WALK_FRAMES_A_CALL	2
+#endif
 /* Threads a bounded scan reaches (EP_MAX_THREADS_SCAN with bpf_loop). */
 #define EP_MAX_THREADS_SCAN_BOUNDED	32
 
@@ -63,8 +70,9 @@ struct ep_walk_resume {
 
 struct ep_scratch;
 struct ep_ident_cache;
-/* One frame of a walk into sc->ev (5.12+); 1 when the walk has ended. */
-int ep_walk_frame(struct ep_walk_state *st, struct ep_scratch *sc, const struct ep_proc_cfg *cfg,
+/* Up to EP_WALK_FRAMES_A_CALL frames of a walk into sc->ev (5.12+); 1 when
+ * the walk has ended. */
+int ep_walk_frames(struct ep_walk_state *st, struct ep_scratch *sc, const struct ep_proc_cfg *cfg,
 		  struct ep_ident_cache *idents);
 /* The current thread's PyThreadState in process pid (tid its thread), 0:
  * none; scanning up to EP_MAX_THREADS_SCAN threads with bpf_loop, or

@@ -211,7 +211,7 @@ struct frame_walk {
 	const struct ep_proc_cfg *cfg;
 	struct ep_scratch *sc;
 	struct ep_ident_cache *idents;	/* NULL: every identity read afresh */
-	struct ep_walk_state st;
+	struct ep_walk_state *st;	/* the caller's, or the scratch's */
 };
 
 /* The identity cache's tag for process pid at time now (see ep_ident_slot). */
@@ -261,20 +261,20 @@ static __always_inline __u32 code_ident(struct frame_walk *w, __u64 code, __u64 
 	__u64 key = code ^ globals * 0x9e3779b97f4a7c15ull;
 	struct ep_ident_slot *slot;
 
-	if (code == w->st.last_code)
-		return w->st.last_ident;
-	w->st.last_code = code;
+	if (code == w->st->last_code)
+		return w->st->last_ident;
+	w->st->last_code = code;
 	if (!w->idents) {
-		w->st.last_ident = read_code_ident(w->cfg, w->sc, code);
-		return w->st.last_ident;
+		w->st->last_ident = read_code_ident(w->cfg, w->sc, code);
+		return w->st->last_ident;
 	}
 	slot = &w->idents->slots[ident_slot(code)];
-	if (slot->key != key || slot->tag != w->st.ident_tag) {
+	if (slot->key != key || slot->tag != w->st->ident_tag) {
 		slot->ident = read_code_ident(w->cfg, w->sc, code);
 		slot->key = key;
-		slot->tag = w->st.ident_tag;
+		slot->tag = w->st->ident_tag;
 	}
-	w->st.last_ident = slot->ident;
+	w->st->last_ident = slot->ident;
 	return slot->ident;
 }
 
@@ -306,30 +306,30 @@ static __always_inline __u64 frame_read_size(const struct ep_proc_cfg *cfg)
 	return size > EP_FRAME_READ_MAX ? EP_FRAME_READ_MAX : size;
 }
 
-/* The bytes of the frame at w->st.frame: from the last read when it holds them
+/* The bytes of the frame at w->st->frame: from the last read when it holds them
  * (one compare: below win_base the offset wraps past any room), else from a
  * new read (see window_base); NULL when it cannot be read. */
 static __always_inline const __u8 *frame_bytes(struct frame_walk *w, __u64 size)
 {
-	__u64 frame = w->st.frame, len;
+	__u64 frame = w->st->frame, len;
 	__u8 *window = w->sc->window;
 
-	if (frame - w->st.win_base > w->st.win_room) {
-		w->st.win_base = window_base(w->cfg, frame, frame + size, w->st.span);
-		len = frame + size - w->st.win_base;
+	if (frame - w->st->win_base > w->st->win_room) {
+		w->st->win_base = window_base(w->cfg, frame, frame + size, w->st->span);
+		len = frame + size - w->st->win_base;
 		/* the compiler spills len; 6.1's verifier does not carry a bound
 		 * checked before the spill to the reloaded copy */
 		barrier_var(len);
 		if (len > EP_WINDOW_BYTES)
 			len = EP_WINDOW_BYTES;
-		w->st.win_room = 0;
-		if (len < size || bpf_probe_read_user(window, len, (void *)w->st.win_base)) {
-			w->st.win_base = 0;
+		w->st->win_room = 0;
+		if (len < size || bpf_probe_read_user(window, len, (void *)w->st->win_base)) {
+			w->st->win_base = 0;
 			return NULL;
 		}
-		w->st.win_room = len - size;
+		w->st->win_room = len - size;
 	}
-	return window + ((frame - w->st.win_base) & (EP_WINDOW_BYTES - 1));
+	return window + ((frame - w->st->win_base) & (EP_WINDOW_BYTES - 1));
 }
 
 /* --label: notes the frame at `at` if it runs a labelled function's code
@@ -360,10 +360,10 @@ static __always_inline int frame_walk_one(struct frame_walk *w)
 	struct ep_frame *out;
 	const __u8 *buf;
 	__u32 depth = ev->depth;
-	__u64 at = w->st.frame, code;
+	__u64 at = w->st->frame, code;
 	__s64 instr;
 
-	if (!w->st.frame)
+	if (!w->st->frame)
 		return 1;
 	if (depth >= EP_MAX_FRAMES) {
 		ev->flags |= EP_F_TRUNCATED;
@@ -381,10 +381,10 @@ static __always_inline int frame_walk_one(struct frame_walk *w)
 	/* the last one seen is the outermost: an asyncio task's own coroutine */
 	if (cfg->frame_owner != EP_NO_OFFSET &&
 	    buf[cfg->frame_owner & (EP_FRAME_READ_MAX - 1)] == EP_FRAME_OWNED_BY_GENERATOR) {
-		ev->task_frame = w->st.frame;
+		ev->task_frame = w->st->frame;
 		ev->task_depth = depth;
 	}
-	w->st.frame = ep_frame_previous(cfg, buf);
+	w->st->frame = ep_frame_previous(cfg, buf);
 	if (ep_frame_is_shim(cfg, buf)) {
 		/* 3.12+: the frame above a shim is the first of its C call */
 		if (ep_native && depth)
@@ -464,9 +464,9 @@ static __always_inline struct ep_walk_state walk_start(const struct ep_scratch *
 				       .ident_tag = ident_tag(sc->ev.pid, bpf_ktime_get_ns()) };
 }
 
-/* The frames from `frame` into sc->ev, one call of ep_walk_frame each
- * (5.17+), the walk's state here between them. One extra turn notices a
- * stack deeper than EP_MAX_FRAMES. */
+/* The frames from `frame` into sc->ev, EP_WALK_FRAMES_A_CALL a call of
+ * ep_walk_frames (5.17+), the walk's state here between them. One extra
+ * frame notices a stack deeper than EP_MAX_FRAMES. */
 static __always_inline void walk_frames_loop(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
 					     __u64 frame)
 {
@@ -475,8 +475,8 @@ static __always_inline void walk_frames_loop(const struct ep_proc_cfg *cfg, stru
 	struct ep_ident_cache *idents = bpf_map_lookup_elem(&ident_cache, &slot);
 
 	walk_reset(sc);
-	for (int i = 0; i < EP_MAX_FRAMES + 1; i++)
-		if (ep_walk_frame(&st, sc, cfg, idents))
+	for (int i = 0; i < EP_MAX_FRAMES / EP_WALK_FRAMES_A_CALL + 1; i++)
+		if (ep_walk_frames(&st, sc, cfg, idents))
 			break;
 }
 
@@ -530,24 +530,25 @@ static __always_inline __u64 stack_key(const struct ep_proc_cfg *cfg, struct ep_
 				       __u64 frame)
 {
 	/* a small window: the caller's frame usually sits within it, below */
-	struct frame_walk w = { .cfg = cfg, .sc = sc, .st.span = EP_KEY_WINDOW_BYTES };
+	struct ep_walk_state ks = { .span = EP_KEY_WINDOW_BYTES };
+	struct frame_walk w = { .cfg = cfg, .sc = sc, .st = &ks };
 	const __u8 *buf;
 	__u64 key = 0;
 	int i;
 
-	w.st.frame = frame;
-	for (i = 0; i < 2 && w.st.frame; i++) {
+	w.st->frame = frame;
+	for (i = 0; i < 2 && w.st->frame; i++) {
 		buf = frame_bytes(&w, frame_read_size(cfg));
 		if (!buf)
 			return 0;
-		key = ep_stack_mix(key, w.st.frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
+		key = ep_stack_mix(key, w.st->frame, (__u32)ep_frame_u64(buf, cfg->frame_instr),
 				   (__u32)ep_frame_u64(buf, cfg->frame_code));
-		w.st.frame = ep_frame_previous(cfg, buf);
+		w.st->frame = ep_frame_previous(cfg, buf);
 	}
 	/* the labelled functions known so far, too: a stack walked before
 	 * its function was known to be labelled has no label, and reused it
 	 * kept a sleeping thread's every wait unlabelled */
-	return ep_stack_mix(key, w.st.frame, cfg->nlabel_codes, 0) | 1;
+	return ep_stack_mix(key, w.st->frame, cfg->nlabel_codes, 0) | 1;
 }
 
 static __always_inline struct ep_scratch *scratch_slot(enum ep_scratch_slot slot)

@@ -12,19 +12,20 @@
 #include "maps.bpf.h"
 #include "pystack.bpf.h"
 
-/* 5.12+ (pointer arguments): one frame, the walk's state in the caller's
- * *st. The pointers may be NULL as far as the verifier knows. */
-__noinline int ep_walk_frame(struct ep_walk_state *st, struct ep_scratch *sc,
-			     const struct ep_proc_cfg *cfg, struct ep_ident_cache *idents)
+/* 5.12+ (pointer arguments): EP_WALK_FRAMES_A_CALL frames, the walk's
+ * state in the caller's *st. The pointers may be NULL as far as the
+ * verifier knows. */
+__noinline int ep_walk_frames(struct ep_walk_state *st, struct ep_scratch *sc,
+			      const struct ep_proc_cfg *cfg, struct ep_ident_cache *idents)
 {
 	struct frame_walk w;
-	int done;
+	int i, done = 0;
 
 	if (!st || !sc || !cfg)
 		return 1;
-	w = (struct frame_walk){ .cfg = cfg, .sc = sc, .idents = idents, .st = *st };
-	done = frame_walk_one(&w);
-	*st = w.st;
+	w = (struct frame_walk){ .cfg = cfg, .sc = sc, .idents = idents, .st = st };
+	for (i = 0; i < EP_WALK_FRAMES_A_CALL && !done; i++)
+		done = frame_walk_one(&w);
 	return done;
 }
 
@@ -40,11 +41,10 @@ __noinline int ep_walk_chunk(__u32 slot)
 
 	if (!sc)
 		return 1;
-	w = (struct frame_walk){ .cfg = &sc->resume.cfg, .sc = sc, .st = sc->resume.st,
+	w = (struct frame_walk){ .cfg = &sc->resume.cfg, .sc = sc, .st = &sc->resume.st,
 				 .idents = bpf_map_lookup_elem(&ident_cache, &slot) };
 	for (i = 0; i < EP_WALK_CHUNK && !done; i++)
 		done = frame_walk_one(&w);
-	sc->resume.st = w.st;
 	return done;
 }
 

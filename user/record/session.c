@@ -347,9 +347,7 @@ void session_close(struct session *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->ngc_links; i++)
-		bpf_link__destroy(s->gc_links[i]);
-	free(s->gc_links);
+	session_destroy_gc_links(s);
 	for (i = 0; i < s->niters; i++)
 		bpf_link__destroy(s->iters[i].link);
 	free(s->iters);

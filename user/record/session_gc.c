@@ -2,7 +2,9 @@
 /* The GC probes of each interpreter file: USDT, else uprobes on the collector. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 #include "grow.h"
@@ -225,3 +227,35 @@ const char *gc_probe_name(enum gc_probe_kind k)
 	}
 }
 
+
+static void *destroy_link(void *link)
+{
+	bpf_link__destroy(link);
+	return NULL;
+}
+
+/* Each uprobe's detach waits for the kernel's grace period (60-70 ms a
+ * link here): the links go at once, each in a thread of its own, not one
+ * after the other at the end of every recording. */
+void session_destroy_gc_links(struct session *s)
+{
+	pthread_t *threads = calloc(s->ngc_links, sizeof(*threads));
+	unsigned char *started = calloc(s->ngc_links, 1);
+	size_t i;
+
+	for (i = 0; i < s->ngc_links; i++) {
+		if (threads && started &&
+		    !pthread_create(&threads[i], NULL, destroy_link, s->gc_links[i]))
+			started[i] = 1;
+		else
+			bpf_link__destroy(s->gc_links[i]);
+	}
+	for (i = 0; i < s->ngc_links; i++)
+		if (started && started[i])
+			pthread_join(threads[i], NULL);
+	free(threads);
+	free(started);
+	free(s->gc_links);
+	s->gc_links = NULL;
+	s->ngc_links = 0;
+}

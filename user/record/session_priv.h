@@ -97,6 +97,8 @@ void session_set_gc_probes(struct session *s, unsigned gc_probes);
 int session_attach_followers(struct session *s, char *err, size_t errlen);
 void session_attach_stack_at_return(struct session *s);
 void session_print_fallbacks(const struct session *s, FILE *f, const char *prefix);
+/* session_gc.c */
+void session_destroy_gc_links(struct session *s);
 /* session_load.c */
 int session_load(struct session *s);
 void session_print_loads(const struct session *s, FILE *f);
