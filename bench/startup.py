@@ -90,17 +90,25 @@ def prog_load_sum(binary, pid, out):
     return sum(float(t) for t in re.findall(r"BPF_PROG_LOAD.*<([\d.]+)>$", res.stderr, re.M))
 
 
+def record(name, binary, pid, path, cases, first):
+    """`--pid pid -d 1` into cases[`record CASE`]; this tree's -v line
+    `first` (a pattern) into cases[`first sample CASE`]."""
+    case, pattern = first
+    v = ["-v"] if name == "this tree" else []
+    wall, err = timed([binary, "--pid", pid, "-d", "1", "-o", path, *v])
+    cases[f"record {case}"].append(wall)
+    if v:
+        cases["first sample" + ("" if case == "idle" else f" {case}")].append(since_start(err, pattern))
+
+
 def round_of(sides, got, tmp, k):
     tag = f"ebpfprof-startup-{os.getpid()}-{k}"
     order = list(sides.items()) if k % 2 == 0 else list(reversed(sides.items()))
     idle = start_target("idle", tag)
     try:
         for name, binary in order:
-            v = ["-v"] if name == "this tree" else []
-            wall, err = timed([binary, "--pid", idle.pid, "-d", "1", "-o", f"{tmp}/i.json", *v])
-            got[name]["record idle"].append(wall)
-            if v:
-                got[name]["first sample"].append(since_start(err, rf"recording {idle.pid} from"))
+            record(name, binary, idle.pid, f"{tmp}/i.json", got[name],
+                   ("idle", rf"recording {idle.pid} from"))
             got[name]["top"].append(first_screen(binary, idle.pid))
             wall, _ = timed([binary, "--match", tag, "-d", "1", "-o", f"{tmp}/m{k}/"])
             got[name]["--match"].append(wall)
@@ -111,11 +119,7 @@ def round_of(sides, got, tmp, k):
     busy = start_target("busy", tag)
     try:
         for name, binary in order:
-            v = ["-v"] if name == "this tree" else []
-            wall, err = timed([binary, "--pid", busy.pid, "-d", "1", "-o", f"{tmp}/b.json", *v])
-            got[name]["record busy"].append(wall)
-            if v:
-                got[name]["first sample busy"].append(since_start(err, "first sample"))
+            record(name, binary, busy.pid, f"{tmp}/b.json", got[name], ("busy", "first sample"))
     finally:
         stop(busy)
 
