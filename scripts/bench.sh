@@ -27,6 +27,10 @@ fi
 # about 2 minutes)
 case " $* " in *" --no-doc "*) exit 0 ;; esac
 "$PY" bench/fallbacks.py || exit
+# start-up (issue 48): a running target recorded how soon, against older
+# binaries, and the sample and switch programs' cost against 9ca0104 (a
+# section of its own, about 5 minutes)
+case " $* " in *" --quick "*) "$PY" bench/startup.py --quick || exit ;; *) "$PY" bench/startup.py || exit ;; esac
 # issue 23's sampling and on-CPU accounting against the binary before it (a
 # section of its own; builds that binary once into build/bench/)
 case " $* " in *" --quick "*) exec "$PY" bench/sampling.py --quick ;; esac
