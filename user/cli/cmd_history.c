@@ -242,8 +242,9 @@ static int do_list(const struct history_args *a, struct hist_db *db)
 	for (i = 0; i < n; i++) {
 		printf("%6lld  ", runs[i].id);
 		print_when(stdout, runs[i].at);
-		printf("  %7.2fs  %-6s  %s", runs[i].duration_s, runs[i].python,
-		       printable(runs[i].host, shown, sizeof(shown)));
+		printf("  %7.2fs  %-6s", runs[i].duration_s,
+		       printable(runs[i].python, shown, sizeof(shown)));
+		printf("  %s", printable(runs[i].host, shown, sizeof(shown)));
 		printf(", %s", printable(runs[i].command, shown, sizeof(shown)));
 		print_tags(stdout, &runs[i]);
 		printf("\n");
@@ -288,7 +289,9 @@ static int do_show(const struct history_args *a, struct hist_db *db)
 	printf("run #%lld of series %s\nwhen: ", run.id, printable(run.series, shown, sizeof(shown)));
 	print_when(stdout, run.at);
 	printf(" UTC\nhost: %s\n", printable(run.host, shown, sizeof(shown)));
-	printf("kernel: %s\npython: %s\n", printable(run.kernel, shown, sizeof(shown)), run.python);
+	printf("kernel: %s\n", printable(run.kernel, shown, sizeof(shown)));
+	/* the database's: a file anyone may have written */
+	printf("python: %s\n", printable(run.python, shown, sizeof(shown)));
 	printf("command: %s\n", printable(run.command, shown, sizeof(shown)));
 	printf("source: %s\nduration: %.3f s\ntags:", printable(run.source, shown, sizeof(shown)),
 	       run.duration_s);

@@ -171,7 +171,9 @@ static void print_all(FILE *f, const struct py_target *t, const struct py_tasks 
 		fputs("\nNo asyncio tasks (asyncio not imported, or no task alive)\n", f);
 	for (i = 0; i < all->n; i++)
 		print_task_text(f, all, &shown[i]);
-	if (all->truncated)
+	if (all->seen_full)
+		fputs("\n[truncated: more distinct tasks than a walk keeps: the target's task lists are forged or corrupt]\n", f);
+	else if (all->truncated)
 		fputs("\n[truncated: more tasks than read within the bounds]\n", f);
 }
 

@@ -79,7 +79,7 @@ struct walk {
 	struct py_tasks *out;
 	uint64_t deadline_ns;
 	uint64_t *seen;			/* open-addressing set of task addresses */
-	size_t seen_cap;
+	size_t seen_cap, nseen;
 	unsigned calls;
 	unsigned flags;
 	size_t skip;			/* tasks found but passed over, left */
@@ -107,7 +107,9 @@ static int over_budget(struct walk *w)
 	return 0;
 }
 
-/* 1 if addr was seen already; else remembers it. */
+/* 1 if addr was seen already; else remembers it. -1: the set holds all it
+ * may (two thirds of its slots), more distinct tasks than a walk keeps: a
+ * full set would never end a probe for a new address. */
 static int seen_before(struct walk *w, uint64_t addr)
 {
 	size_t i = hash_first_slot(hash_u64(addr), w->seen_cap);
@@ -117,7 +119,10 @@ static int seen_before(struct walk *w, uint64_t addr)
 			return 1;
 		i = hash_next_slot(i, w->seen_cap);
 	}
+	if (w->nseen >= w->seen_cap / 3 * 2)
+		return -1;
 	w->seen[i] = addr;
+	w->nseen++;
 	return 0;
 }
 
@@ -306,11 +311,21 @@ static int add_task(struct walk *w, uint64_t addr, int running)
 {
 	struct py_task *task;
 	uint64_t coro = 0;
-	int off;
+	int off, seen;
 
 	if (over_budget(w))
 		return 1;
-	if (!addr || seen_before(w, addr) || !py_type_is(&w->r, addr, TASK_TYPE))
+	/* only tasks enter the set: a forged list of anything else does not
+	 * fill it */
+	if (!addr || !py_type_is(&w->r, addr, TASK_TYPE))
+		return 0;
+	seen = seen_before(w, addr);
+	if (seen < 0) {
+		w->out->truncated = 1;
+		w->out->seen_full = 1;
+		return 1;
+	}
+	if (seen)
 		return 0;
 	if (w->skip) {
 		w->skip--;

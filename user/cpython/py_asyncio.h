@@ -68,6 +68,7 @@ struct py_tasks {
 	size_t n, cap;
 	struct py_task_index *index;	/* by address: py_asyncio_task_at's */
 	int truncated;			/* stopped at a bound: more tasks may exist */
+	int seen_full;			/* ... its set of the tasks seen was full */
 	size_t skipped;			/* tasks passed over (py_asyncio_tasks_from) */
 	const char *source;		/* where the list was found */
 	unsigned long reads;		/* of target memory, for the walk */

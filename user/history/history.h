@@ -121,6 +121,8 @@ struct hist_series {
 	size_t nruns;
 	struct hist_series_metric *metrics;
 	size_t nmetrics, cap;
+	size_t *slots;		/* by key (hash.h): index + 1, 0 empty */
+	size_t nslots;		/* a power of two, at least twice nmetrics */
 };
 
 /* The judged metrics of runs (oldest first): -1 out of memory. */

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grow.h"
+#include "hash.h"
 #include "history.h"
+#include "printable.h"
 
 int hist_judge(const double *values, const struct hist_rule *rule, struct hist_stats *st)
 {
@@ -69,15 +71,44 @@ static void metric_label(char *out, size_t len, const struct hist_metric *m)
 		snprintf(out, len, "%s: GIL waits behind %s, s/s", proc, m->name);
 }
 
+/* The slot of key in s->slots: its metric's, or the empty one it would
+ * take. A run of deep stacks of distinct functions holds ~200,000 metrics,
+ * each looked up once a run: a linear look-up took 106 s for 120,000. */
+static size_t metric_slot(const struct hist_series *s, const char *key)
+{
+	size_t i = hash_first_slot(fnv1a_str(FNV1A_BASIS, key), s->nslots);
+
+	while (s->slots[i] && strcmp(s->metrics[s->slots[i] - 1].key, key))
+		i = hash_next_slot(i, s->nslots);
+	return i;
+}
+
+/* Twice the slots, the metrics placed again: -1 out of memory. */
+static int grow_slots(struct hist_series *s)
+{
+	size_t n = s->nslots ? s->nslots * 2 : 1024, i;
+	size_t *old = s->slots;
+
+	s->slots = calloc(n, sizeof(*s->slots));
+	if (!s->slots) {
+		s->slots = old;
+		return -1;
+	}
+	free(old);
+	s->nslots = n;
+	for (i = 0; i < s->nmetrics; i++)
+		s->slots[metric_slot(s, s->metrics[i].key)] = i + 1;
+	return 0;
+}
+
 static long find_metric(const struct hist_series *s, const char *key)
 {
 	size_t i;
 
-	/* a series has a few hundred metrics: the lookup is not the cost */
-	for (i = 0; i < s->nmetrics; i++)
-		if (!strcmp(s->metrics[i].key, key))
-			return (long)i;
-	return -1;
+	if (!s->nslots)
+		return -1;
+	i = metric_slot(s, key);
+	return s->slots[i] ? (long)s->slots[i] - 1 : -1;
 }
 
 static long add_metric(struct hist_series *s, const char *key, const struct hist_metric *m,
@@ -86,7 +117,8 @@ static long add_metric(struct hist_series *s, const char *key, const struct hist
 	struct hist_series_metric *sm;
 	char label[1200];
 
-	if (GROW_ARRAY(s->metrics, s->cap, s->nmetrics + 1))
+	if (GROW_ARRAY(s->metrics, s->cap, s->nmetrics + 1) ||
+	    ((s->nmetrics + 1) * 2 > s->nslots && grow_slots(s)))
 		return -1;
 	sm = &s->metrics[s->nmetrics];
 	memset(sm, 0, sizeof(*sm));
@@ -99,6 +131,7 @@ static long add_metric(struct hist_series *s, const char *key, const struct hist
 		free(sm->key), free(sm->label), free(sm->values);
 		return -1;
 	}
+	s->slots[metric_slot(s, key)] = s->nmetrics + 1;
 	return (long)s->nmetrics++;
 }
 
@@ -204,6 +237,7 @@ void hist_series_free(struct hist_series *s)
 		free(s->metrics[i].values);
 	}
 	free(s->metrics);
+	free(s->slots);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -212,13 +246,15 @@ static void print_metric(FILE *f, const struct hist_series *s, const struct hist
 {
 	const char *unit = sm->is_share ? "%" : " ms/s";
 	double scale = sm->is_share ? 1 : 10;	/* percent of a second: ms per s */
+	char shown[4 * 1200];
 	size_t i;
 	int gone = 1;
 
 	/* gone: what is left is under 5% of what was (a collection at exit) */
 	for (i = s->nruns - rule->last; i < s->nruns; i++)
 		gone = gone && sm->values[i] < 0.05 * sm->st.mean;
-	fprintf(f, "  %s%s\n    was %.3g%s (sd %.2g), now", sm->label,
+	/* function and process names are the target's */
+	fprintf(f, "  %s%s\n    was %.3g%s (sd %.2g), now", printable(sm->label, shown, sizeof(shown)),
 		gone && sm->verdict == HIST_IMPROVED ? ": gone" : "", sm->st.mean * scale, unit,
 		sm->st.sd * scale);
 	for (i = s->nruns - rule->last; i < s->nruns; i++)
