@@ -581,7 +581,7 @@ int py_asyncio_tasks_from(const struct py_target *t, unsigned flags, size_t skip
 			 flags & PY_TASKS_QUICK ? PY_TASKS_WALK_NS : PY_TASKS_BUDGET_NS);
 	if (!w.A->list) {
 		/* no .AsyncioDebug mapped: asyncio was never imported */
-		if (!py_asyncio_offsets_read(t, &w.off)) {
+		if (!py_asyncio_offsets_read(t, w.deadline_ns, &w.off)) {
 			out->source = "the thread states' task lists (.AsyncioDebug offsets)";
 			walk_threads_314(&w);
 		}

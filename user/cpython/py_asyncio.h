@@ -113,8 +113,11 @@ struct py_asyncio_offsets {
 
 /* 0 and *out from the first mapped ELF file (the interpreter's first, then
  * any _asyncio module) with a .AsyncioDebug section whose offsets fit the
- * objects they describe; -1 if none (asyncio not imported yet). */
-int py_asyncio_offsets_read(const struct py_target *t, struct py_asyncio_offsets *out);
+ * objects they describe; -1 if none (asyncio not imported yet). Each file
+ * is parsed once per process, a few at most, none after deadline_ns
+ * (CLOCK_MONOTONIC); the answer is kept for the process. */
+int py_asyncio_offsets_read(const struct py_target *t, uint64_t deadline_ns,
+			    struct py_asyncio_offsets *out);
 /* The same checks on a copy of the section (len bytes); 0 or -1. */
 int py_asyncio_offsets_parse(const void *blob, size_t len, struct py_asyncio_offsets *out);
 

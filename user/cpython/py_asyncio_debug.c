@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "clock.h"
 #include "elf_syms.h"
 #include "line_read.h"
 #include "mapped_file.h"
@@ -89,38 +90,99 @@ static int is_asyncio_module(const char *path)
 	return !strncmp(base, "_asyncio.", 9) && strstr(base, ".so");
 }
 
-static int from_modules(const struct py_target *t, struct py_asyncio_offsets *out)
+/*
+ * What was learnt of a process, kept across walks (the recorder's <task
+ * NAME> refresh walks every second): the offsets once found, else the
+ * files already parsed for them. A target chooses the files named
+ * _asyncio.*.so it maps, and how often: each is parsed once per process,
+ * MODULE_FILES_MAX of them at most, and never past the walk's deadline
+ * (a parse may read a section-name table of 64 MiB).
+ */
+#define MODULE_FILES_MAX	4
+#define CACHED_PROCESSES	64
+
+struct module_cache {
+	pid_t pid;
+	uint64_t runtime_addr;		/* with pid: this process, not a later one */
+	int found, interp_tried;
+	struct py_asyncio_offsets off;
+	size_t ntried;
+	struct { dev_t dev; ino_t ino; } tried[MODULE_FILES_MAX];
+};
+static struct module_cache cached[CACHED_PROCESSES];
+static size_t next_evicted;
+
+static struct module_cache *cache_of(const struct py_target *t)
+{
+	struct module_cache *c;
+	size_t i;
+
+	for (i = 0; i < CACHED_PROCESSES; i++)
+		if (cached[i].pid == t->pid && cached[i].runtime_addr == t->runtime_addr)
+			return &cached[i];
+	c = &cached[next_evicted++ % CACHED_PROCESSES];
+	*c = (struct module_cache){ .pid = t->pid, .runtime_addr = t->runtime_addr };
+	return c;
+}
+
+/* 1 if the file was parsed for c already; else notes it (0), or -1 when
+ * c has parsed all it may. */
+static int tried_before(struct module_cache *c, const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < c->ntried; i++)
+		if (c->tried[i].dev == st->st_dev && c->tried[i].ino == st->st_ino)
+			return 1;
+	if (c->ntried >= MODULE_FILES_MAX)
+		return -1;
+	c->tried[c->ntried].dev = st->st_dev;
+	c->tried[c->ntried++].ino = st->st_ino;
+	return 0;
+}
+
+static int from_modules(const struct py_target *t, struct module_cache *c, uint64_t deadline_ns)
 {
 	char path[64], line[PATH_MAX + 128];
 	struct mapped_file m;
 	struct stat st;
-	int found = 0, lines = 0, fd;
+	int lines = 0, fd, seen;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
-	while (!found && lines++ < MAPS_LINES_MAX && line_read(f, line, sizeof(line), NULL) >= 0) {
+	while (!c->found && c->ntried < MODULE_FILES_MAX && lines++ < MAPS_LINES_MAX &&
+	       monotonic_ns() < deadline_ns && line_read(f, line, sizeof(line), NULL) >= 0) {
 		if (mapped_file_parse(line, &m) || m.offset != 0 || !is_asyncio_module(m.path))
 			continue;
 		fd = mapped_file_open(t->pid, &m, &st);
 		if (fd < 0)
 			continue;
-		found = !from_fd(fd, out);
+		seen = tried_before(c, &st);
+		if (!seen)
+			c->found = !from_fd(fd, &c->off);
 		close(fd);
 	}
 	fclose(f);
-	return found ? 0 : -1;
+	return c->found ? 0 : -1;
 }
 
-int py_asyncio_offsets_read(const struct py_target *t, struct py_asyncio_offsets *out)
+int py_asyncio_offsets_read(const struct py_target *t, uint64_t deadline_ns,
+			    struct py_asyncio_offsets *out)
 {
+	struct module_cache *c = cache_of(t);
 	struct stat st;
 
 	/* the interpreter's descriptor is shared: check it is still the file */
-	if (t->elf_fd > 0 && !fstat(t->elf_fd, &st) && st.st_dev == t->elf_dev &&
-	    st.st_ino == t->elf_ino && !from_fd(t->elf_fd, out))
-		return 0;
-	return from_modules(t, out);
+	if (!c->found && !c->interp_tried && t->elf_fd > 0 && !fstat(t->elf_fd, &st) &&
+	    st.st_dev == t->elf_dev && st.st_ino == t->elf_ino) {
+		c->interp_tried = 1;
+		c->found = !from_fd(t->elf_fd, &c->off);
+	}
+	if (!c->found && from_modules(t, c, deadline_ns))
+		return -1;
+	*out = c->off;
+	return 0;
 }
