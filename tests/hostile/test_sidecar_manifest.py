@@ -113,3 +113,32 @@ def test_readme_sidecar_section_does_not_call_it_unprivileged():
     section = " ".join(text[start:text.index("\n## ", start + 1)].split())
     assert "every other dropped, not privileged" not in section
     assert "not unprivileged" in section and "Security" in section
+
+
+AGENT = ROOT / "deploy" / "kubernetes" / "ebpfprof-node-agent.yaml"
+
+
+def agent_env():
+    try:
+        import yaml
+    except ImportError:
+        cannot_run("python3-yaml is not installed (scripts/deps.sh)")
+    (c,) = yaml.safe_load(AGENT.read_text())["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value") for e in c["env"]}
+
+
+def test_node_agent_sends_its_token_over_https_by_default():
+    """Issue 44, item 8: the bearer token is a credential; the manifest's
+    default URL was http:// (9ca0104)."""
+    assert agent_env()["PUSH_URL"].startswith("https://")
+
+
+def test_node_agent_match_is_one_application():
+    """Issue 44, item 8: every Pod of the node shares the agent's 16 slots;
+    the default match was "python" (9ca0104), any tenant's process. Now one
+    application's command line, anchored."""
+    match = re.compile(agent_env()["PUSH_MATCH"])
+    assert match.search("python3 /app/app.py")
+    for other in ("python3 /home/tenant/flood.py", "/usr/bin/python3 -c pass",
+                  "python3 /app/app.py.bak", "sh -c python3 /app/app.py"):
+        assert not match.search(other), other
