@@ -20,6 +20,7 @@
 #include "history.h"
 #include "parse_num.h"
 #include "printable.h"
+#include "sudo_user.h"
 
 #define MAX_ARGS 1024
 
@@ -358,13 +359,17 @@ int cmd_history(int argc, char **argv)
 {
 	struct history_args a = { .rule = { .last = 3, .window = 10, .sigmas = 3, .floor = 1 } };
 	struct argp argp = { option_list, parse_option, "ACTION [ARGS...]", doc, NULL, NULL, NULL };
+	struct fs_identity root;
 	struct hist_db *db;
-	int add, rc;
+	int add, rc = 1;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	add = !strcmp(a.action, "add");
+	/* the database, the recordings added and the plot are the user's
+	 * files: under sudo, read and written as them */
+	sudo_fs_enter(&root);
 	if (open_db(&a, add, &db))
-		return 1;
+		goto out;
 	if (add)
 		rc = do_add(&a, db);
 	else if (!strcmp(a.action, "list"))
@@ -374,5 +379,7 @@ int cmd_history(int argc, char **argv)
 	else
 		rc = do_judged(&a, db);
 	hist_db_close(db);
+out:
+	sudo_fs_leave(&root);
 	return rc;
 }

@@ -38,6 +38,7 @@
 #include "rotate.h"
 #include "states.h"
 #include "stop_signal.h"
+#include "sudo_user.h"
 #include "target_pick.h"
 #include "writer.h"
 
@@ -534,6 +535,7 @@ static void store_history(const struct options *o, const char *source, const str
 	struct hist_add add = { o->history, source, (long long)time(NULL), o->tags, o->ntags };
 	struct recording r;
 	struct hist_db *db = NULL;
+	struct fs_identity root;
 	char *buf = NULL, err[ERRLEN], shown[4 * ERRLEN];
 	size_t len = 0;
 	long long id = 0;
@@ -544,9 +546,14 @@ static void store_history(const struct options *o, const char *source, const str
 	snprintf(err, sizeof(err), "out of memory");
 	if (f && !speedscope_writer.write(p, wopts, f) && !fclose(f)) {
 		f = NULL;
+		/* the database is the user's: under sudo, made and written as them */
+		sudo_fs_enter(&root);
 		rc = recording_read_buffer(&r, "the recording", buf, len, err, sizeof(err)) ||
 		     open_history(o, &db, err, sizeof(err)) ||
 		     hist_add_recording(db, &add, &r, &id, err, sizeof(err)) ? -1 : 0;
+		hist_db_close(db);
+		db = NULL;
+		sudo_fs_leave(&root);
 	}
 	if (f)
 		fclose(f);

@@ -45,18 +45,9 @@ static const char *const migrations[HIST_SCHEMA_VERSION] = {
 	"CREATE INDEX metrics_by_run ON metrics(run);",
 };
 
-/* Under sudo, what ebpfprof makes for the user is theirs. */
-static void give_to_user(const char *path)
-{
-	uid_t uid;
-	gid_t gid;
-
-	if (sudo_user(&uid, &gid) && chown(path, uid, gid) && errno != ENOENT)
-		fprintf(stderr, "ebpfprof history: cannot give %s to uid %d: %s\n", path,
-			(int)uid, strerror(errno));
-}
-
-/* mkdir -p of the folders of path below home, each made given to the user. */
+/* mkdir -p of the folders of path below home. Under sudo the caller works
+ * as the user (sudo_fs_enter): what is made is theirs, and made only where
+ * they may make it, whatever their symlinks point at. */
 static int make_folders(const char *path, size_t home_len, char *err, size_t errlen)
 {
 	char dir[4096];
@@ -67,9 +58,7 @@ static int make_folders(const char *path, size_t home_len, char *err, size_t err
 		if (dir[i] != '/')
 			continue;
 		dir[i] = 0;
-		if (!mkdir(dir, 0700))
-			give_to_user(dir);
-		else if (errno != EEXIST) {
+		if (mkdir(dir, 0700) && errno != EEXIST) {
 			snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
 			return -1;
 		}
@@ -184,17 +173,6 @@ fail:
 	return -1;
 }
 
-static void give_files_to_user(const char *path)
-{
-	char side[4200];
-
-	give_to_user(path);
-	snprintf(side, sizeof(side), "%s-wal", path);
-	give_to_user(side);
-	snprintf(side, sizeof(side), "%s-shm", path);
-	give_to_user(side);
-}
-
 /* WAL: readers never wait for a writer, a killed writer's transaction is
  * not in the database. Switching a new file to it needs it alone, and
  * SQLite says "locked" at once instead of waiting when several writers
@@ -233,17 +211,22 @@ int hist_db_open(struct hist_db **out, const char *path, int create, char *err, 
 		return -1;
 	}
 	if (sqlite3_open_v2(path, &h->db, flags | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-			 h->db ? sqlite3_errmsg(h->db) : "out of memory");
+		int e = h->db ? sqlite3_system_errno(h->db) : 0;
+
+		snprintf(err, errlen, "%s: cannot open: %s%s%s%s", path,
+			 h->db ? sqlite3_errmsg(h->db) : "out of memory", e ? " (" : "",
+			 e ? strerror(e) : "", e ? ")" : "");
 		goto fail;
 	}
 	sqlite3_busy_timeout(h->db, BUSY_TIMEOUT_MS);
+	/* a database anyone may have written: no schema object runs SQL
+	 * functions it names, no writes to the schema behind SQLite's back */
+	sqlite3_db_config(h->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	sqlite3_db_config(h->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 	if (check_identity(h, &v, err, errlen) || wal_mode(h, err, errlen) ||
 	    exec(h, "PRAGMA foreign_keys = ON", err, errlen) ||
 	    (v < HIST_SCHEMA_VERSION && migrate(h, err, errlen)))
 		goto fail;
-	if (create)
-		give_files_to_user(path);
 	*out = h;
 	return 0;
 fail:
@@ -349,7 +332,6 @@ int hist_db_add(struct hist_db *h, struct hist_run *run, char *err, size_t errle
 		sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
 	}
-	give_files_to_user(h->path);
 	return 0;
 }
 

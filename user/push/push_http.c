@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "push_http.h"
+#include "sudo_user.h"
 #include "states.h"
 #include "writer.h"
 
@@ -80,17 +81,39 @@ int push_http_init(struct push_http *h, const char *url, char *err, size_t len)
 	return 0;
 }
 
+/* Opens a credential file named on the command line: under sudo as the
+ * user who ran it, so that a file only root may read never reaches the
+ * URL they chose. */
+static int open_secret(const char *path, const char *what, char *err, size_t len)
+{
+	struct fs_identity root;
+	uid_t uid;
+	gid_t gid;
+	int fd, e;
+
+	sudo_fs_enter(&root);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	e = errno;
+	sudo_fs_leave(&root);
+	if (fd >= 0)
+		return fd;
+	if (e == EACCES && sudo_user(&uid, &gid))
+		snprintf(err, len, "cannot read %s %s: %s (read as uid %d, who ran sudo)", what,
+			 path, strerror(e), (int)uid);
+	else
+		snprintf(err, len, "cannot read %s %s: %s", what, path, strerror(e));
+	return -1;
+}
+
 int push_read_secret(const char *path, const char *what, char *out, size_t outlen,
 		     char *err, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = open_secret(path, what, err, len);
 	struct stat st;
 	ssize_t n = -1;
 
-	if (fd < 0) {
-		snprintf(err, len, "cannot read %s %s: %s", what, path, strerror(errno));
+	if (fd < 0)
 		return -1;
-	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > PUSH_SECRET_MAX) {
 		snprintf(err, len, "%s %s refused: not a regular file of at most 4 KiB", what, path);
 	} else if (st.st_mode & 007) {
