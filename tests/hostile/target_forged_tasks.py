@@ -5,6 +5,9 @@ that only a reader from outside walks the forgery. Prints "ready" once forged.
          never comes back to the thread state's head;
   huge   (before 3.14) a million ints added to the set under the WeakSet of
          all tasks: a million entries that are no weak reference;
+  refs   (before 3.14) 300,000 weak references to as many objects that are
+         no task, in that set: more distinct addresses than a walk's set of
+         those seen holds;
   names  nothing forged, but task names with terminal controls, newlines,
          ';' and a bidi override, one of them running (a CPU-bound task)."""
 import asyncio
@@ -37,6 +40,21 @@ def forge_huge():
     holder.data.update(range(1_000_000))
 
 
+class NoTask:
+    pass
+
+
+KEEP = []
+
+
+def forge_refs():
+    import asyncio.tasks as t
+    import weakref
+    holder = getattr(t, "_all_tasks", None) or t._scheduled_tasks
+    KEEP.extend(NoTask() for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 300_000))
+    holder.data.update(weakref.ref(o) for o in KEEP)
+
+
 NAMES = ["a;b\nc\x1b[31mred\u202eevil", "x;y\nz\x1b]0;title\x07"]
 
 
@@ -61,7 +79,7 @@ async def main():
         return await names()
     tasks = [asyncio.create_task(nap(), name=f"nap-{i}") for i in range(3)]
     await asyncio.sleep(0.1)
-    forge_cycle(tasks) if mode == "cycle" else forge_huge()
+    {"cycle": lambda: forge_cycle(tasks), "huge": forge_huge, "refs": forge_refs}[mode]()
     print("ready", flush=True)
     time.sleep(3600)
 
