@@ -19,14 +19,17 @@ SLEEPER = "import time; time.sleep(60)"
 
 def children_of(pid):
     """The pids whose parent is pid now, but its reader of target memory
-    (REMOTE_READER_COMM in user/base/remote_reader.h), which records nothing."""
+    (user/base/remote_reader.c), which records nothing: a fork with no exit
+    signal (stat's field 38 is 0), named REMOTE_READER_COMM once it has set
+    its name (a fresh one is caught now and then before it has)."""
     kids = set()
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
             stat = (d / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and "(ebpfprof-read) " not in stat:
+            fields = stat.rsplit(")", 1)[1].split()   # from field 3, the state
+            if int(fields[1]) == pid and "(ebpfprof-read) " not in stat and int(fields[35]) != 0:
                 kids.add(int(d.name))
         except (OSError, ValueError, IndexError):
             pass

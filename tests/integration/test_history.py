@@ -10,6 +10,7 @@ newer schema and a corrupt file are refused in one line."""
 import os
 import signal
 import sqlite3
+import tempfile
 import subprocess
 import sys
 import time
@@ -301,10 +302,18 @@ def test_diff_share(series):
     assert "pts" in grew
 
 
-def test_default_database_is_the_sudo_users(one_recording, tmp_path):
+def test_default_database_is_the_sudo_users(one_recording):
     """Under sudo the database and its folder are the user's who ran sudo:
-    $XDG_DATA_HOME/ebpfprof/history.db, made theirs."""
-    xdg = tmp_path / "xdg"
+    $XDG_DATA_HOME/ebpfprof/history.db, made as them (a folder they can
+    reach: pytest's tmp_path is root's alone, and root no longer does this
+    work for them)."""
+    xdg = Path(tempfile.mkdtemp(prefix="ebpfprof-xdg-", dir="/tmp")) / "xdg"
+    xdg.parent.chmod(0o777)
+    # the recording too is read as them
+    theirs = xdg.parent / "recording.speedscope.json"
+    theirs.write_bytes(Path(one_recording).read_bytes())
+    theirs.chmod(0o644)
+    one_recording = theirs
     env = dict(os.environ, XDG_DATA_HOME=str(xdg), SUDO_UID="4321", SUDO_GID="4322")
     res = subprocess.run([str(EBPFPROF), "history", "add", "mine", str(one_recording)],
                          capture_output=True, text=True, env=env, timeout=60)
