@@ -27,7 +27,11 @@ def sleeper(until):
 if __name__ == "__main__":
     args = common.parse({"--sleepers": {"type": int, "default": 300}})
     until = time.monotonic() + args.seconds
-    threading.Thread(target=early_busy, args=(until,), name="early-busy", daemon=True).start()
+    early = threading.Thread(target=early_busy, args=(until,), name="early-busy", daemon=True)
+    early.start()
     for _ in range(args.sleepers):
         threading.Thread(target=sleeper, args=(until,), daemon=True).start()
+    # the busy threads' ids, written at once: a reader need not wait for the end
+    common.write_truth(args, {"main": threading.main_thread().native_id,
+                              "early_busy": early.native_id})
     spin(until)

@@ -1029,6 +1029,8 @@ int cmd_record(int argc, char **argv)
 	cc.on_tick = on_tick;
 	cc.on_period = on_period;
 	cc.ctx = &run;
+	if (session_check_env(err, sizeof(err)))
+		die(err);
 	if (!o.command) {
 		/* a running target is known before the programs load: only what
 		 * it needs is loaded (its GC probes) */

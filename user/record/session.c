@@ -54,8 +54,9 @@ void session_unfollow(struct session *s, pid_t pid)
 }
 
 /* EBPFPROF_GIL_READ_GAP_US: how often at most a thread's GIL waits are read
- * for their holder (bpf/offcpu.bpf.c, gil_read_due); 0: every one. */
-static int set_gil_read_gap(struct session *s, char *err, size_t errlen)
+ * for their holder (bpf/offcpu.bpf.c, gil_read_due); 0: every one. 1 and
+ * *ns when set, 0 when not, -1 with err when it is not a number in range. */
+static int gil_read_gap(uint64_t *ns, char *err, size_t errlen)
 {
 	const char *text = getenv("EBPFPROF_GIL_READ_GAP_US");
 	unsigned long long us;
@@ -70,8 +71,25 @@ static int set_gil_read_gap(struct session *s, char *err, size_t errlen)
 			 "from 0 to %u, not '%.40s'", SESSION_GIL_READ_GAP_MAX_US, text);
 		return -1;
 	}
-	s->skel->rodata->ep_gil_read_gap_ns = us * 1000;
-	return 0;
+	*ns = us * 1000;
+	return 1;
+}
+
+int session_check_env(char *err, size_t errlen)
+{
+	uint64_t ns;
+
+	return gil_read_gap(&ns, err, errlen) < 0 ? -1 : 0;
+}
+
+static int set_gil_read_gap(struct session *s, char *err, size_t errlen)
+{
+	uint64_t ns;
+	int rc = gil_read_gap(&ns, err, errlen);
+
+	if (rc > 0)
+		s->skel->rodata->ep_gil_read_gap_ns = ns;
+	return rc < 0 ? -1 : 0;
 }
 
 /* The reader is held up when it is away from the ring buffer: between two

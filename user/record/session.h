@@ -59,6 +59,9 @@ struct session_opts {
  * translate; o->pidns_dev and o->pidns_ino then name it. Else 0. */
 int session_opts_pidns(struct session_opts *o);
 
+/* The environment's settings of the session (EBPFPROF_GIL_READ_GAP_US)
+ * checked before anything is done: 0, or -1 with one line in err. */
+int session_check_env(char *err, size_t errlen);
 /* Loads and attaches the samplers. NULL with err filled on failure. */
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen);
 enum gc_probe_kind {
