@@ -499,7 +499,8 @@ static __always_inline void walk_frames_bounded(const struct ep_proc_cfg *cfg,
  * stack_id that names the stack in later records (emit_stack_by_id, the
  * off-CPU tracker's stack records); flags a truncated stack. The frames
  * are walked by global functions (bpf/walk.bpf.c), verified once per
- * program whatever its callers; with bpf_loop where the kernel has it. */
+ * program whatever its callers: ep_walk_frames from 5.17, ep_walk_chunk
+ * before (the loop kind is the program's, see maps.bpf.h). */
 static __always_inline void walk_frames(const struct ep_proc_cfg *cfg, struct ep_scratch *sc,
 					__u64 frame, int loop)
 {
