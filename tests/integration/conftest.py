@@ -4,6 +4,8 @@ profiler, as root, with the kernel's BPF. Nothing on the kernel side is faked.
 A test that cannot run here (not root, no BTF, an interpreter missing) says why
 and is skipped; under CI (CI=true) the same condition fails the test instead,
 so nothing is silently skipped there."""
+import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -146,10 +148,15 @@ class Workload:
             raise RuntimeError(f"workload did not start: {line!r} {self.proc.stderr.read()}")
         self.pid = int(line.strip().split("=")[1])
 
+    _chroot_truths = itertools.count()
+
     def _chroot_truth(self, interp, truth):
-        # the chroot's /tmp is shared with other test runs: name it per run
-        name = f"{os.getpid()}-{Path(truth).name}"
+        # the chroot's /tmp is shared with other tests and runs: a name per
+        # workload, so a test waiting for its truth never reads an older one
+        name = f"{os.getpid()}-{next(self._chroot_truths)}-{Path(truth).name}"
         self.truth_path = str(Path(interp.chroot) / "tmp" / name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.truth_path)
         return "/tmp/" + name
 
     def wait(self, timeout=60):
