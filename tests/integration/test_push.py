@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EBPFPROF, ROOT, require_interpreter, run_ebpfprof
+from conftest import EBPFPROF, ROOT, cannot_run, require_interpreter, run_ebpfprof
 
 LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NAME = re.compile(r"(?P<app>[^{}=,]+)\{(?P<labels>[^{}]*)\}\Z")
@@ -542,7 +542,10 @@ def test_node_agent_manifest_least_privilege_and_push(tmp_path):
     its fields are checked here), pushing to a configurable URL with a
     token from a Secret mounted 0400, and its arguments are accepted by
     ebpfprof itself."""
-    yaml = pytest.importorskip("yaml")
+    try:
+        import yaml
+    except ImportError:
+        cannot_run("python3-yaml is not installed (scripts/deps.sh installs it)")
     agent = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "ebpfprof-node-agent.yaml").read_text())
     sidecar = yaml.safe_load((ROOT / "deploy" / "kubernetes" / "ebpfprof-sidecar.yaml").read_text())
     assert agent["kind"] == "DaemonSet"
