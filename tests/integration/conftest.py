@@ -248,6 +248,19 @@ class Profile:
     def weight_with_leaf(self, leaf, profile=None):
         return sum(w for names, w in self.stacks(profile) if names[-1] == leaf)
 
+    UNIT_SECONDS = {"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1.0}
+
+    def seconds(self, profile=None, fn=None):
+        """The time of a thread's samples (every thread's if no profile),
+        of those with fn on their stack if fn is given, in seconds: where
+        a weight meets a time, its unit is never guessed."""
+        total = 0.0
+        for p in [profile] if profile else self.doc["profiles"]:
+            unit = self.UNIT_SECONDS[p["unit"]]
+            total += unit * sum(w for s, w in zip(p["samples"], p["weights"])
+                                if s and (fn is None or fn in (self.frames[i]["name"] for i in s)))
+        return total
+
 
 def read_gc_log(path):
     """(session header, collections, waits) of a --gc-log file."""
