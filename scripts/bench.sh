@@ -36,4 +36,7 @@ case " $* " in *" --quick "*) "$PY" bench/startup.py --quick || exit ;; *) "$PY"
 case " $* " in *" --quick "*) exec "$PY" bench/sampling.py --quick ;; esac
 "$PY" bench/sampling.py || exit
 # --native against without it, and how deep it reaches (a section of its own)
-exec "$PY" bench/native.py
+"$PY" bench/native.py || exit
+# the 10-minute soak: memory growth of a long recording (<= 10 MiB an hour),
+# written to build/bench/soak.json for the next report
+exec make soak
