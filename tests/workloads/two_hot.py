@@ -24,19 +24,20 @@ def crunch_b(rounds):
 
 def main():
     args = common.parse()
-    spent = {"crunch_a": 0.0, "crunch_b": 0.0}
-    # each call's length drawn at random (2:1 on average): a cycle of fixed
-    # length (~0.3 ms) beats against a fixed sampling period and makes the
-    # samples of one recording move together, far past binomial error
-    draw = __import__("random").Random().uniform
+    spent, draw = {"crunch_a": 0.0, "crunch_b": 0.0}, __import__("random").Random().uniform
     deadline = time.monotonic() + args.seconds
     while time.monotonic() < deadline:
         for name, fn, rounds in (("crunch_a", crunch_a, 6000), ("crunch_b", crunch_b, 3000)):
             t = time.thread_time()
-            fn(int(rounds * draw(0.5, 1.5)))
+            fn(int(rounds * draw(0.5, 1.5)))  # a length drawn: see the end of this file
             spent[name] += time.thread_time() - t
     common.write_truth(args, {"cpu_seconds": spent})
 
 
 if __name__ == "__main__":
     main()
+
+# Each call's length is drawn at random (2:1 on average): a cycle of fixed
+# length (~0.3 ms) beats against a fixed sampling period and makes the
+# samples of one recording move together, far past binomial error. The
+# lines above are the tests' (test_versions.py: main 32, <module> 38).
