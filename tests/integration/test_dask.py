@@ -396,8 +396,13 @@ def test_cluster_report_per_prefix_on_local_cluster(tmp_path):
     for prefix, t in truth.items():
         print(f"report: {prefix}: GC {rows[prefix]['gc_s']:.3f} s (gc.callbacks in its tasks {t['gc']:.3f} s)")
     assert rows["garbage"]["gc_s"] >= 0.6 * true_gc > 0, (rows, truth)
+    # and not much more: the tasks' own collections, and those the runner's
+    # work around them set off (under the task's label, not in its truth:
+    # 0.19 s on crunch, whose tasks make no garbage, against 1.54 s measured)
+    assert rows["garbage"]["gc_s"] <= 1.35 * truth["garbage"]["gc"] + 0.05, (rows, truth)
+    assert sum(r["gc_s"] for r in rows.values()) <= 1.5 * true_gc + 0.1, (rows, truth)
     nap_off = truth["nap"]["wall"] - truth["nap"]["cpu"]
-    assert rows["nap"]["io_sleep_s"] >= 0.8 * nap_off, (rows["nap"], truth["nap"])
+    assert 0.8 * nap_off <= rows["nap"]["io_sleep_s"] <= 1.05 * nap_off + 0.05, (rows["nap"], truth["nap"])
     assert rows["crunch"]["top_functions"][0]["name"].endswith("crunch"), rows["crunch"]
     assert any(f["name"].endswith("garbage") for f in rows["garbage"]["top_functions"]), rows["garbage"]
     assert sorted(rows["nap"]["workers"]) == [f"{socket.gethostname()}:{pids[workers[0]]}"], rows["nap"]
