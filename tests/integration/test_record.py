@@ -92,7 +92,7 @@ def test_1000_deep_recursion_is_truncated_with_a_marker(workloads, out):
     stacks = [names for names, _ in prof.stacks()]
     assert stacks and all(names[0] == "[truncated]" for names in stacks)
     assert all(names[-1] == "floor" for names in stacks)
-    # the contract (README, Using it): the innermost 512 frames under [truncated]
+    # the contract (docs/recording.md, The speedscope profile): the innermost 512 frames under [truncated]
     assert {len(names) for names in stacks} == {1 + 512}, {len(names) for names in stacks}
     assert all(names[1:] == ["dive"] * 511 + ["floor"] for names in stacks)
     # exactly none lost: "10 lost" must not pass

@@ -3,7 +3,7 @@ InterpreterPoolExecutor): _PyRuntime.interpreters.head names the newest
 interpreter, so the profiler must take .main, or it walks the
 subinterpreter's threads, GIL and modules and loses the main program.
 Code run inside the subinterpreter shows as the main interpreter's frame
-that called into it (README: Limitations)."""
+that called into it (docs/limitations.md)."""
 import time
 
 import pytest
