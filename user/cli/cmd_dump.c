@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "commands.h"
+#include "dump_frames.h"
 #include "dump_tasks.h"
 #include "frame_names.h"
 #include "json.h"
@@ -99,17 +100,6 @@ static void detail_text(const struct dump_snapshot *s, const struct dump_thread 
  * its terminal controls (ESC, C1, bidi overrides) text. */
 #define SHOWN_MAX 4096
 
-void dump_print_frame(FILE *f, const struct py_sym_frame *fr)
-{
-	char name[SHOWN_MAX], file[SHOWN_MAX];
-
-	fprintf(f, "    %s (%s", printable(fr->name, name, sizeof(name)),
-		printable(fr->file ? fr->file : "<unknown>", file, sizeof(file)));
-	if (fr->line > 0)
-		fprintf(f, ":%d", fr->line);
-	fputs(")\n", f);
-}
-
 static void print_text(FILE *f, const struct py_target *t, const struct dump_snapshot *s)
 {
 	char cmd[512], detail[768], line[SHOWN_MAX], path[SHOWN_MAX];
@@ -138,31 +128,16 @@ static void print_text(FILE *f, const struct py_target *t, const struct dump_sna
 	}
 }
 
-static void json_kv_str(FILE *f, const char *key, const char *val)
-{
-	fprintf(f, "\"%s\": ", key);
-	json_write_string(f, val ? val : "");
-}
-
-void dump_json_frame(FILE *f, const struct py_sym_frame *fr)
-{
-	fputc('{', f);
-	json_kv_str(f, "function", fr->name);
-	fputs(", ", f);
-	json_kv_str(f, "file", fr->file);
-	fprintf(f, ", \"line\": %d}", fr->line);
-}
-
 static void json_fd(FILE *f, const struct fd_info *fi)
 {
 	fprintf(f, ", \"fd\": {\"fd\": %d, ", fi->fd);
-	json_kv_str(f, "kind", fi->kind);
+	dump_json_kv_str(f, "kind", fi->kind);
 	fputs(", ", f);
-	json_kv_str(f, "local", fi->local);
+	dump_json_kv_str(f, "local", fi->local);
 	fputs(", ", f);
-	json_kv_str(f, "peer", fi->peer);
+	dump_json_kv_str(f, "peer", fi->peer);
 	fputs(", ", f);
-	json_kv_str(f, "path", fi->path);
+	dump_json_kv_str(f, "path", fi->path);
 	fputs(", \"watched\": [", f);
 	for (int i = 0; i < fi->nwatched; i++)
 		fprintf(f, "%s%d", i ? ", " : "", fi->watched[i]);
@@ -174,7 +149,7 @@ static void json_thread(FILE *f, const struct dump_snapshot *s, const struct dum
 	int j;
 
 	fprintf(f, "    {\"tid\": %d, ", th->tid);
-	json_kv_str(f, "name", th->name);
+	dump_json_kv_str(f, "name", th->name);
 	fprintf(f, ", \"state\": \"%s\", \"state_seconds\": ", dump_state_name(th->state));
 	if (th->state_s >= 0)
 		fprintf(f, "%.6f", th->state_s);
@@ -203,9 +178,9 @@ static void print_json(FILE *f, const struct py_target *t, const struct dump_sna
 
 	procfs_cmdline(s->pid, cmd, sizeof(cmd));
 	fprintf(f, "{\"pid\": %d, ", s->pid);
-	json_kv_str(f, "command", cmd);
+	dump_json_kv_str(f, "command", cmd);
 	fprintf(f, ", \"python\": \"%d.%d.%d\", ", t->major, t->minor, t->micro);
-	json_kv_str(f, "interpreter", t->shown_path);
+	dump_json_kv_str(f, "interpreter", t->shown_path);
 	fputs(", \"gil\": {\"locked\": ", f);
 	fputs(s->gil_locked < 0 ? "null" : s->gil_locked ? "true" : "false", f);
 	fputs(", \"holder\": ", f);

@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "dump_frames.h"
 #include "dump_tasks.h"
 #include "json.h"
 #include "printable.h"

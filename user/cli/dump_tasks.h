@@ -3,14 +3,9 @@
 #ifndef EP_DUMP_TASKS_H
 #define EP_DUMP_TASKS_H
 #include <stdio.h>
-#include "py_symbolizer.h"
 #include "py_target.h"
 
 /* Prints every task of t (prepared) to f. 0, or -1 with err in one line. */
 int dump_tasks(FILE *f, const struct py_target *t, int json, char *err, size_t errlen);
-
-/* cmd_dump.c: one frame, as the thread stacks print it. */
-void dump_print_frame(FILE *f, const struct py_sym_frame *fr);
-void dump_json_frame(FILE *f, const struct py_sym_frame *fr);
 
 #endif
