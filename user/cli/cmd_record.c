@@ -196,16 +196,11 @@ static void check_push_options(struct argp_state *state, struct options *o)
 		pc->spool_max_bytes = (uint64_t)PUSH_SPOOL_DEFAULT_MB << 20;
 }
 
-static error_t parse_option(int key, char *arg, struct argp_state *state)
+/* What to profile: --pid, --match, or a command after --. */
+static error_t parse_target_option(int key, char *arg, struct argp_state *state)
 {
 	struct options *o = state->input;
-	const char *why;
-	unsigned long v;
 
-	if (frame_naming_option(key, &o->naming) ||
-	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN ||
-	    label_options_parse(key, arg, state, &o->label) != ARGP_ERR_UNKNOWN)
-		return 0;
 	switch (key) {
 	case 'p':
 		if (o->pids || o->pid)
@@ -227,6 +222,27 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		o->match = arg;
 		break;
 	}
+	case ARGP_KEY_ARG:
+		/* a command to launch only ever comes after "--", so that a
+		 * mistyped subcommand is never run as a program */
+		if (!o->dashdash || state->next - 1 <= o->dashdash)
+			argp_error(state, "unexpected argument '%s' (a command to launch goes after --)", arg);
+		o->command = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* How long, and what is written where. */
+static error_t parse_output_option(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+	unsigned long v;
+
+	switch (key) {
 	case 'd':
 		if (parse_real(arg, 0, 1, DURATION_MAX_S, &o->duration))
 			argp_error(state, "invalid duration: %s (seconds, > 0, at most a year)", arg);
@@ -241,6 +257,55 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (!o->writer)
 			argp_error(state, "unknown format: %s (speedscope, collapsed, chrome or pprof)", arg);
 		break;
+	case 'G':
+		if (!arg[0])
+			argp_error(state, "invalid --gc-log: an empty file name");
+		o->gc_log = arg;
+		break;
+	case 'W':
+		if (parse_real(arg, 0, 0, THRESHOLD_MAX_MS, &o->wait_threshold_ms))
+			argp_error(state, "invalid wait threshold: %s (milliseconds, 0 to a day)", arg);
+		break;
+	case 'M':
+		if (parse_real(arg, 0, 0, THRESHOLD_MAX_MS, &o->gc_min_ms))
+			argp_error(state, "invalid --gc-min-ms: %s (milliseconds, 0 to a day)", arg);
+		break;
+	case OPT_GROUP_BY:
+		o->group_by = arg;
+		break;
+	case OPT_NATIVE_STACK:
+		if (parse_ulong(arg, 4, CONTROLLER_NATIVE_STACK_MAX_KIB, &v))
+			argp_error(state, "invalid --native-stack: %s (KiB, 4 to %u)", arg,
+				   CONTROLLER_NATIVE_STACK_MAX_KIB);
+		o->native_stack_kib = v;
+		break;
+	case OPT_MAX_PROCESSES:
+		if (parse_ulong(arg, 1, MULTI_MAX_PROCESSES, &v))
+			argp_error(state, "invalid --max-processes: %s (1 to %d)", arg, MULTI_MAX_PROCESSES);
+		o->max_processes = v;
+		break;
+	case OPT_ROTATE:
+		if (parse_real(arg, 0.1, 0, 1e7, &o->rotate))
+			argp_error(state, "invalid rotation period: %s (seconds, at least 0.1)", arg);
+		break;
+	case OPT_KEEP:
+		if (parse_ulong(arg, 1, 1000000, &v))
+			argp_error(state, "invalid --keep: %s (a number of periods, at least 1)", arg);
+		o->keep = v;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* The switches without an argument, and --version, --list-states. */
+static error_t parse_flag_option(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+
+	(void)arg;
+	switch (key) {
 	case 'g':
 		o->gil_only = 1;
 		break;
@@ -253,6 +318,41 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'i':
 		o->idle = 1;
 		break;
+	case OPT_AS_ROOT:
+		o->as_root = 1;
+		break;
+	case 't':
+		o->threads = 1;
+		break;
+	case 'n':
+		o->native = 1;
+		break;
+	case OPT_TASKS:
+		o->tasks = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case 'V':
+		printf("ebpfprof %s\n", EP_VERSION);
+		exit(0);
+	case OPT_LIST_STATES:
+		for (int s = 0; s < STATE_RECORDED; s++)
+			printf("%s\n", sample_state_name(s));
+		exit(0);
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* Where else a recording goes: --history and --push. */
+static error_t parse_store_option(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+	const char *why;
+
+	switch (key) {
 	case OPT_HISTORY:
 		if (!arg[0])
 			argp_error(state, "invalid --history: an empty series name");
@@ -303,97 +403,56 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --push-tenant: %s (1 to 150 of letters, digits and !-_.*'())", arg);
 		o->push.tenant = arg;
 		break;
-	case 'G':
-		if (!arg[0])
-			argp_error(state, "invalid --gc-log: an empty file name");
-		o->gc_log = arg;
-		break;
-	case 'W':
-		if (parse_real(arg, 0, 0, THRESHOLD_MAX_MS, &o->wait_threshold_ms))
-			argp_error(state, "invalid wait threshold: %s (milliseconds, 0 to a day)", arg);
-		break;
-	case OPT_AS_ROOT:
-		o->as_root = 1;
-		break;
-	case 'M':
-		if (parse_real(arg, 0, 0, THRESHOLD_MAX_MS, &o->gc_min_ms))
-			argp_error(state, "invalid --gc-min-ms: %s (milliseconds, 0 to a day)", arg);
-		break;
-	case 't':
-		o->threads = 1;
-		break;
-	case 'n':
-		o->native = 1;
-		break;
-	case OPT_TASKS:
-		o->tasks = 1;
-		break;
-	case OPT_GROUP_BY:
-		o->group_by = arg;
-		break;
-	case OPT_NATIVE_STACK:
-		if (parse_ulong(arg, 4, CONTROLLER_NATIVE_STACK_MAX_KIB, &v))
-			argp_error(state, "invalid --native-stack: %s (KiB, 4 to %u)", arg,
-				   CONTROLLER_NATIVE_STACK_MAX_KIB);
-		o->native_stack_kib = v;
-		break;
-	case OPT_MAX_PROCESSES:
-		if (parse_ulong(arg, 1, MULTI_MAX_PROCESSES, &v))
-			argp_error(state, "invalid --max-processes: %s (1 to %d)", arg, MULTI_MAX_PROCESSES);
-		o->max_processes = v;
-		break;
-	case OPT_ROTATE:
-		if (parse_real(arg, 0.1, 0, 1e7, &o->rotate))
-			argp_error(state, "invalid rotation period: %s (seconds, at least 0.1)", arg);
-		break;
-	case OPT_KEEP:
-		if (parse_ulong(arg, 1, 1000000, &v))
-			argp_error(state, "invalid --keep: %s (a number of periods, at least 1)", arg);
-		o->keep = v;
-		break;
-	case 'v':
-		o->verbose = 1;
-		break;
-	case 'V':
-		printf("ebpfprof %s\n", EP_VERSION);
-		exit(0);
-	case OPT_LIST_STATES:
-		for (int s = 0; s < STATE_RECORDED; s++)
-			printf("%s\n", sample_state_name(s));
-		exit(0);
-	case ARGP_KEY_ARG:
-		/* a command to launch only ever comes after "--", so that a
-		 * mistyped subcommand is never run as a program */
-		if (!o->dashdash || state->next - 1 <= o->dashdash)
-			argp_error(state, "unexpected argument '%s' (a command to launch goes after --)", arg);
-		o->command = &state->argv[state->next - 1];
-		state->next = state->argc;
-		break;
-	case ARGP_KEY_END:
-		if (!o->pid && !o->pids && !o->match && !o->command)
-			argp_error(state, "nothing to profile: give --pid PID, --match REGEX or -- COMMAND");
-		if (!!(o->pid || o->pids) + !!o->match + !!o->command > 1)
-			argp_error(state, "give either --pid, --match or a command, not both");
-		if (o->keep && !o->rotate)
-			argp_error(state, "--keep needs --rotate");
-		label_options_finish(&o->label);
-		if (o->max_processes && !o->pids && !o->match)
-			argp_error(state, "--max-processes needs --match or --pid A,B,...");
-		if (o->group_by && !label_options_named(&o->label, o->group_by))
-			argp_error(state, "--group-by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
-				   o->group_by, o->group_by);
-		if (o->group_by && o->writer != &speedscope_writer)
-			argp_error(state, "--group-by needs the speedscope format");
-		if (o->history_db && !o->history)
-			argp_error(state, "--history-db needs --history SERIES");
-		if (o->ntags && !o->history && !o->push.url)
-			argp_error(state, "--tag needs --history SERIES or --push URL");
-		check_push_options(state, o);
-		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* The options together, once all are read. */
+static void check_options(struct argp_state *state, struct options *o)
+{
+	if (!o->pid && !o->pids && !o->match && !o->command)
+		argp_error(state, "nothing to profile: give --pid PID, --match REGEX or -- COMMAND");
+	if (!!(o->pid || o->pids) + !!o->match + !!o->command > 1)
+		argp_error(state, "give either --pid, --match or a command, not both");
+	if (o->keep && !o->rotate)
+		argp_error(state, "--keep needs --rotate");
+	label_options_finish(&o->label);
+	if (o->max_processes && !o->pids && !o->match)
+		argp_error(state, "--max-processes needs --match or --pid A,B,...");
+	if (o->group_by && !label_options_named(&o->label, o->group_by))
+		argp_error(state, "--group-by %s: no label of that name (give --label %s=FUNCTION:ARG, or --dask for dask_key and dask_prefix)",
+			   o->group_by, o->group_by);
+	if (o->group_by && o->writer != &speedscope_writer)
+		argp_error(state, "--group-by needs the speedscope format");
+	if (o->history_db && !o->history)
+		argp_error(state, "--history-db needs --history SERIES");
+	if (o->ntags && !o->history && !o->push.url)
+		argp_error(state, "--tag needs --history SERIES or --push URL");
+	check_push_options(state, o);
+}
+
+static error_t parse_option(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+	error_t (*const groups[])(int, char *, struct argp_state *) = {
+		parse_target_option, parse_output_option, parse_flag_option, parse_store_option,
+	};
+	size_t i;
+
+	if (frame_naming_option(key, &o->naming) ||
+	    controller_rate_option(key, arg, state, &o->rate_hz) != ARGP_ERR_UNKNOWN ||
+	    label_options_parse(key, arg, state, &o->label) != ARGP_ERR_UNKNOWN)
+		return 0;
+	if (key == ARGP_KEY_END) {
+		check_options(state, o);
+		return 0;
+	}
+	for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (groups[i](key, arg, state) != ARGP_ERR_UNKNOWN)
+			return 0;
+	return ARGP_ERR_UNKNOWN;
 }
 
 /* Messages carry names from the target (comm, paths): escaped for the terminal. */
@@ -1000,12 +1059,78 @@ static void install_cut_signal(struct options *o)
 	}
 }
 
+/* The controller opened on what to record: a running target prepared first
+ * (only the programs it needs are loaded), a command launched after the
+ * load (so that its start is seen). */
+static void start_run(struct run *run, struct options *o, char *output, size_t output_len)
+{
+	struct controller_config cc;
+	char err[ERRLEN];
+
+	controller_config_of(o, &cc);
+	cc.should_stop = should_stop;
+	cc.on_tick = on_tick;
+	cc.on_period = on_period;
+	cc.ctx = run;
+	if (session_check_env(err, sizeof(err)))
+		die(err);
+	if (!o->command) {
+		/* a running target is known before the programs load: only what
+		 * it needs is loaded (its GC probes) */
+		run->pid = o->pid;
+		run->pidfd = watch_process(run->pid);
+		find_interpreter(run);
+		cc.gc_probes = session_gc_probes_for(&run->found);
+	}
+	if (controller_open(&run->ctl, &cc, err, sizeof(err)))
+		die(err);
+	run->rec = controller_recorder(&run->ctl);
+	run->session = run->ctl.session;
+	if (o->command) {
+		/* launched once the programs are loaded, so its start is seen */
+		run->pid = launch_command(o->command, o->as_root, err, sizeof(err));
+		if (run->pid < 0)
+			die(err);
+		run->is_child = 1;
+		stop_signal_end_on_second(run->pid);
+		if (!o->output)
+			default_output(o, run->pid, output, output_len);
+		run->pidfd = watch_process(run->pid);
+		find_interpreter(run);
+	}
+}
+
+/* The outputs written, the summary said, everything closed. */
+static void end_run(struct run *run, struct pusher *pusher, char *output, size_t output_len)
+{
+	const struct options *o = run->o;
+	char log[PATH_MAX];
+
+	if (o->rotate) {
+		write_period(run, output, log, output_len);
+	} else {
+		write_outputs(run, output, o->gc_log);
+		snprintf(log, sizeof(log), "%s", o->gc_log ? o->gc_log : "");
+	}
+	if (o->push.url)
+		pusher_stop(pusher);
+	print_summary(run, output[0] ? output : NULL, o->gc_log ? log : NULL);
+	if (o->push.url) {
+		pusher_print(pusher, stderr);
+		pusher_close(pusher);
+	}
+	rotation_free(&run->rotation);
+	free((char *)run->output);
+	free((char *)run->gc_log);
+	controller_close(&run->ctl);
+	end_command(run);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct options o = { .rate_hz = SESSION_DEFAULT_RATE_HZ, .writer = &speedscope_writer, .wait_threshold_ms = CONTROLLER_WAIT_THRESHOLD_MS };
 	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
-	struct controller_config cc;
-	char output[PATH_MAX], log[PATH_MAX], err[ERRLEN];
+	char output[PATH_MAX], err[ERRLEN];
 	struct pusher pusher;
 	struct run run = { .o = &o, .pidfd = -1, .target = &run.found, .pusher = &pusher,
 			   .gc_log = NULL };
@@ -1024,37 +1149,7 @@ int cmd_record(int argc, char **argv)
 	frame_naming_set(&o.naming);
 	install_stop_signals();
 	install_cut_signal(&o);
-	controller_config_of(&o, &cc);
-	cc.should_stop = should_stop;
-	cc.on_tick = on_tick;
-	cc.on_period = on_period;
-	cc.ctx = &run;
-	if (session_check_env(err, sizeof(err)))
-		die(err);
-	if (!o.command) {
-		/* a running target is known before the programs load: only what
-		 * it needs is loaded (its GC probes) */
-		run.pid = o.pid;
-		run.pidfd = watch_process(run.pid);
-		find_interpreter(&run);
-		cc.gc_probes = session_gc_probes_for(&run.found);
-	}
-	if (controller_open(&run.ctl, &cc, err, sizeof(err)))
-		die(err);
-	run.rec = controller_recorder(&run.ctl);
-	run.session = run.ctl.session;
-	if (o.command) {
-		/* launched once the programs are loaded, so its start is seen */
-		run.pid = launch_command(o.command, o.as_root, err, sizeof(err));
-		if (run.pid < 0)
-			die(err);
-		run.is_child = 1;
-		stop_signal_end_on_second(run.pid);
-		if (!o.output)
-			default_output(&o, run.pid, output, sizeof(output));
-		run.pidfd = watch_process(run.pid);
-		find_interpreter(&run);
-	}
+	start_run(&run, &o, output, sizeof(output));
 	recorder_set_command(run.rec, o.command ? o.command[0] : run.found.shown_path);
 	run.rotation.keep = o.keep;
 	/* period names derive from a copy: write_period reuses "output" */
@@ -1066,23 +1161,6 @@ int cmd_record(int argc, char **argv)
 	if (o.push.url && pusher_start(&pusher, err, sizeof(err)))
 		die(err);
 	record(&run);
-	if (o.rotate) {
-		write_period(&run, output, log, sizeof(output));
-	} else {
-		write_outputs(&run, output, o.gc_log);
-		snprintf(log, sizeof(log), "%s", o.gc_log ? o.gc_log : "");
-	}
-	if (o.push.url)
-		pusher_stop(&pusher);
-	print_summary(&run, output[0] ? output : NULL, o.gc_log ? log : NULL);
-	if (o.push.url) {
-		pusher_print(&pusher, stderr);
-		pusher_close(&pusher);
-	}
-	rotation_free(&run.rotation);
-	free((char *)run.output);
-	free((char *)run.gc_log);
-	controller_close(&run.ctl);
-	end_command(&run);
+	end_run(&run, &pusher, output, sizeof(output));
 	return 0;
 }

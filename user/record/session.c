@@ -131,6 +131,55 @@ static int on_record(void *ctx, void *data, size_t len)
 	return rc;
 }
 
+/* The object's settings (its rodata) and which programs load, from o. */
+static int session_configure(struct session *s, const struct session_opts *o, char *err, size_t errlen)
+{
+	s->skel->rodata->ep_pidns_dev = o->pidns_dev;
+	s->skel->rodata->ep_pidns_ino = o->pidns_ino;
+	if (o->offcpu_exact_ns)
+		s->skel->rodata->ep_offcpu_exact_ns = o->offcpu_exact_ns;
+	if (o->offcpu_period_ns)
+		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
+	s->skel->rodata->ep_sample_period_ns = 1000000000ull / (o->rate_hz ? o->rate_hz : SESSION_DEFAULT_RATE_HZ);
+	if (set_gil_read_gap(s, err, errlen))
+		return -1;
+	/* a test's way to the interval a refused switch-in leaves open */
+	s->skel->rodata->ep_test_unseen_switch_in = getenv("EBPFPROF_TEST_UNSEEN_SWITCH_IN") != NULL;
+	/* a test's way to a profiler held up (a loaded host, a slow read) while
+	 * a short target runs and exits */
+	if (getenv("EBPFPROF_TEST_READ_LATE_MS"))
+		s->read_late_ms = atoi(getenv("EBPFPROF_TEST_READ_LATE_MS")) % 10000;
+	s->skel->rodata->ep_labels = o->labels;
+	session_set_gc_probes(s, o->follow_children ? 0 : o->gc_probes);
+	if (session_set_native(s, o)) {
+		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
+		return -1;
+	}
+	if (!o->follow_children) {	/* not loaded at all: nothing to check at run time */
+		bpf_program__set_autoload(s->skel->progs.follow_fork, false);
+		bpf_program__set_autoload(s->skel->progs.follow_exec, false);
+		bpf_program__set_autoload(s->skel->progs.follow_exit, false);
+	}
+	return 0;
+}
+
+/* Every program attached where it runs. */
+static int session_attach_all(struct session *s, const struct session_opts *o, char *err, size_t errlen)
+{
+	if (session_attach_samplers(s, o->rate_hz, err, errlen))
+		return -1;
+	if (session_attach_one(s->walk.sw, s->walk.sw_link, "to the sched_switch tracepoint", err, errlen))
+		return -1;
+	session_attach_stack_at_return(s);
+	/* without it, an exiting thread's totals would go with its storage:
+	 * they are then kept in the map, as on kernels without task iterators */
+	s->skel->links.offcpu_thread_exit = bpf_program__attach(s->skel->progs.offcpu_thread_exit);
+	s->thread_exit_attached = s->skel->links.offcpu_thread_exit != NULL;
+	if (o->follow_children && session_attach_followers(s, err, errlen))
+		return -1;
+	return 0;
+}
+
 struct session *session_open(const struct session_opts *o, char *err, size_t errlen)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -162,32 +211,8 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	if (o->verbose)
 		session_print_fallbacks(s, stderr, "ebpfprof: ");
-	s->skel->rodata->ep_pidns_dev = o->pidns_dev;
-	s->skel->rodata->ep_pidns_ino = o->pidns_ino;
-	if (o->offcpu_exact_ns)
-		s->skel->rodata->ep_offcpu_exact_ns = o->offcpu_exact_ns;
-	if (o->offcpu_period_ns)
-		s->skel->rodata->ep_offcpu_period_ns = o->offcpu_period_ns;
-	s->skel->rodata->ep_sample_period_ns = 1000000000ull / (o->rate_hz ? o->rate_hz : SESSION_DEFAULT_RATE_HZ);
-	if (set_gil_read_gap(s, err, errlen))
+	if (session_configure(s, o, err, errlen))
 		goto fail;
-	/* a test's way to the interval a refused switch-in leaves open */
-	s->skel->rodata->ep_test_unseen_switch_in = getenv("EBPFPROF_TEST_UNSEEN_SWITCH_IN") != NULL;
-	/* a test's way to a profiler held up (a loaded host, a slow read) while
-	 * a short target runs and exits */
-	if (getenv("EBPFPROF_TEST_READ_LATE_MS"))
-		s->read_late_ms = atoi(getenv("EBPFPROF_TEST_READ_LATE_MS")) % 10000;
-	s->skel->rodata->ep_labels = o->labels;
-	session_set_gc_probes(s, o->follow_children ? 0 : o->gc_probes);
-	if (session_set_native(s, o)) {
-		snprintf(err, errlen, "cannot set the BPF object up for --native: %s", strerror(errno));
-		goto fail;
-	}
-	if (!o->follow_children) {	/* not loaded at all: nothing to check at run time */
-		bpf_program__set_autoload(s->skel->progs.follow_fork, false);
-		bpf_program__set_autoload(s->skel->progs.follow_exec, false);
-		bpf_program__set_autoload(s->skel->progs.follow_exit, false);
-	}
 	rc = session_load(s);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s%s", strerror(-rc),
@@ -196,16 +221,7 @@ struct session *session_open(const struct session_opts *o, char *err, size_t err
 	}
 	if (o->verbose)
 		session_print_loads(s, stderr);
-	if (session_attach_samplers(s, o->rate_hz, err, errlen))
-		goto fail;
-	if (session_attach_one(s->walk.sw, s->walk.sw_link, "to the sched_switch tracepoint", err, errlen))
-		goto fail;
-	session_attach_stack_at_return(s);
-	/* without it, an exiting thread's totals would go with its storage:
-	 * they are then kept in the map, as on kernels without task iterators */
-	s->skel->links.offcpu_thread_exit = bpf_program__attach(s->skel->progs.offcpu_thread_exit);
-	s->thread_exit_attached = s->skel->links.offcpu_thread_exit != NULL;
-	if (o->follow_children && session_attach_followers(s, err, errlen))
+	if (session_attach_all(s, o, err, errlen))
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->rb) {
