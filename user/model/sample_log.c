@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sample_log.h"
+#include "varint.h"
 
 #define F_STATE		0x0f
 #define F_STATE_BYTE	0x0f	/* the state does not fit: it follows */
@@ -86,28 +87,6 @@ static uint8_t *room(struct sample_log *log)
 	return c->data;
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static const uint8_t *get_varint(const uint8_t *p, uint64_t *v)
-{
-	unsigned shift = 0;
-
-	*v = 0;
-	do {
-		*v |= (uint64_t)(*p & 0x7f) << shift;
-		shift += 7;
-	} while (*p++ & 0x80);
-	return p;
-}
-
 /* Signed deltas as small unsigned numbers: 0, -1, 1, -2... -> 0, 1, 2, 3... */
 static uint64_t zigzag(uint64_t delta)
 {
@@ -134,14 +113,14 @@ int sample_log_append(struct sample_log *log, const struct sample_record *r)
 	p = start;
 	*p++ = flags;
 	if ((flags & F_STATE) == F_STATE_BYTE)
-		p = put_varint(p, (uint64_t)r->state << 1 | !!r->label);
+		p = varint_put(p, (uint64_t)r->state << 1 | !!r->label);
 	if (r->label)
-		p = put_varint(p, r->label);
-	p = put_varint(p, zigzag(delta));
+		p = varint_put(p, r->label);
+	p = varint_put(p, zigzag(delta));
 	if (!(flags & F_SAME_STACK))
-		p = put_varint(p, r->stack);
+		p = varint_put(p, r->stack);
 	if (!(flags & F_NOMINAL))
-		p = put_varint(p, r->weight_ns);
+		p = varint_put(p, r->weight_ns);
 	log->last->used += p - start;
 	if (log->n && r->start_ns < log->last_start)
 		log->unsorted = 1;
@@ -178,25 +157,25 @@ int sample_log_read(struct sample_log_reader *rd, struct sample_record *r)
 	r->state = flags & F_STATE;
 	r->label = 0;
 	if (r->state == F_STATE_BYTE) {
-		p = get_varint(p, &v);
+		p = varint_get(p, &v);
 		r->state = (uint8_t)(v >> 1);
 		if (v & 1) {
-			p = get_varint(p, &v);
+			p = varint_get(p, &v);
 			r->label = (uint32_t)v;
 		}
 	}
 	r->holds_gil = !!(flags & F_GIL);
 	r->exact = !!(flags & F_EXACT);
-	p = get_varint(p, &v);
+	p = varint_get(p, &v);
 	r->start_ns = rd->last_start + unzigzag(v);
 	r->stack = rd->last_stack;
 	if (!(flags & F_SAME_STACK)) {
-		p = get_varint(p, &v);
+		p = varint_get(p, &v);
 		r->stack = (uint32_t)v;
 	}
 	r->weight_ns = rd->nominal_ns;
 	if (!(flags & F_NOMINAL))
-		p = get_varint(p, &r->weight_ns);
+		p = varint_get(p, &r->weight_ns);
 	rd->pos += p - start;
 	rd->last_start = r->start_ns;
 	rd->last_stack = r->stack;

@@ -24,6 +24,7 @@
 #include "analysis.h"
 #include "json.h"
 #include "utf8.h"
+#include "varint.h"
 #include "writer.h"
 
 #include "version.h"
@@ -92,15 +93,9 @@ static void pb_raw(struct pbuf *b, const void *data, size_t len)
 
 static void pb_varint(struct pbuf *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	size_t n = 0;
+	uint8_t tmp[VARINT_MAX];
 
-	while (v >= 0x80) {
-		tmp[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	tmp[n++] = (uint8_t)v;
-	pb_raw(b, tmp, n);
+	pb_raw(b, tmp, varint_put(tmp, v) - tmp);
 }
 
 static void pb_key(struct pbuf *b, unsigned field, unsigned wire)
