@@ -200,6 +200,7 @@ def run_ebpfprof(*args, timeout=90, preexec=None, check=False):
 # which runs last, imports them all in speedscope's app in one browser session.
 COLLECTED = ROOT / "build" / "test-profiles"
 _collected = iter(range(100000))
+_collected_digests = set()
 
 
 def check_speedscope_schema(path, test_name):
@@ -212,6 +213,14 @@ def check_speedscope_schema(path, test_name):
         schema = json.load(f)
     with open(path) as f:
         jsonschema.validate(json.load(f), schema)
+    # each distinct file once: a profile parsed again (by Profile() in the
+    # same or another test) would only be imported again
+    import hashlib
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).digest()
+    if digest in _collected_digests:
+        return
+    _collected_digests.add(digest)
     COLLECTED.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in test_name)[:80]
     shutil.copy(path, COLLECTED / f"{safe}-{next(_collected)}.json")
@@ -250,15 +259,17 @@ class Profile:
 
     UNIT_SECONDS = {"nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 1e-3, "seconds": 1.0}
 
-    def seconds(self, profile=None, fn=None):
+    def seconds(self, profile=None, fn=None, leaf=None):
         """The time of a thread's samples (every thread's if no profile),
-        of those with fn on their stack if fn is given, in seconds: where
-        a weight meets a time, its unit is never guessed."""
+        of those with fn on their stack, or leaf at its top, if given, in
+        seconds: where a weight meets a time, its unit is never guessed."""
+        def kept(s):
+            return s and (fn is None or fn in (self.frames[i]["name"] for i in s)) and \
+                (leaf is None or self.frames[s[-1]]["name"] == leaf)
         total = 0.0
         for p in [profile] if profile else self.doc["profiles"]:
             unit = self.UNIT_SECONDS[p["unit"]]
-            total += unit * sum(w for s, w in zip(p["samples"], p["weights"])
-                                if s and (fn is None or fn in (self.frames[i]["name"] for i in s)))
+            total += unit * sum(w for s, w in zip(p["samples"], p["weights"]) if kept(s))
         return total
 
 

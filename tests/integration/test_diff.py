@@ -70,14 +70,22 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
     duration = seconds + 60 if whole_work else seconds
     rates = rates or [rate] * len(variants)
     flags = flags or [[]] * len(variants)
-    procs = [subprocess.Popen([str(EBPFPROF), "--pid", str(w.pid), "-d", str(duration), "-r", str(r),
+    procs = [subprocess.Popen([str(EBPFPROF), "-v", "--pid", str(w.pid), "-d", str(duration), "-r", str(r),
                                *fl, "--gc-log", str(log), "-o", str(p)], stderr=subprocess.PIPE, text=True)
              for w, p, log, r, fl in zip(ws, paths, logs, rates, flags)]
-    time.sleep(3)  # attached: probes in place before the measured part
+    # every profiler recording (-v says so) before the measured part: a
+    # fixed wait once let one side miss the start of its work under load
+    heads = []
+    for w, p in zip(ws, procs):
+        head = []
+        while not head or not head[-1].startswith(f"ebpfprof: recording {w.pid} from "):
+            head.append(p.stderr.readline())
+            assert head[-1], "".join(head)
+        heads.append("".join(head))
     wait_for_go(go)
-    for p in procs:
+    for p, head in zip(procs, heads):
         _, err = p.communicate(timeout=90)
-        assert p.returncode == 0, err
+        assert p.returncode == 0, head + err
     out = []
     for p, w, log in zip(paths, ws, logs):
         Profile(p)  # imports in speedscope (schema now, the app at the end)

@@ -34,9 +34,12 @@ def test_the_oldest_threads_of_three_hundred_are_profiled(name, workloads, out, 
     prof = Profile(path)
     main = prof.seconds(prof.profile(f'Thread {truth["main"]} "'), "spin")
     early = prof.seconds(prof.profile(f'Thread {truth["early_busy"]} "'), "spin")
-    # two threads taking turns with the GIL for 2 s: about 1 s of CPU each,
-    # never more than the 2 s together (the profile is on-CPU time)
-    assert main > 0.3 and early > 0.3 and main + early <= 2 * 1.05, (main, early, res.stderr)
+    # two threads taking turns with the GIL for the recording (2 s asked;
+    # the names of 300 threads can hold its end up): about half of it on a
+    # CPU each, never more than all of it together (the profile is on-CPU time)
+    took = prof.doc["ebpfprof"]["duration_s"]
+    assert main > 0.15 * took and early > 0.15 * took and main + early <= took * 1.02 + 0.02, \
+        (main, early, took, res.stderr)
     m = re.search(r"(\d+) of the (\d+) samples taken were of threads without a Python thread state",
                   res.stderr)
     assert not m or int(m.group(1)) <= 0.05 * int(m.group(2)), m.group(0)

@@ -13,7 +13,7 @@ import pytest
 
 import conftest
 from test_idle_shares import check_sleep_total
-from conftest import Profile, require_interpreter, wait_for_go
+from conftest import Profile, SchedStat, require_interpreter, wait_for_go
 
 
 def counts(err):
@@ -40,9 +40,13 @@ def test_wait_stacks_with_and_without_rseq(workloads, out, tmp_path, monkeypatch
     proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "30", "--idle",
                              "-r", "400", "-o", str(path)], stderr=subprocess.PIPE, text=True,
                             env=env)
+    stat = SchedStat(w.pid)
     time.sleep(1.5)
     wait_for_go(go)
-    _, err = proc.communicate(timeout=90)
+    try:
+        _, err = proc.communicate(timeout=90)
+    finally:
+        stat.finish()
     assert proc.returncode == 0, err
     c = counts(err)
     assert c["sent"] > 100, c
@@ -61,7 +65,7 @@ def test_wait_stacks_with_and_without_rseq(workloads, out, tmp_path, monkeypatch
                        if names[-1] == "[sleep]" and site in names)
              for site in truth}
     total, total_truth = sum(slept.values()), sum(truth.values())
-    check_sleep_total(slept, full, prof.doc["ebpfprof"]["rate_hz"])
+    check_sleep_total(slept, full, prof.doc["ebpfprof"]["rate_hz"], stat)
     for site in truth:
         share, true_share = slept[site] / total, truth[site] / total_truth
         assert abs(share - true_share) <= 0.03, (site, share, true_share, slept, truth)

@@ -101,5 +101,5 @@ def test_attaches_to_a_running_process_at_once(workloads, out):
     prof = Profile(path)
     samples = prof.doc["ebpfprof"]["samples"]
     assert samples >= 80, f"{samples} samples of the spinner's first second (100 owed):\n{res.stderr[-800:]}"
-    floor_s = prof.weight_with_leaf("floor") / 1e9
+    floor_s = prof.seconds(leaf="floor")
     assert floor_s >= 0.8, f"{floor_s:.2f} s of the spinner's first second in floor()"

@@ -19,12 +19,19 @@ INTERPRETERS = [
 @pytest.mark.parametrize("interp_name", INTERPRETERS)
 def test_names_files_and_lines(interp_name, workloads, out):
     interp = require_interpreter(interp_name)
-    w = workloads(interp, "two_hot.py", seconds=30)  # killed when done
+    w = workloads(interp, "two_hot.py", seconds=4, truth=str(out(".truth.json")))
     time.sleep(0.8)
     path = out()
     res = run_ebpfprof("--pid", w.pid, "-d", 1.5, "-r", 200, "-o", path, check=True)
     assert "CPython %d.%d" % interp.version in res.stderr
     prof = Profile(path)
+    # the names carry the time: crunch_a's share of the two against the
+    # workload's own thread_time() (steady: its whole run stands for the
+    # recording's), within 4 binomial errors of the samples behind it
+    truth = w.truth()["cpu_seconds"]
+    a, b = prof.seconds(None, "crunch_a"), prof.seconds(None, "crunch_b")
+    want, n = truth["crunch_a"] / (truth["crunch_a"] + truth["crunch_b"]), (a + b) * 200
+    assert n >= 100 and abs(a / (a + b) - want) <= 4 * (want * (1 - want) / n) ** 0.5 + 0.01, (a, b, want)
     expected = [("<module>", 38), ("main", 32), ("crunch_a", 18)]
     hits = [s for s, _ in prof.stacks() if s[:3] == [n for n, _ in expected]]
     assert hits, f"no <module> > main > crunch_a stack in {list(prof.stacks())[:3]}"

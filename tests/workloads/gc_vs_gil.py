@@ -14,6 +14,7 @@ stop = threading.Event()
 measuring = threading.Event()
 gc_seconds = [0.0]
 started = [0.0]
+collections = []    # [start, duration] of each, on time.monotonic()'s clock
 
 
 def on_gc(phase, info):
@@ -23,6 +24,7 @@ def on_gc(phase, info):
         started[0] = time.monotonic()
     else:
         gc_seconds[0] += time.monotonic() - started[0]
+        collections.append([started[0], time.monotonic() - started[0]])
 
 
 def collector(graph_size):
@@ -56,7 +58,7 @@ def main():
     stop.set()
     for t in threads:
         t.join()
-    common.write_truth(args, {"collector_gc_seconds": gc_seconds[0],
+    common.write_truth(args, {"collector_gc_seconds": gc_seconds[0], "collections": collections,
                               "threads": {t.name: t.native_id for t in threads}})
 
 

@@ -23,9 +23,14 @@ def spinner():
             x += i % 7
 
 
+SLEEPS = []     # [asleep from, due] of each of sleeper's sleeps (time.monotonic())
+
+
 def sleeper():
     while not stop.is_set():
+        t0 = time.monotonic()
         time.sleep(0.2)
+        SLEEPS.append([t0, t0 + 0.2])
 
 
 def reader(sock):
@@ -70,7 +75,7 @@ def main():
     for t in threads:
         t.join()
     r.close()
-    common.write_truth(args, {"threads": {t.name: t.native_id for t in threads}})
+    common.write_truth(args, {"threads": {t.name: t.native_id for t in threads}, "sleeps": SLEEPS})
 
 
 if __name__ == "__main__":
