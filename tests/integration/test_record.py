@@ -154,6 +154,13 @@ def test_default_output_name(workloads, tmp_path):
 SLACK = 6 / 200 + 0.02
 
 
+def summary_row(err, tid):
+    """(on-CPU s, GC s) of thread tid in the summary's thread table."""
+    row = re.search(rf"^ +{tid} .*?([0-9.]+)s +\d+% +([0-9.]+)s +\d+% ", err, re.M)
+    assert row, err
+    return float(row.group(1)), float(row.group(2))
+
+
 def recorded_on_cpu(pid, *args, tmp_path):
     """Records pid with args (and a --gc-log, for the recording's window);
     returns (the run, the main thread's on-CPU seconds over that window by
@@ -176,7 +183,7 @@ def test_collapsed_counts_add_up(workloads, out, tmp_path):
     interp = require_interpreter("debian-3.11")
     w = workloads(interp, "two_hot.py", seconds=6, truth=str(out(".truth.json")))
     path = out(".txt")
-    _, on_cpu = recorded_on_cpu(w.pid, "-d", 3, "-r", 200, "-f", "collapsed", "-o", path, tmp_path=tmp_path)
+    res, on_cpu = recorded_on_cpu(w.pid, "-d", 3, "-r", 200, "-f", "collapsed", "-o", path, tmp_path=tmp_path)
     truth = w.truth()
     lines = path.read_text().splitlines()
     parsed = [re.fullmatch(r"(\S.*) (\d+)", l) for l in lines]
@@ -185,6 +192,8 @@ def test_collapsed_counts_add_up(workloads, out, tmp_path):
     assert len(counts) == len(lines), "a stack written twice"
     total = sum(counts.values())
     assert abs(total / 200 - on_cpu) <= SLACK + len(lines) * 0.5 / 200, (total, on_cpu)
+    # and the summary says the same time
+    assert abs(sum(summary_row(res.stderr, w.pid)) - on_cpu) <= SLACK, (res.stderr, on_cpu)
     a = sum(c for st, c in counts.items() if "crunch_a (" in st)
     b = sum(c for st, c in counts.items() if "crunch_b (" in st)
     want = truth["cpu_seconds"]["crunch_a"] / sum(truth["cpu_seconds"].values())
@@ -211,6 +220,7 @@ def test_pprof_values_add_up(workloads, out, tmp_path):
     assert all(f"pid:[{w.pid}]" in labels and f"thread_id:[{w.pid}]" in labels for _, _, labels in samples)
     value = sum(int(v) for _, v, _ in samples) / 1e9
     assert abs(value - on_cpu) <= SLACK, (value, on_cpu)
+    assert abs(sum(summary_row(res.stderr, w.pid)) - on_cpu) <= SLACK, (res.stderr, on_cpu)
     # every sample counts (at least 1 each)
     n = int(re.search(r"(\d+) samples, ", res.stderr).group(1))
     assert sum(int(c) for c, _, _ in samples) >= n > 0, (samples, n)
