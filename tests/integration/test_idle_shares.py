@@ -10,17 +10,23 @@ from conftest import Profile, SchedStat, require_interpreter, wait_for_go
 def check_sleep_total(slept, truth, rate, stat):
     """The [sleep] samples' total against the kernel's account: over the
     measured part (the workload's begin to end, all of it recorded), the
-    thread's time neither on a CPU nor runnable (schedstat) is its sleep,
-    to a 20 ms read at each end (interpolated: 5 ms allowed) and 0.02 ms a
-    sleep; the naps under the threshold (2 and 4 ms: 70% of the time) are
-    sampled by points a period apart on average, uniform in [P/2, 3P/2):
-    their count's relative error is sqrt(1/(12 N)), 4 sigmas allowed."""
+    thread's time neither on a CPU nor runnable (schedstat) is its sleep;
+    a wake's latency, runnable there, is the sleep it ends here, so the
+    thread's runnable time may be on top. To a 20 ms read at each end
+    (25 ms allowed) and 0.02 ms a sleep; the naps under the
+    threshold (2 and 4 ms: 70% of the time) are sampled by points a period
+    apart on average, uniform in [P/2, 3P/2): their count's relative error
+    is sqrt(1/(12 N)), 4 sigmas allowed."""
     total = sum(slept.values()) / 1e9
-    (on0, runq0), (on1, runq1) = stat.at(truth["pid"], truth["begin"]), stat.at(truth["pid"], truth["end"])
-    exact = truth["end"] - truth["begin"] - (on1 - on0) - (runq1 - runq0)
+    pid = truth["pid"]
+    # the thread exits right after its end: its last read may come before
+    last = max(at for at, row in stat.reads if pid in row)
+    begin, end = truth["begin"], min(truth["end"], last)
+    (on0, runq0), (on1, runq1) = stat.at(pid, begin), stat.at(pid, end)
+    exact, runq = end - begin - (on1 - on0) - (runq1 - runq0), runq1 - runq0
     sampled = truth["spent"]["nap_a"] + truth["spent"]["nap_c"]
-    noise = 4 * sampled * (1 / (12 * sampled * rate)) ** 0.5 + 0.005 + truth["sleeps"] * 2e-5
-    assert abs(total - exact) <= noise, (total, exact, truth["sleeps"], noise)
+    noise = 4 * sampled * (1 / (12 * sampled * rate)) ** 0.5 + 0.025 + truth["sleeps"] * 2e-5
+    assert exact - noise <= total <= exact + runq + noise, (total, exact, runq, truth["sleeps"], noise)
 
 
 def test_idle_shares_follow_real_off_cpu_time(workloads, out, tmp_path):
