@@ -3,6 +3,7 @@ line matches, those running when ebpfprof starts and those started later, one
 profile (and GC log) per process; --pid takes a comma list."""
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -124,3 +125,31 @@ def test_pid_list_with_a_missing_pid(workloads, tmp_path):
     assert res.returncode == 1
     assert res.stderr.strip() == "ebpfprof: no such process: 999999999"
     assert not profiles_in(tmp_path)
+
+
+def test_match_merges_cut_requests_close_together(workloads, tmp_path):
+    """--match --rotate cuts its processes' periods on SIGUSR1 the way a
+    single recording does (one controller): two requests within a quarter
+    second are one cut (SIGUSR1 reaches every ebpfprof process, and a parent
+    passes it on), a request later is another. Before the controllers were
+    one, the group path cut twice for the pair: 4 files here, not 3."""
+    interp = require_interpreter("debian-3.11")
+    marker = tmp_path / "cutme"
+    w = workloads(interp, "two_hot.py", seconds=30, truth=str(marker) + ".json")
+    outdir = tmp_path / "out"
+    rec = subprocess.Popen([str(EBPFPROF), "--match", re.escape(str(marker)), "--rotate", "3600",
+                            "-d", "5", "-o", str(outdir)], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2.0)
+        rec.send_signal(signal.SIGUSR1)
+        time.sleep(0.06)
+        rec.send_signal(signal.SIGUSR1)
+        time.sleep(1.2)
+        rec.send_signal(signal.SIGUSR1)
+        _, err = rec.communicate(timeout=60)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+    assert rec.returncode == 0, err
+    files = sorted(outdir.glob(f"ebpfprof-{w.pid}-*.speedscope.json"))
+    assert len(files) == 3, ([f.name for f in files], err)

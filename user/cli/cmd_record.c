@@ -511,9 +511,7 @@ static void find_interpreter(struct run *run)
 	int rc;
 
 	for (;;) {
-		rc = py_target_find(run->pid, &run->found, err, sizeof(err));
-		if (rc == PY_TARGET_OK)
-			rc = py_target_prepare(&run->found, err, sizeof(err));
+		rc = py_target_open(run->pid, &run->found, err, sizeof(err));
 		if (rc == PY_TARGET_OK)
 			return;
 		if (rc == PY_TARGET_UNSUPPORTED || rc == PY_TARGET_GONE)
@@ -539,16 +537,6 @@ static int should_stop(void *ctx)
 	return stop_signal != 0;
 }
 
-/* Records the kernel could not hand us (ring full): the session's, shared
- * by every process of a group. */
-static uint64_t run_lost(struct run *run)
-{
-	uint64_t counters[EP_CNT_MAX];
-
-	session_counters(run->session, counters);
-	return counters[EP_CNT_LOST];
-}
-
 static void show_progress(struct run *run, uint64_t now)
 {
 	struct progress *progress = &run->progress;
@@ -556,7 +544,7 @@ static void show_progress(struct run *run, uint64_t now)
 	if (!progress->f || now < progress->next_ns)
 		return;
 	progress_update(progress, now, (now - recorder_t0(run->rec)) / 1e9, recorder_kept(run->rec),
-			(unsigned long long)run_lost(run), recorder_analysis(run->rec)->gcs.n);
+			(unsigned long long)controller_lost(run->session), recorder_analysis(run->rec)->gcs.n);
 }
 
 /* --rotate: SIGUSR1 asks for a period; the progress line */
@@ -713,13 +701,14 @@ static void write_period(struct run *run, char *prof, char *log, size_t len)
 
 /* --rotate or SIGUSR1: the period so far is a complete profile (the
  * controller cut it); the recording goes on without detaching anything. */
-static void on_period(void *ctx, uint64_t end_ns)
+static void on_period(void *ctx, struct controller_member *m, uint64_t end_ns)
 {
 	struct run *run = ctx;
 	char prof[PATH_MAX], log[PATH_MAX];
 	struct timespec next_start;
 	double secs;
 
+	(void)m;
 	(void)end_ns;
 	clock_gettime(CLOCK_REALTIME, &next_start);
 	secs = recorder_profile(run->rec)->duration_ns / 1e9;
@@ -732,13 +721,18 @@ static void on_period(void *ctx, uint64_t end_ns)
 
 static void record(struct run *run)
 {
+	struct controller_member *m;
 	char err[ERRLEN];
 
-	if (controller_attach(&run->ctl, &run->found, run->pidfd, run->is_child, err, sizeof(err))) {
+	m = controller_add(&run->ctl, &run->found, run->pidfd, run->is_child, err, sizeof(err));
+	if (!m) {
 		end_command(run);
 		die(err);
 	}
-	run->gc_probe = run->ctl.gc_probe;
+	run->rec = &m->rec;
+	run->gc_probe = m->gc_probe;
+	if (run->o->command)
+		recorder_set_command(run->rec, run->o->command[0]);
 	progress_init(&run->progress, stderr);
 	clock_gettime(CLOCK_REALTIME, &run->period_start);
 	run->stopped = controller_run(&run->ctl);
@@ -772,7 +766,7 @@ static void recording_info_of(struct run *run, struct recording_info *info)
 {
 	*info = (struct recording_info){
 		.samples = recorder_kept(run->rec),
-		.lost = run_lost(run),
+		.lost = controller_lost(run->session),
 		.python_major = run->target->major,
 		.python_minor = run->target->minor,
 		.gc_timing = gc_probe_name(run->gc_probe),
@@ -946,7 +940,7 @@ static void several_discard(void *ctx, void *out)
 }
 
 /* The run reads the member's recording. */
-static struct run *bind_member(void *out, struct group_member *m)
+static struct run *bind_member(void *out, struct controller_member *m)
 {
 	struct run *run = out;
 
@@ -958,15 +952,15 @@ static struct run *bind_member(void *out, struct group_member *m)
 	return run;
 }
 
-static void several_period(void *ctx, struct group_member *m, void *out, uint64_t end_ns)
+static void several_period(void *ctx, struct controller_member *m, void *out, uint64_t end_ns)
 {
 	(void)ctx;
-	on_period(bind_member(out, m), end_ns);
+	on_period(bind_member(out, m), m, end_ns);
 }
 
 /* The process's last profile (or period), written as a recording of its
  * own writes it, and its summary. */
-static int several_end(void *ctx, struct group_member *m, void *out)
+static int several_end(void *ctx, struct controller_member *m, void *out)
 {
 	struct run *run = bind_member(out, m);
 	char prof[PATH_MAX], log[PATH_MAX];
@@ -1084,7 +1078,6 @@ static void start_run(struct run *run, struct options *o, char *output, size_t o
 	}
 	if (controller_open(&run->ctl, &cc, err, sizeof(err)))
 		die(err);
-	run->rec = controller_recorder(&run->ctl);
 	run->session = run->ctl.session;
 	if (o->command) {
 		/* launched once the programs are loaded, so its start is seen */
@@ -1150,7 +1143,6 @@ int cmd_record(int argc, char **argv)
 	install_stop_signals();
 	install_cut_signal(&o);
 	start_run(&run, &o, output, sizeof(output));
-	recorder_set_command(run.rec, o.command ? o.command[0] : run.found.shown_path);
 	run.rotation.keep = o.keep;
 	/* period names derive from a copy: write_period reuses "output" */
 	run.output = strdup(output);

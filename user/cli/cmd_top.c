@@ -432,12 +432,13 @@ static void render(struct top_view *v)
 /* The controller drained the ring and closed the intervals so far (the
  * kernel's totals hold the short runs and waits never sent): everything up
  * to end_ns is in the recorder, for the view to take and release. */
-static void refresh(void *ctx, uint64_t end_ns)
+static void refresh(void *ctx, struct controller_member *m, uint64_t end_ns)
 {
 	struct top_view *v = ctx;
 	int n;
 
-	v->lost = controller_lost(&v->ctl);
+	(void)m;
+	v->lost = controller_lost(v->ctl.session);
 	n = py_thread_names(v->t->pid, &v->t->layout, v->t->interp_addr, v->names, MAX_NAMES);
 	v->nnames = n > 0 ? n : 0;
 	if (top_model_update(&v->model, recorder_profile(v->rec), recorder_analysis(v->rec),
@@ -513,11 +514,11 @@ static void start(struct top_view *v, char *err)
 	cc.gc_probes = session_gc_probes_for(v->t);
 	if (controller_open(&v->ctl, &cc, err, ERRLEN))
 		die(err);
+	if (!controller_add(&v->ctl, v->t, -1, 0, err, ERRLEN))
+		die(err);
 	v->rec = controller_recorder(&v->ctl);
 	if (v->o->by)
 		top_model_by(&v->model, label_table_find(&recorder_analysis(v->rec)->labels, v->o->by));
-	if (controller_attach(&v->ctl, v->t, -1, 0, err, ERRLEN))
-		die(err);
 }
 
 int cmd_top(int argc, char **argv)

@@ -50,6 +50,9 @@ int py_target_find(pid_t pid, struct py_target *t, char *err, size_t errlen);
 /* Reads the main interpreter and fills t->cfg. PY_TARGET_NOT_READY until the
  * target has initialised Python. */
 int py_target_prepare(struct py_target *t, char *err, size_t errlen);
+/* The one way to a target every front end and follower takes: found, then
+ * prepared. A failure to read it for want of privileges says which. */
+int py_target_open(pid_t pid, struct py_target *t, char *err, size_t errlen);
 /* 1 if the kernel can read labelled arguments of this target (--label). */
 int py_target_label_ready(const struct py_target *t);
 /* The link-time address of symbol `name` in the interpreter's ELF, or 0. */

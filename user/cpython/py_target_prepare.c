@@ -206,3 +206,15 @@ int py_target_prepare(struct py_target *t, char *err, size_t errlen)
 	}
 	return PY_TARGET_OK;
 }
+
+int py_target_open(pid_t pid, struct py_target *t, char *err, size_t errlen)
+{
+	int rc = py_target_find(pid, t, err, errlen);
+
+	if (rc == PY_TARGET_OK)
+		rc = py_target_prepare(t, err, errlen);
+	if (rc != PY_TARGET_OK && strstr(err, "Permission denied"))
+		snprintf(err, errlen, "cannot read process %d's files and memory: Permission denied "
+			 "(this needs CAP_SYS_PTRACE: run it as root, e.g. with sudo)", pid);
+	return rc;
+}

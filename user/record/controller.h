@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * One recording, from the BPF programs' load to the last record drained:
- * the session (kernel side) and the recorder (the profile) kept in step.
- * record, top and any other front end fill one controller_config, hand the
- * controller a prepared target and run its loop; they write or show what it
- * recorded, and never touch the kernel side themselves.
+ * One recording session, from the BPF programs' load to the last record
+ * drained, for one process or many: one BPF object, one ring buffer, and a
+ * member per process with a recorder of its own (its threads, stacks, code
+ * objects, symbol caches, GC log). The session's records are routed to the
+ * member by pid, so each process gets a profile of its own. record and top
+ * are a group of one; record --pid A,B and --match (multi.h) a group of
+ * many, where a process that exits has its member ended then (on_end) and
+ * its memory freed while the others go on. Front ends fill one
+ * controller_config, hand the controller prepared targets and run its loop;
+ * they write or show what it recorded, and never touch the kernel side.
  *
  *	controller_open		load the programs (before a command is launched)
- *	controller_attach	GC probes, the target's maps, its blocked threads
+ *	controller_add		a prepared target joins: GC probes, maps, blocked threads
  *	controller_run		poll, follow children, cut periods, until stopped
- *	controller_stop		close what is still open, drain, finish the profile
+ *	controller_stop		end every member: close, drain, finish its profile
  *	controller_close
  */
 #ifndef EP_CONTROLLER_H
@@ -54,6 +59,8 @@ error_t controller_rate_option(int key, char *arg, struct argp_state *state, uns
 /* The most stack --native copies per sample (KiB): the kernel's buffer. */
 #define CONTROLLER_NATIVE_STACK_MAX_KIB	(EP_NATIVE_STACK_MAX / 1024)
 
+struct controller_member;
+
 struct controller_config {
 	unsigned rate_hz;		/* 0: SESSION_DEFAULT_RATE_HZ */
 	/* off-CPU intervals at least this long (ms) are sent whole with their
@@ -75,12 +82,20 @@ struct controller_config {
 	uint64_t duration_ns;		/* 0: until stopped or the target exits */
 	uint64_t period_ns;		/* 0: no periods but on request */
 	enum controller_periods periods;
+	/* a group of many (multi.h): the duration counts from the open, and a
+	 * member whose process exits ends alone (on_end, then its memory goes)
+	 * while the run goes on; else the one target's exit ends the run, and
+	 * its member stays for the front end to read until controller_close */
+	int several;
 	/* The front end's part of the loop, all optional. should_stop is asked
 	 * before every poll (a signal, a key); on_tick is called after it;
-	 * on_period when a period ends, with the recorder holding it. */
+	 * on_period when a member's period ends, its recorder holding it;
+	 * on_end when a member is finished (its process exited, the duration,
+	 * a stop), its profile complete. */
 	int (*should_stop)(void *ctx);
 	void (*on_tick)(void *ctx, uint64_t now_ns);
-	void (*on_period)(void *ctx, uint64_t end_ns);
+	void (*on_period)(void *ctx, struct controller_member *m, uint64_t end_ns);
+	void (*on_end)(void *ctx, struct controller_member *m);
 	void *ctx;
 };
 
@@ -92,65 +107,81 @@ enum controller_stop_reason {
 	CONTROLLER_POLL_FAILED,
 };
 
-struct controller {
-	struct controller_config cfg;
-	struct session *session;
+/* One process recorded: its target (copied), its recorder, its children
+ * (--subprocesses). */
+struct controller_member {
+	struct session *session;	/* the controller's, for its counters */
+	struct py_target target;
 	struct recorder rec;
 	struct follower follower;
-	const struct py_target *target;
 	int pidfd;			/* readable when the target exits; -1 */
 	int own_pidfd;			/* ... opened here, closed here */
 	int launched;			/* the target is our child */
 	enum gc_probe_kind gc_probe;
-	enum controller_stop_reason stopped;
-	uint64_t deadline_ns;		/* 0: none */
+	enum controller_stop_reason stopped;	/* why it ended (at on_end) */
+	int ended;			/* a group of one: its profile is finished */
 	uint64_t next_cut_ns;		/* 0: no periods */
-	uint64_t last_cut_ns;
+};
+
+struct controller {
+	struct controller_config cfg;
+	struct session *session;
+	struct controller_member **members;
+	size_t n, cap;
+	struct controller_member *last;	/* the member the last record went to */
+	unsigned long unrouted;		/* records of no member (one that ended) */
+	enum controller_stop_reason stopped;
+	uint64_t deadline_ns;		/* 0: none (yet) */
 	uint64_t next_names_ns;
+	uint64_t last_cut_ns;
 	int cut_requested;
 };
 
-/* The session's and the recorder's options of cfg (rate_hz set), without
- * the session's callbacks: for a driver of its own (group.h). */
-void controller_session_opts(const struct controller_config *cfg, struct session_opts *so);
-void controller_recorder_opts(const struct controller_config *cfg, struct recorder_opts *ro);
 /* Drains what the session has ready without waiting, at most passes times
  * (0: until empty). */
 void controller_drain(struct session *s, unsigned passes);
-/* Loads and attaches the BPF programs, readies the recorder. 0, or -1 with
- * err filled (c is then closed). */
+/* Loads and attaches the BPF programs. 0, or -1 with err filled (c is then
+ * closed). */
 int controller_open(struct controller *c, const struct controller_config *cfg,
 		    char *err, size_t errlen);
-/* Starts recording the prepared target t (it must outlive c): its GC
- * probes, its maps, its threads already blocked. pidfd watches it (-1: the
- * controller opens one); launched: it is our child (left to the caller to
- * reap). 0, or -1 with err filled. */
-int controller_attach(struct controller *c, const struct py_target *t, int pidfd, int launched,
-		      char *err, size_t errlen);
-/* Runs until should_stop, the duration, the target's exit or an error; the
- * reason is returned and kept in c->stopped. */
+/* Starts recording the prepared target t (copied) as a new member: its GC
+ * probes, its maps, its threads already blocked, its asyncio tasks.
+ * pidfd watches it (-1: the member opens one); launched: it is our child
+ * (left to the caller to reap). The member, or NULL with err filled
+ * (nothing of it is left then). */
+struct controller_member *controller_add(struct controller *c, const struct py_target *t,
+					 int pidfd, int launched, char *err, size_t errlen);
+/* Runs until should_stop, the duration, a poll error or (a group of one)
+ * the target's exit; the reason is returned and kept in c->stopped. */
 enum controller_stop_reason controller_run(struct controller *c);
-/* Ends a period now: the records in the ring (a bounded number of passes:
- * a target that fills it as fast as we read must not hold us), the time so
- * far of threads off the CPU and the kernel's totals go to the recorder,
- * then on_period (see enum controller_periods). */
+/* Ends every member's period now: the records in the ring (a bounded
+ * number of passes: a target that fills it as fast as we read must not
+ * hold us), the time so far of threads off the CPU and the kernel's totals
+ * go to the recorder, then on_period (see enum controller_periods). */
 void controller_cut_period(struct controller *c);
-/* Asks for a period to end at the next turn of the loop (SIGUSR1); the same
- * request twice within a quarter second ends one period. */
+/* Asks for every member's period to end at the next turn of the loop
+ * (SIGUSR1); a request within a quarter second of the last cut is merged
+ * into it. */
 void controller_request_cut(struct controller *c);
-/* The target's open intervals are closed, the ring drained; unless live,
- * the profile is finished (ready for the writers). */
+/* Ends every member still recording with the reason the run stopped:
+ * its open intervals closed, the ring drained; unless live, its profile
+ * finished (ready for the writers); then on_end. */
 void controller_stop(struct controller *c);
 void controller_close(struct controller *c);
 
-/* Records the kernel could not hand us (ring full). */
-uint64_t controller_lost(struct controller *c);
-/* What the kernel side and the recorder lost, for the summary. */
+/* 1 if a member records pid: its target, or a child it follows (-s). */
+int controller_records(struct controller *c, pid_t pid);
+/* Records the kernel could not hand the session s (ring full): all its
+ * processes'. */
+uint64_t controller_lost(struct session *s);
+/* What the kernel side and (a group of one) the recorder lost, for the
+ * summary. */
 void controller_print_losses(struct controller *c, FILE *f);
 
+/* A group of one: its member's recorder (after controller_add). */
 static inline struct recorder *controller_recorder(struct controller *c)
 {
-	return &c->rec;
+	return &c->members[0]->rec;
 }
 
 #endif

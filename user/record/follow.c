@@ -49,9 +49,7 @@ static int try_discover(struct follower *f, const struct pending_exec *p)
 	/* held since its fork: gone, its pid may be anyone's now */
 	if (!remote_same_process(p->pid))
 		return 1;
-	rc = py_target_find(p->pid, &t, err, sizeof(err));
-	if (rc == PY_TARGET_OK)
-		rc = py_target_prepare(&t, err, sizeof(err));
+	rc = py_target_open(p->pid, &t, err, sizeof(err));
 	if (rc == PY_TARGET_OK) {
 		recorder_add_process(f->rec, &t);
 		session_add_process(f->session, t.pid, &t.cfg);

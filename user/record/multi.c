@@ -40,7 +40,7 @@ struct target {
 
 struct multi {
 	const struct multi_opts *o;
-	struct group group;
+	struct controller ctl;
 	struct target *t;
 	size_t n, cap;
 	unsigned max;		/* processes at once */
@@ -114,7 +114,7 @@ static void start(struct multi *m, struct target *t, const struct py_target *pt)
 		failed(m, t, err);
 		return;
 	}
-	if (!group_add(&m->group, pt, err, sizeof(err))) {
+	if (!controller_add(&m->ctl, pt, -1, 0, err, sizeof(err))) {
 		m->o->out.discard(m->o->out.ctx, t->out);
 		t->out = NULL;
 		failed(m, t, err);
@@ -135,16 +135,14 @@ static void try_start(struct multi *m, struct target *t)
 
 	if (t->state == T_READY && m->running >= m->max)
 		return;
-	if (group_records(&m->group, t->pid)) {
+	if (controller_records(&m->ctl, t->pid)) {
 		/* a child a member follows (-s): in its parent's profile already */
 		t->state = T_DONE;
 		t->cmd_hash = cmdline_hash(t->pid);
 		return;
 	}
-	rc = py_target_find(t->pid, &pt, err, sizeof(err));
 	/* started only once its interpreter is initialised */
-	if (rc == PY_TARGET_OK)
-		rc = py_target_prepare(&pt, err, sizeof(err));
+	rc = py_target_open(t->pid, &pt, err, sizeof(err));
 	if (rc == PY_TARGET_OK && m->running < m->max) {
 		start(m, t, &pt);
 		return;
@@ -244,7 +242,7 @@ static struct target *running_target(struct multi *m, pid_t pid)
 	return NULL;
 }
 
-/* group hooks */
+/* the controller's hooks */
 
 static int should_stop(void *ctx)
 {
@@ -262,7 +260,7 @@ static void on_tick(void *ctx, uint64_t now_ns)
 
 	if (*m->cut) {
 		*m->cut = 0;
-		group_request_cut(&m->group);
+		controller_request_cut(&m->ctl);
 	}
 	if (now_ns < m->next_scan_ns)
 		return;
@@ -272,7 +270,7 @@ static void on_tick(void *ctx, uint64_t now_ns)
 	start_waiting(m);
 }
 
-static void on_period(void *ctx, struct group_member *mem, uint64_t end_ns)
+static void on_period(void *ctx, struct controller_member *mem, uint64_t end_ns)
 {
 	struct multi *m = ctx;
 	struct target *t = running_target(m, mem->target.pid);
@@ -281,7 +279,7 @@ static void on_period(void *ctx, struct group_member *mem, uint64_t end_ns)
 		m->o->out.period(m->o->out.ctx, mem, t->out, end_ns);
 }
 
-static void on_end(void *ctx, struct group_member *mem)
+static void on_end(void *ctx, struct controller_member *mem)
 {
 	struct multi *m = ctx;
 	struct target *t = running_target(m, mem->target.pid);
@@ -320,12 +318,18 @@ int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
 {
 	struct multi m = { .o = o, .stop = stop, .cut = cut,
 			   .max = o->max_processes ? o->max_processes : MULTI_DEFAULT_PROCESSES };
-	struct group_hooks hooks = { should_stop, on_tick, on_period, on_end, &m };
-	enum controller_stop_reason why;
+	struct controller_config cfg = *o->cfg;
 	char err[512], shown[1024];
 	int rc;
 
-	if (group_open(&m.group, o->cfg, &hooks, err, sizeof(err))) {
+	cfg.several = 1;
+	cfg.periods = CONTROLLER_PERIODS_SEPARATE;
+	cfg.should_stop = should_stop;
+	cfg.on_tick = on_tick;
+	cfg.on_period = on_period;
+	cfg.on_end = on_end;
+	cfg.ctx = &m;
+	if (controller_open(&m.ctl, &cfg, err, sizeof(err))) {
 		fprintf(stderr, "ebpfprof: %s\n", printable(err, shown, sizeof(shown)));
 		return 1;
 	}
@@ -338,15 +342,15 @@ int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
 	if (o->match)
 		fprintf(stderr, "ebpfprof: profiling every CPython process matching '%s'%s\n",
 			o->pattern, o->cfg->duration_ns ? "" : " until Ctrl-C or SIGTERM");
-	why = group_run(&m.group);
-	group_stop(&m.group, why);
+	controller_run(&m.ctl);
+	controller_stop(&m.ctl);
 	print_summary(&m);
-	session_print_summary(m.group.session, stderr);
+	session_print_summary(m.ctl.session, stderr);
 	if (o->cfg->verbose)
 		fprintf(stderr, "ebpfprof: %lu records of processes no longer recorded, dropped\n",
-			m.group.unrouted);
+			m.ctl.unrouted);
 	rc = m.failed || m.refused || waiting(&m) ? 1 : 0;
-	group_close(&m.group);
+	controller_close(&m.ctl);
 	free(m.t);
 	return rc;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Several targets (--pid A,B,C or --match REGEX) in one recording session
- * (group.h): one BPF object for them all, a recorder per process, so every
+ * (controller.h): one BPF object for them all, a recorder per process, so every
  * process gets a complete profile of its own and one failing target cannot
  * spoil the others. This file finds the targets (--match: now and later, by
  * polling /proc from inside the recording loop), adds them to the session,
@@ -20,7 +20,6 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "controller.h"
-#include "group.h"
 #include "match.h"
 
 /* Processes recorded at once unless --max-processes says otherwise, and
@@ -38,8 +37,8 @@
 struct multi_outputs {
 	void *(*start)(void *ctx, const struct py_target *t, char *err, size_t errlen);
 	void (*discard)(void *ctx, void *out);
-	void (*period)(void *ctx, struct group_member *m, void *out, uint64_t end_ns);
-	int (*end)(void *ctx, struct group_member *m, void *out);
+	void (*period)(void *ctx, struct controller_member *m, void *out, uint64_t end_ns);
+	int (*end)(void *ctx, struct controller_member *m, void *out);
 	void *ctx;
 };
 

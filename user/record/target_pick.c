@@ -52,13 +52,7 @@ int target_open(pid_t pid, struct py_target *t, char *err, size_t errlen)
 {
 	if (preflight_pid(pid, err, errlen))
 		return -1;
-	if (py_target_find(pid, t, err, errlen) == PY_TARGET_OK &&
-	    py_target_prepare(t, err, errlen) == PY_TARGET_OK)
-		return 0;
-	if (strstr(err, "Permission denied"))
-		snprintf(err, errlen, "cannot read process %d's files and memory: Permission denied "
-			 "(this needs CAP_SYS_PTRACE: run it as root, e.g. with sudo)", pid);
-	return -1;
+	return py_target_open(pid, t, err, errlen) == PY_TARGET_OK ? 0 : -1;
 }
 
 error_t target_pick_option(int key, char *arg, struct argp_state *state,
