@@ -37,7 +37,7 @@
  * the --idle flame graph stays proportional to off-CPU time.
  *
  * One file per concern, linked into the one object: this one, the switch
- * program (and the settings and maps the others share, offcpu.bpf.h);
+ * program, its settings, and the maps the others share (offcpu.bpf.h);
  * offcpu_return.bpf.c, the return to user mode; offcpu_stack.bpf.c, the
  * stack noted at either; offcpu_totals.bpf.c, the totals' drain, the
  * thread's exit and the map; offcpu_task_io.bpf.c, userspace's seeds and
