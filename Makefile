@@ -39,8 +39,9 @@ BPF_CFLAGS := -g -O2 -Wall $(WERROR_FLAG) -target bpf -D__TARGET_ARCH_$(ARCH) $(
               -I$(OUTPUT) -Iinclude -I/usr/include/$(MULTIARCH)
 
 # gc.bpf.c first: it defines the shared maps (see there), and bpftool 7.1's
-# skeleton finds a map's relocation only when their object leads the link
-BPF_SRCS   := bpf/gc.bpf.c $(filter-out bpf/gc.bpf.c,$(wildcard bpf/*.bpf.c))
+# skeleton finds a map's relocation only when their object leads the link;
+# sorted, so offcpu.bpf.c, which defines the off-CPU maps, leads offcpu_*.bpf.c
+BPF_SRCS   := bpf/gc.bpf.c $(filter-out bpf/gc.bpf.c,$(sort $(wildcard bpf/*.bpf.c)))
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 USER_SRCS  := $(wildcard $(patsubst %,user/%/*.c,$(USER_DIRS)))
 USER_HDRS  := $(wildcard user/*/*.h)

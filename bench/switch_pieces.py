@@ -1,6 +1,6 @@
 """The sched_switch program piece by piece (issue 29, docs/benchmarks.md):
 binaries built with a piece left out (make BPF_EXTRA=-DEP_BENCH_NO_GIL ...,
-see bpf/offcpu.bpf.c), taken in turn in each round, on the ping-pong and the
+see bpf/offcpu.bpf.h), taken in turn in each round, on the ping-pong and the
 GIL-heavy relay; the switch program's BPF time per run and the off-CPU
 programs' per switch, medians of the rounds. The difference of a binary to
 the full one is what its piece costs.

@@ -4,11 +4,36 @@
  * GIL wait's exact time put on the holder read at its start and at its end,
  * split where the GIL was seen to change hands, kept in the waiter's task
  * storage (four holders, a map past that), drained with its totals and at
- * its exit. Included by offcpu.bpf.c alone, after the totals' helpers
- * (add_key_map, add_blame_map) it uses.
+ * its exit; and the GIL's read, at a wait's start and at its end. Included
+ * by the off-CPU files whose programs settle or drain blame (the switch,
+ * the return to user mode, the drain and the exit), after the totals'
+ * helpers (add_key_map, add_blame_map, offcpu_totals.bpf.h) it uses.
  */
 #ifndef EP_BLAME_BPF_H
 #define EP_BLAME_BPF_H
+
+/* Where the GIL's last holder, flag and switch number are read from (in
+ * that order, 8 bytes apart, as in every version), 0: unknown. */
+static __always_inline __u64 gil_addr(const struct ep_proc_cfg *cfg)
+{
+	return cfg->gil_holder_addr + 8 == cfg->gil_locked_addr ? cfg->gil_holder_addr : 0;
+}
+
+/* The GIL's last holder and switch number (see ep_gil_blame), in one read
+ * at addr (gil_addr()) of the current task's memory; holder 0 when not known. */
+static __always_inline void read_gil(__u64 addr, struct ep_gil_seen *seen)
+{
+	__u64 w[3];
+
+	seen->holder = 0;
+	seen->switch_number = 0;
+	seen->locked = 0;
+	if (!addr || bpf_probe_read_user(w, sizeof(w), (void *)addr))
+		return;
+	seen->holder = w[0];
+	seen->locked = (__u32)w[1];	/* an int */
+	seen->switch_number = w[2];
+}
 
 static __always_inline int blame_slot_empty(const struct ep_blame_slot *b)
 {
@@ -73,7 +98,7 @@ struct ep_gil_handoffs {
 	__u64 ts[4];
 };
 
-struct {
+EP_OFFCPU_MAP struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, EP_HANDOFF_SLOTS);
 	__type(key, __u32);

@@ -3,7 +3,7 @@
  * The switch program's clock, and the sampler's per-CPU clock it keeps
  * (the map cpu_clock, maps.bpf.h; sample.bpf.c weighs each sample by it):
  * which profiled thread runs on the CPU since when, and when the CPU goes
- * idle. Included by offcpu.bpf.c alone, after its task storage.
+ * idle. Included by offcpu.bpf.c alone, after offcpu.bpf.h (the task storage).
  */
 #ifndef EP_CPU_CLOCK_BPF_H
 #define EP_CPU_CLOCK_BPF_H
