@@ -21,12 +21,12 @@
 #include "commands.h"
 #include "controller.h"
 #include "frame_names.h"
-#include "grow.h"
 #include "history.h"
 #include "label_options.h"
 #include "launch.h"
 #include "match.h"
 #include "multi.h"
+#include "outputs.h"
 #include "parse_num.h"
 #include "preflight.h"
 #include "printable.h"
@@ -34,11 +34,8 @@
 #include "pusher.h"
 #include "py_target.h"
 #include "recorder.h"
-#include "report.h"
-#include "rotate.h"
 #include "states.h"
 #include "stop_signal.h"
-#include "sudo_user.h"
 #include "target_pick.h"
 #include "writer.h"
 
@@ -474,31 +471,20 @@ static void default_output(struct options *o, pid_t pid, char *buf, size_t len)
 	snprintf(buf, len, "ebpfprof-%d%s%s", pid, o->rotate ? "" : stamp, o->writer->suffix);
 }
 
-/* One process's recording and outputs: the only one (--pid PID, a
- * command), or one of several (--pid A,B, --match: a member of the group). */
+/* The only process's recording (--pid PID, a command): how it was started,
+ * the controller, what it writes. */
 struct run {
 	struct options *o;
 	pid_t pid;
 	int is_child;
 	int pidfd;
 	int exit_status;
-	int several;		/* one of several: a failed write fails only it */
-	int failed;		/* ... and one did */
-	struct controller ctl;	/* the only one's */
-	struct py_target found;	/* the only one's target */
-	/* the recording: the controller's, or the group member's */
-	struct recorder *rec;
-	struct session *session;
-	const struct py_target *target;
-	enum gc_probe_kind gc_probe;
-	enum controller_stop_reason stopped;
-	const char *output;	/* the profile's path (--rotate: the base of the names) */
-	int files;		/* profile files are written (not with --push alone) */
-	const char *gc_log;	/* NULL: none */
-	struct rotation rotation;
-	struct timespec period_start;	/* wall clock, for the names */
+	struct controller ctl;
+	struct py_target found;	/* the target, prepared */
+	struct recorder *rec;	/* its member's, once added */
+	struct outputs_config ocfg;
+	struct outputs out;
 	struct progress progress;
-	struct pusher *pusher;	/* --push */
 };
 
 static void end_command(struct run *run);
@@ -544,7 +530,7 @@ static void show_progress(struct run *run, uint64_t now)
 	if (!progress->f || now < progress->next_ns)
 		return;
 	progress_update(progress, now, (now - recorder_t0(run->rec)) / 1e9, recorder_kept(run->rec),
-			(unsigned long long)controller_lost(run->session), recorder_analysis(run->rec)->gcs.n);
+			(unsigned long long)controller_lost(run->ctl.session), recorder_analysis(run->rec)->gcs.n);
 }
 
 /* --rotate: SIGUSR1 asks for a period; the progress line */
@@ -559,164 +545,19 @@ static void on_tick(void *ctx, uint64_t now)
 	show_progress(run, now);
 }
 
-static void fill_writer_options(struct run *run, struct writer_options *w,
-				struct recording_info *info);
-static void end_command(struct run *run);
-
-/* The run history's database: --history-db, else the user's default. */
-static int open_history(const struct options *o, struct hist_db **db, char *err, size_t len)
-{
-	char path[4096];
-
-	if (!o->history_db && hist_default_path(path, sizeof(path), 1, err, len))
-		return -1;
-	return hist_db_open(db, o->history_db ? o->history_db : path, 1, err, len);
-}
-
-/* --history: the profile as its speedscope recording, read back as diff
- * reads it, stored as a run named after its file (source). A failure is
- * said, the recording stands. */
-static void store_history(const struct options *o, const char *source, const struct profile *p,
-			  const struct writer_options *wopts)
-{
-	struct hist_add add = { o->history, source, (long long)time(NULL), o->tags, o->ntags };
-	struct recording r;
-	struct hist_db *db = NULL;
-	struct fs_identity root;
-	char *buf = NULL, err[ERRLEN], shown[4 * ERRLEN];
-	size_t len = 0;
-	long long id = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int rc = -1;
-
-	memset(&r, 0, sizeof(r));
-	snprintf(err, sizeof(err), "out of memory");
-	if (f && !speedscope_writer.write(p, wopts, f) && !fclose(f)) {
-		f = NULL;
-		/* the database is the user's: under sudo, made and written as them */
-		sudo_fs_enter(&root);
-		rc = recording_read_buffer(&r, "the recording", buf, len, err, sizeof(err)) ||
-		     open_history(o, &db, err, sizeof(err)) ||
-		     hist_add_recording(db, &add, &r, &id, err, sizeof(err)) ? -1 : 0;
-		hist_db_close(db);
-		db = NULL;
-		sudo_fs_leave(&root);
-	}
-	if (f)
-		fclose(f);
-	if (rc)
-		fprintf(stderr, "ebpfprof: history not stored: %s\n", printable(err, shown, sizeof(shown)));
-	else
-		fprintf(stderr, "ebpfprof: stored as run #%lld of series %s\n", id,
-			printable(o->history, shown, sizeof(shown)));
-	hist_db_close(db);
-	recording_free(&r);
-	free(buf);
-}
-
-/* A write failed: the only recording ends, and the launched command with it
- * (it never outlives ebpfprof); one of several fails alone. */
-static void write_failed(struct run *run, const char *path)
-{
-	char err[ERRLEN], shown[4 * ERRLEN];
-
-	snprintf(err, sizeof(err), "cannot write %s: %s", path, strerror(errno));
-	if (!run->several) {
-		end_command(run);
-		die(err);
-	}
-	fprintf(stderr, "ebpfprof: process %d: %s\n", run->pid, printable(err, shown, sizeof(shown)));
-	run->failed = 1;
-}
-
-/* profile_path NULL: no profile file (--push alone). */
-static void write_outputs(struct run *run, const char *profile_path, const char *gc_log_path)
-{
-	struct writer_options wopts = { .threads = run->o->threads };
-	struct recording_info info;
-
-	fill_writer_options(run, &wopts, &info);
-	if (profile_path &&
-	    writer_write_file(run->o->writer, recorder_profile(run->rec), &wopts, profile_path))
-		write_failed(run, profile_path);
-	if (run->o->history)
-		store_history(run->o, run->several ? profile_path : run->o->output,
-			      recorder_profile(run->rec), &wopts);
-	if (gc_log_path && report_gc_log(gc_log_path, recorder_analysis(run->rec),
-					 recorder_profile(run->rec),
-					 (uint64_t)(run->o->wait_threshold_ms * 1e6)))
-		write_failed(run, gc_log_path);
-}
-
-/* --rotate: the files of the period that started at run->period_start,
- * under names no file has yet (a clock stepped back, an earlier run). */
-static void period_paths(struct run *run, char *prof, char *log, size_t len)
-{
-	unsigned ms = run->period_start.tv_nsec / 1000000;
-	const char *gc_log = run->gc_log;
-
-	do {
-		run->rotation.seq++;
-		period_name(prof, len, run->output, run->o->writer->suffix, run->period_start.tv_sec,
-			    ms, run->rotation.seq);
-		if (gc_log)
-			period_name(log, len, gc_log, ends_with(gc_log, ".gc.jsonl") ? ".gc.jsonl" : ".jsonl",
-				    run->period_start.tv_sec, ms, run->rotation.seq);
-	} while (!access(prof, F_OK) || (gc_log && !access(log, F_OK)));
-}
-
-/* --push: the period's profile of each process, spooled for the push thread. */
-static void push_period(struct run *run)
-{
-	struct writer_options wopts = { .threads = run->o->threads };
-	struct recording_info info;
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	fill_writer_options(run, &wopts, &info);
-	pusher_period(run->pusher, recorder_profile(run->rec), &wopts,
-		      run->period_start.tv_sec + run->period_start.tv_nsec / 1e9,
-		      now.tv_sec + now.tv_nsec / 1e9);
-}
-
-/* Writes the period's files (with --push, only when -o named them), pushes
- * it, deletes the oldest files beyond --keep. */
-static void write_period(struct run *run, char *prof, char *log, size_t len)
-{
-	const char *paths[3] = { prof, run->gc_log ? log : NULL, NULL };
-	int files = run->files;
-
-	if (run->o->push.url)
-		push_period(run);
-	period_paths(run, prof, log, len);
-	write_outputs(run, files ? prof : NULL, paths[1]);
-	if (!files) {
-		prof[0] = '\0';
-		paths[0] = paths[1];
-		paths[1] = NULL;
-	}
-	if (rotation_written(&run->rotation, paths))
-		die("out of memory");
-}
-
 /* --rotate or SIGUSR1: the period so far is a complete profile (the
- * controller cut it); the recording goes on without detaching anything. */
+ * controller cut it); the recording goes on without detaching anything. A
+ * file that cannot be written ends the recording, and the command with it. */
 static void on_period(void *ctx, struct controller_member *m, uint64_t end_ns)
 {
 	struct run *run = ctx;
-	char prof[PATH_MAX], log[PATH_MAX];
-	struct timespec next_start;
-	double secs;
+	char err[ERRLEN];
 
-	(void)m;
 	(void)end_ns;
-	clock_gettime(CLOCK_REALTIME, &next_start);
-	secs = recorder_profile(run->rec)->duration_ns / 1e9;
-	write_period(run, prof, log, sizeof(prof));
-	fprintf(stderr, "ebpfprof: period %u: %.2f s, %lu samples, %s%s\n",
-		run->rotation.periods, secs, recorder_kept(run->rec), prof[0] ? "wrote " : "pushed",
-		prof);
-	run->period_start = next_start;
+	if (outputs_period(&run->out, m, err, sizeof(err))) {
+		end_command(run);
+		die(err);
+	}
 }
 
 static void record(struct run *run)
@@ -730,12 +571,11 @@ static void record(struct run *run)
 		die(err);
 	}
 	run->rec = &m->rec;
-	run->gc_probe = m->gc_probe;
 	if (run->o->command)
 		recorder_set_command(run->rec, run->o->command[0]);
 	progress_init(&run->progress, stderr);
-	clock_gettime(CLOCK_REALTIME, &run->period_start);
-	run->stopped = controller_run(&run->ctl);
+	clock_gettime(CLOCK_REALTIME, &run->out.period_start);
+	controller_run(&run->ctl);
 	progress_clear(&run->progress);
 	controller_stop(&run->ctl);
 }
@@ -750,86 +590,28 @@ static void end_command(struct run *run)
 	}
 }
 
-static const char *stop_reason(const struct run *run)
-{
-	if (stop_signal == SIGINT)
-		return "interrupted";
-	if (stop_signal)
-		return "terminated";
-	if (run->stopped == CONTROLLER_TARGET_EXITED)
-		return "target exited";
-	return "duration reached";
-}
-
-/* The recording's facts, for the writers and the summary. */
-static void recording_info_of(struct run *run, struct recording_info *info)
-{
-	*info = (struct recording_info){
-		.samples = recorder_kept(run->rec),
-		.lost = controller_lost(run->session),
-		.python_major = run->target->major,
-		.python_minor = run->target->minor,
-		.gc_timing = gc_probe_name(run->gc_probe),
-		.stop_reason = stop_reason(run),
-		.idle = run->o->idle,
-		.gil_only = run->o->gil_only,
-	};
-}
-
-static void print_losses(FILE *f, void *ctx)
-{
-	struct run *run = ctx;
-
-	/* the session's own losses are said once, at the end of several */
-	if (run->several)
-		recorder_print_losses(run->rec, f);
-	else
-		controller_print_losses(&run->ctl, f);
-}
-
-static void print_summary(struct run *run, const char *path, const char *gc_log)
-{
-	struct recording_info info;
-	struct recording_summary s = {
-		.info = &info,
-		.profile = recorder_profile(run->rec),
-		.analysis = recorder_analysis(run->rec),
-		.children = run->o->subprocesses ? (long)recorder_nprocs(run->rec) - 1 : -1,
-		.gc_needs_sys_admin = run->gc_probe == GC_PROBE_NONE &&
-				      (run->target->has_usdt || run->target->has_symtab) &&
-				      !preflight_sys_admin(),
-		.gc_log = gc_log,
-		.wait_threshold_ms = run->o->wait_threshold_ms,
-		.format = run->o->writer->name,
-		.path = path,
-		.print_losses = print_losses,
-		.ctx = run,
-	};
-
-	recording_info_of(run, &info);
-	report_summary(stderr, &s);
-}
-
-/* What the writers may keep besides the samples: the exact GC pauses and
- * waits, and the recording's facts (ebpfprof diff reads them back). */
-static void fill_writer_options(struct run *run, struct writer_options *w,
-				struct recording_info *info)
-{
-	recording_info_of(run, info);
-	w->analysis = recorder_analysis(run->rec);
-	w->info = info;
-	w->gc_min_ns = (uint64_t)(run->o->gc_min_ms * 1e6);
-	w->group_by = run->o->group_by;
-}
-
 static void on_cut_signal(int sig)
 {
 	(void)sig;
 	cut_requested = 1;
 }
 
+/* What the outputs read of the options. */
+static void outputs_config_of(struct options *o, struct outputs_config *oc)
+{
+	*oc = (struct outputs_config){
+		.writer = o->writer, .history = o->history, .history_db = o->history_db,
+		.tags = o->tags, .ntags = o->ntags, .wait_threshold_ms = o->wait_threshold_ms,
+		.gc_min_ms = o->gc_min_ms, .group_by = o->group_by, .threads = o->threads,
+		.idle = o->idle, .gil_only = o->gil_only, .subprocesses = o->subprocesses,
+		.verbose = o->verbose, .rotate = o->rotate > 0, .keep = o->keep,
+		.output_option = o->output, .stop_signal = &stop_signal,
+	};
+}
+
 static void check_environment(struct options *o, char *output, size_t outlen)
 {
+	struct outputs_config oc;
 	char err[ERRLEN];
 
 	if (o->pid && preflight_pid(o->pid, err, sizeof(err)))
@@ -844,14 +626,10 @@ static void check_environment(struct options *o, char *output, size_t outlen)
 		die(err);
 	if (o->gc_log && preflight_output(o->gc_log, err, sizeof(err)))
 		die(err);
-	if (o->history) {
-		struct hist_db *db;
-
-		/* a database refused is said before the recording, not after */
-		if (open_history(o, &db, err, sizeof(err)))
-			die(err);
-		hist_db_close(db);
-	}
+	/* a database refused is said before the recording, not after */
+	outputs_config_of(o, &oc);
+	if (o->history && outputs_check_history(&oc, err, sizeof(err)))
+		die(err);
 }
 
 /* A directory for one file per process: made if missing, writable. */
@@ -886,16 +664,22 @@ static void controller_config_of(struct options *o, struct controller_config *cc
 /* --pid A,B or --match: what every process's outputs share. */
 struct several {
 	struct options *o;
+	struct outputs_config ocfg;
 	const char *outdir;	/* NULL: no profile files (--push alone) */
 	struct pusher *pusher;	/* --push */
 };
 
-static void free_run(struct run *run)
+/* One process's outputs among several: a file it cannot write fails it
+ * alone. */
+struct member_outputs {
+	struct outputs out;
+	int failed;
+};
+
+static void free_member_outputs(struct member_outputs *mo)
 {
-	rotation_free(&run->rotation);
-	free((char *)run->output);
-	free((char *)run->gc_log);
-	free(run);
+	outputs_free(&mo->out);
+	free(mo);
 }
 
 /* A process joins: its files are named DIR/ebpfprof-PID.SUFFIX and
@@ -905,81 +689,70 @@ static void *several_start(void *ctx, const struct py_target *t, char *err, size
 {
 	struct several *sv = ctx;
 	struct options *o = sv->o;
-	struct run *run = calloc(1, sizeof(*run));
-	char path[PATH_MAX];
+	struct member_outputs *mo = calloc(1, sizeof(*mo));
+	char path[PATH_MAX], log[PATH_MAX];
 
-	if (!run) {
+	if (!mo) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	*run = (struct run){ .o = o, .pid = t->pid, .pidfd = -1, .several = 1,
-			     .files = sv->outdir != NULL, .pusher = sv->pusher };
-	run->rotation.keep = o->keep;
 	snprintf(path, sizeof(path), "%s/ebpfprof-%d%s", sv->outdir ? sv->outdir : ".", t->pid,
 		 o->writer->suffix);
-	run->output = strdup(path);
-	if (o->gc_log) {
-		snprintf(path, sizeof(path), "%s/ebpfprof-%d.gc.jsonl", o->gc_log, t->pid);
-		run->gc_log = strdup(path);
+	snprintf(log, sizeof(log), "%s/ebpfprof-%d.gc.jsonl", o->gc_log ? o->gc_log : ".", t->pid);
+	if (outputs_init(&mo->out, &sv->ocfg, path, sv->outdir != NULL, o->gc_log ? log : NULL,
+			 sv->pusher, 1, err, errlen)) {
+		free(mo);
+		return NULL;
 	}
-	if (!run->output || (o->gc_log && !run->gc_log)) {
-		snprintf(err, errlen, "out of memory");
-	} else if ((!run->files || !preflight_output(run->output, err, errlen)) &&
-		   (!run->gc_log || !preflight_output(run->gc_log, err, errlen))) {
-		clock_gettime(CLOCK_REALTIME, &run->period_start);
-		return run;
-	}
-	free_run(run);
+	if ((!mo->out.files || !preflight_output(path, err, errlen)) &&
+	    (!o->gc_log || !preflight_output(log, err, errlen)))
+		return mo;
+	free_member_outputs(mo);
 	return NULL;
 }
 
 static void several_discard(void *ctx, void *out)
 {
 	(void)ctx;
-	free_run(out);
+	free_member_outputs(out);
 }
 
-/* The run reads the member's recording. */
-static struct run *bind_member(void *out, struct controller_member *m)
+static void member_failed(struct member_outputs *mo, pid_t pid, const char *err)
 {
-	struct run *run = out;
+	char shown[4 * ERRLEN];
 
-	run->rec = &m->rec;
-	run->session = m->session;
-	run->target = &m->target;
-	run->gc_probe = m->gc_probe;
-	run->stopped = m->stopped;
-	return run;
+	fprintf(stderr, "ebpfprof: process %d: %s\n", pid, printable(err, shown, sizeof(shown)));
+	mo->failed = 1;
 }
 
 static void several_period(void *ctx, struct controller_member *m, void *out, uint64_t end_ns)
 {
+	struct member_outputs *mo = out;
+	char err[ERRLEN];
+
 	(void)ctx;
-	on_period(bind_member(out, m), m, end_ns);
+	(void)end_ns;
+	if (outputs_period(&mo->out, m, err, sizeof(err)))
+		member_failed(mo, m->target.pid, err);
 }
 
 /* The process's last profile (or period), written as a recording of its
  * own writes it, and its summary. */
 static int several_end(void *ctx, struct controller_member *m, void *out)
 {
-	struct run *run = bind_member(out, m);
-	char prof[PATH_MAX], log[PATH_MAX];
+	struct member_outputs *mo = out;
+	char prof[PATH_MAX], log[PATH_MAX], err[ERRLEN];
 	int failed;
 
 	(void)ctx;
-	if (run->o->rotate) {
-		write_period(run, prof, log, sizeof(prof));
-	} else {
-		write_outputs(run, run->files ? run->output : NULL, run->gc_log);
-		snprintf(prof, sizeof(prof), "%s", run->files ? run->output : "");
-		snprintf(log, sizeof(log), "%s", run->gc_log ? run->gc_log : "");
-	}
-	if (!run->failed)
-		print_summary(run, prof[0] ? prof : NULL, run->gc_log ? log : NULL);
-	for (size_t i = 0; run->pusher && i < recorder_nprocs(run->rec); i++)
-		pusher_forget(run->pusher, recorder_pid(run->rec, i));
-	failed = run->failed;
-	free_run(run);
+	if (outputs_last(&mo->out, m, prof, log, sizeof(prof), err, sizeof(err)))
+		member_failed(mo, m->target.pid, err);
+	if (!mo->failed)
+		outputs_summary(&mo->out, m, prof, log);
+	for (size_t i = 0; mo->out.pusher && i < recorder_nprocs(&m->rec); i++)
+		pusher_forget(mo->out.pusher, recorder_pid(&m->rec, i));
+	failed = mo->failed;
+	free_member_outputs(mo);
 	return failed ? -1 : 0;
 }
 
@@ -1014,6 +787,7 @@ static int record_several(struct options *o)
 	int rc;
 
 	several_checks(o, sv.outdir);
+	outputs_config_of(o, &sv.ocfg);
 	snprintf(where, sizeof(where), sv.outdir ? "into %s" : "and pushed", sv.outdir);
 	/* credentials, spool: refused before anything is recorded */
 	if (o->push.url) {
@@ -1078,7 +852,6 @@ static void start_run(struct run *run, struct options *o, char *output, size_t o
 	}
 	if (controller_open(&run->ctl, &cc, err, sizeof(err)))
 		die(err);
-	run->session = run->ctl.session;
 	if (o->command) {
 		/* launched once the programs are loaded, so its start is seen */
 		run->pid = launch_command(o->command, o->as_root, err, sizeof(err));
@@ -1094,27 +867,23 @@ static void start_run(struct run *run, struct options *o, char *output, size_t o
 }
 
 /* The outputs written, the summary said, everything closed. */
-static void end_run(struct run *run, struct pusher *pusher, char *output, size_t output_len)
+static void end_run(struct run *run, struct pusher *pusher)
 {
-	const struct options *o = run->o;
-	char log[PATH_MAX];
+	struct controller_member *m = run->ctl.members[0];
+	char prof[PATH_MAX], log[PATH_MAX], err[ERRLEN];
 
-	if (o->rotate) {
-		write_period(run, output, log, output_len);
-	} else {
-		write_outputs(run, output, o->gc_log);
-		snprintf(log, sizeof(log), "%s", o->gc_log ? o->gc_log : "");
+	if (outputs_last(&run->out, m, prof, log, sizeof(prof), err, sizeof(err))) {
+		end_command(run);
+		die(err);
 	}
-	if (o->push.url)
+	if (run->o->push.url)
 		pusher_stop(pusher);
-	print_summary(run, output[0] ? output : NULL, o->gc_log ? log : NULL);
-	if (o->push.url) {
+	outputs_summary(&run->out, m, prof, log);
+	if (run->o->push.url) {
 		pusher_print(pusher, stderr);
 		pusher_close(pusher);
 	}
-	rotation_free(&run->rotation);
-	free((char *)run->output);
-	free((char *)run->gc_log);
+	outputs_free(&run->out);
 	controller_close(&run->ctl);
 	end_command(run);
 }
@@ -1125,8 +894,7 @@ int cmd_record(int argc, char **argv)
 	struct argp argp = { option_list, parse_option, "--pid PID[,PID...] | --match REGEX | -- COMMAND [ARGS...]", doc, NULL, NULL, NULL };
 	char output[PATH_MAX], err[ERRLEN];
 	struct pusher pusher;
-	struct run run = { .o = &o, .pidfd = -1, .target = &run.found, .pusher = &pusher,
-			   .gc_log = NULL };
+	struct run run = { .o = &o, .pidfd = -1 };
 
 	o.dashdash = find_dashdash(argc, argv);
 	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o);
@@ -1143,16 +911,13 @@ int cmd_record(int argc, char **argv)
 	install_stop_signals();
 	install_cut_signal(&o);
 	start_run(&run, &o, output, sizeof(output));
-	run.rotation.keep = o.keep;
-	/* period names derive from a copy: write_period reuses "output" */
-	run.output = strdup(output);
-	run.files = !o.push.url || o.output;
-	run.gc_log = o.gc_log ? strdup(o.gc_log) : NULL;
-	if (!run.output || (o.gc_log && !run.gc_log))
-		die("out of memory");
+	outputs_config_of(&o, &run.ocfg);
+	if (outputs_init(&run.out, &run.ocfg, output, !o.push.url || o.output, o.gc_log,
+			 o.push.url ? &pusher : NULL, 0, err, sizeof(err)))
+		die(err);
 	if (o.push.url && pusher_start(&pusher, err, sizeof(err)))
 		die(err);
 	record(&run);
-	end_run(&run, &pusher, output, sizeof(output));
+	end_run(&run, &pusher);
 	return 0;
 }
