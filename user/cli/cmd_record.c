@@ -788,7 +788,7 @@ static void print_losses(FILE *f, void *ctx)
 
 	/* the session's own losses are said once, at the end of several */
 	if (run->several)
-		recorder_print_losses(run->rec, f);
+		recorder_print_losses(run->rec, f, run->o->verbose);
 	else
 		controller_print_losses(&run->ctl, f);
 }

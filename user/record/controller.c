@@ -256,6 +256,6 @@ uint64_t controller_lost(struct controller *c)
 
 void controller_print_losses(struct controller *c, FILE *f)
 {
-	session_print_summary(c->session, f);
-	recorder_print_losses(&c->rec, f);
+	session_print_summary(c->session, f, c->cfg.verbose);
+	recorder_print_losses(&c->rec, f, c->cfg.verbose);
 }

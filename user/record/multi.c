@@ -341,7 +341,7 @@ int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
 	why = group_run(&m.group);
 	group_stop(&m.group, why);
 	print_summary(&m);
-	session_print_summary(m.group.session, stderr);
+	session_print_summary(m.group.session, stderr, o->cfg->verbose);
 	if (o->cfg->verbose)
 		fprintf(stderr, "ebpfprof: %lu records of processes no longer recorded, dropped\n",
 			m.group.unrouted);
