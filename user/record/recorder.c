@@ -1194,33 +1194,42 @@ static void print_walks(const struct rec_process *p, FILE *f, int verbose)
 			TASK_WALK_MISSES_MAX + 1);
 }
 
-static int has_unnamed_frame(const struct profile *prof, const struct sample *s)
+static int has_unnamed_frame(const uint8_t *unnamed_id, const struct sample *s)
 {
 	for (uint32_t i = 0; i < s->nframes; i++)
-		if (!strcmp(prof->frames[s->frames[i]].name, PY_SYM_UNNAMED))
+		if (unnamed_id[s->frames[i]])
 			return 1;
 	return 0;
 }
 
 /* The share of the process's recorded time (sampled and off-CPU weights)
- * under a frame without a name: how much of its profile <unknown> hides. */
+ * under a frame without a name: how much of its profile <unknown> hides.
+ * The frames so named are found once: a long recording has millions of
+ * samples. 0 when out of memory. */
 static double unnamed_share(const struct recorder *r, int pid)
 {
 	const struct profile *prof = &r->profile;
 	uint64_t all = 0, unnamed = 0;
 	struct sample_iter it;
 	struct sample s;
+	uint8_t *unnamed_id = calloc(prof->nframes ? prof->nframes : 1, 1);
 
+	if (!unnamed_id)
+		return 0;
+	for (size_t i = 0; i < prof->nframes; i++)
+		unnamed_id[i] = prof->frames[i].kind == FRAME_PYTHON &&
+				!strcmp(prof->frames[i].name, PY_SYM_UNNAMED);
 	for (size_t i = 0; i < prof->nthreads; i++) {
 		if (prof->threads[i].pid != pid)
 			continue;
 		sample_iter_init(&it, prof, &prof->threads[i]);
 		while (sample_iter_next(&it, &s)) {
 			all += s.weight_ns;
-			if (has_unnamed_frame(prof, &s))
+			if (has_unnamed_frame(unnamed_id, &s))
 				unnamed += s.weight_ns;
 		}
 	}
+	free(unnamed_id);
 	return all ? 100.0 * unnamed / all : 0;
 }
 
