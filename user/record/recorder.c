@@ -17,6 +17,7 @@
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
+#include "report.h"
 #include "states.h"
 #include "task_frames.h"
 #include "task_walk.h"
@@ -1234,9 +1235,9 @@ static double unnamed_share(const struct recorder *r, int pid)
 }
 
 /* Code objects without a name: the share of the profile under <unknown>
- * frames (by default only a share that shows at one decimal: a code object
- * freed before it was read is often module code run once, at the start);
- * with -v why they have none, so that a profile of <unknown> frames says
+ * frames (by default from LOSS_SHOWN_PERCENT: a code object freed before it
+ * was read is often module code run once, at the start); with -v any, and
+ * why they have none, so that a profile of <unknown> frames says
  * whether they were freed before they were read (short-lived code), or the
  * target's memory could not be read. */
 static void print_unnamed(const struct recorder *r, const struct rec_process *p, FILE *f,
@@ -1251,7 +1252,7 @@ static void print_unnamed(const struct recorder *r, const struct rec_process *p,
 	if (!unnamed)
 		return;
 	share = unnamed_share(r, p->target.pid);
-	if (share >= 0.05 || verbose)
+	if (share >= LOSS_SHOWN_PERCENT || verbose)
 		fprintf(f, "ebpfprof: loss: process %d: %.1f%% of its profile's time is under <unknown> frames (%zu of %zu code objects have no name)\n",
 			p->target.pid, share, unnamed, u.held);
 	if (!verbose)

@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include "remote.h"
 #include "remote_reader.h"
+#include "report.h"
 #include "session_priv.h"
 
 void session_counters(struct session *s, uint64_t out[EP_CNT_MAX])
@@ -69,21 +70,24 @@ static double percent(uint64_t part, uint64_t whole)
 }
 
 /* A loss that leaves a figure short: one line each, the figure and by how
- * much, in the default summary. */
-static void print_loss_lines(FILE *f, const uint64_t *c)
+ * much. The thread table is exact, so any of its losses is said; the
+ * sampled figures' from LOSS_SHOWN_PERCENT, or any with -v. */
+static void print_loss_lines(FILE *f, const uint64_t *c, int verbose)
 {
 	uint64_t switch_outs = c[EP_CNT_OFFCPU] + c[EP_CNT_STORAGE_BUSY];
+	double min = verbose ? 0 : LOSS_SHOWN_PERCENT;
 
 	if (c[EP_CNT_STORAGE_BUSY])
 		fprintf(f, "ebpfprof: loss: %llu of %llu switch-outs (%.1f%%) not timed (the thread's task storage was busy): the thread table's columns are short by those intervals\n",
 			(unsigned long long)c[EP_CNT_STORAGE_BUSY], (unsigned long long)switch_outs,
 			percent(c[EP_CNT_STORAGE_BUSY], switch_outs));
-	if (c[EP_CNT_STACK_LATER_LOST])
+	if (c[EP_CNT_STACK_LATER_LOST] &&
+	    percent(c[EP_CNT_STACK_LATER_LOST], c[EP_CNT_OFFCPU_SENT]) >= min)
 		fprintf(f, "ebpfprof: loss: %llu of %llu off-CPU intervals sent (%.1f%%) have no stack (the thread blocked again before returning to user mode, or exited): the profile shows them without their frames\n",
 			(unsigned long long)c[EP_CNT_STACK_LATER_LOST],
 			(unsigned long long)c[EP_CNT_OFFCPU_SENT],
 			percent(c[EP_CNT_STACK_LATER_LOST], c[EP_CNT_OFFCPU_SENT]));
-	if (c[EP_CNT_NO_TSTATE])
+	if (c[EP_CNT_NO_TSTATE] && percent(c[EP_CNT_NO_TSTATE], c[EP_CNT_SAMPLES]) >= min)
 		fprintf(f, "ebpfprof: loss: %llu of %llu samples taken (%.1f%%) are not in the profile: their threads had no Python thread state (not yet, or no longer)\n",
 			(unsigned long long)c[EP_CNT_NO_TSTATE], (unsigned long long)c[EP_CNT_SAMPLES],
 			percent(c[EP_CNT_NO_TSTATE], c[EP_CNT_SAMPLES]));
@@ -110,5 +114,5 @@ void session_print_summary(struct session *s, FILE *f, int verbose)
 	if (remote_timeouts())
 		fprintf(f, "ebpfprof: warning: %lu reads of the target's memory given up after %llu ms (a page never served: userfaultfd, FUSE; the last waited in %s); those pages were not read again, a process after %d such reads not at all\n",
 			remote_timeouts(), REMOTE_READ_TIMEOUT_NS / 1000000, remote_last_wait(), REMOTE_HUNG_MAX);
-	print_loss_lines(f, c);
+	print_loss_lines(f, c, verbose);
 }
