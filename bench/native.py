@@ -76,7 +76,8 @@ def run(script, args, flags, seconds=SECONDS, rate=RATE):
     """(BPF ns per run, profiler CPU s per target sample, target samples, summary line)"""
     w = start(script, args)
     out = ROOT / "build" / "bench" / "native.collapsed"
-    prof = subprocess.Popen([str(EBPFPROF), "-p", str(w.pid), "-r", str(rate), "-d", str(seconds + 1),
+    # -v: the summary's "native:" line of the unwinds is -v's
+    prof = subprocess.Popen([str(EBPFPROF), "-v", "-p", str(w.pid), "-r", str(rate), "-d", str(seconds + 1),
                              "-f", "collapsed", "-o", str(out), *flags],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

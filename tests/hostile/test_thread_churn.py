@@ -20,7 +20,8 @@ def test_waits_after_thread_churn_are_all_logged(workloads, tmp_path):
     go, log = tmp_path / "go", tmp_path / "waits.jsonl"
     w = workloads(interp, "thread_churn.py", "--go", str(go), "--threads", "20000", "--naps", "40",
                   truth=str(tmp_path / "truth.json"))
-    proc = subprocess.Popen([str(itc.EBPFPROF), "--pid", str(w.pid), "-d", "300", "--idle",
+    # -v: the summary's counters (the intervals timed) are -v's
+    proc = subprocess.Popen([str(itc.EBPFPROF), "-v", "--pid", str(w.pid), "-d", "300", "--idle",
                              "--gc-log", str(log), "-o", str(tmp_path / "p.json")],
                             stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)  # attached before the churn

@@ -35,7 +35,8 @@ def test_idle_shares_follow_real_off_cpu_time(workloads, out, tmp_path):
     w = workloads(interp, "idle_shares.py", "--go", str(go), seconds=8,
                   truth=str(tmp_path / "truth.json"))
     path = out()
-    proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "30", "--idle",
+    # -v: the summary's counters (the intervals timed and sent) are -v's
+    proc = subprocess.Popen([str(conftest.EBPFPROF), "-v", "--pid", str(w.pid), "-d", "30", "--idle",
                              "-o", str(path)], stderr=subprocess.PIPE, text=True)
     stat = SchedStat(w.pid)
     time.sleep(1.5)  # attached before the measured part

@@ -36,8 +36,8 @@ def test_wait_stacks_with_and_without_rseq(workloads, out, tmp_path, monkeypatch
     path = out()
     # -r 400: a 2.5 ms sampling period, so the 2 ms naps are sent 4 times in 5 and the
     # shares carry little sampling noise (which test_idle_shares covers): what is
-    # tested here is the stack each sent wait gets
-    proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "30", "--idle",
+    # tested here is the stack each sent wait gets; -v: the counters are -v's
+    proc = subprocess.Popen([str(conftest.EBPFPROF), "-v", "--pid", str(w.pid), "-d", "30", "--idle",
                              "-r", "400", "-o", str(path)], stderr=subprocess.PIPE, text=True,
                             env=env)
     stat = SchedStat(w.pid)
@@ -58,6 +58,7 @@ def test_wait_stacks_with_and_without_rseq(workloads, out, tmp_path, monkeypatch
         # every blocking switch-out was fingerprinted, sent or not
         assert c["on_return"] == 0 and c["walked"] + c["reused"] > 0.9 * c["sent"], c
     assert "sent without their stack" not in err
+    assert "have no stack" not in err   # nor the default summary's loss line
     full = w.truth()
     truth = full["spent"]
     prof = Profile(path)

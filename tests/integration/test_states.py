@@ -141,7 +141,8 @@ def test_an_unseen_switch_in_ends_its_interval_where_the_thread_came_back(worklo
         os.sched_setaffinity(0, cpus[:-1])
     stat = SchedStat(w.pid)
     try:
-        proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "4", "--gc-log",
+        # -v: the unseen switch-ins are counted in -v's summary
+        proc = subprocess.Popen([str(conftest.EBPFPROF), "-v", "--pid", str(w.pid), "-d", "4", "--gc-log",
                                  str(log), "-o", str(path)], stderr=subprocess.PIPE, text=True)
         time.sleep(1.5)  # attached: the nap is inside the recording
         wait_for_go(go)

@@ -420,7 +420,7 @@ void py_symbolizer_frame(struct py_symbolizer *s, uint64_t code, uint32_t ident,
 	struct code_entry *e = lookup(s, code, ident);
 	int line = -1;
 
-	out->name = e && e->name ? e->name : "<unknown>";
+	out->name = e && e->name ? e->name : PY_SYM_UNNAMED;
 	out->file = e ? e->file : NULL;
 	out->firstlineno = e ? e->firstlineno : 0;
 	if (e && e->table && instr != ~0u)

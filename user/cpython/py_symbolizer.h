@@ -10,6 +10,9 @@
 
 struct py_symbolizer;
 
+/* the name of a code object whose name could not be read */
+#define PY_SYM_UNNAMED "<unknown>"
+
 struct py_sym_frame {
 	const char *name;	/* co_qualname (3.11+) or co_name, "<unknown>" if unreadable */
 	const char *file;	/* co_filename, or NULL if unreadable */

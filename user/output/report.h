@@ -15,6 +15,10 @@ void report_thread_table(FILE *f, const struct analysis *a, const struct profile
  * longest), shares of the time all its values hold. */
 void report_label_tables(FILE *f, const struct analysis *a);
 /* The `max` longest collections with the stack that triggered each. */
+/* A sampled figure's loss smaller than this share (percent) gets no loss
+ * line in the default summary: it is within the profile's own sampling
+ * spread (a few hundred samples: several percent); -v shows any. */
+#define LOSS_SHOWN_PERCENT	1.0
 /* Waits for the GIL shorter than this in total are not listed by holder. */
 #define GIL_BLAME_SHOWN_NS	10000000ull
 /* Each thread's GIL waits (and waits for GC) by holder, with what the

@@ -452,7 +452,7 @@ uint64_t controller_lost(struct session *s)
 
 void controller_print_losses(struct controller *c, FILE *f)
 {
-	session_print_summary(c->session, f);
+	session_print_summary(c->session, f, c->cfg.verbose);
 	if (!c->cfg.several && c->n)
-		recorder_print_losses(&c->members[0]->rec, f);
+		recorder_print_losses(&c->members[0]->rec, f, c->cfg.verbose);
 }

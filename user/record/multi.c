@@ -345,7 +345,7 @@ int multi_run(const struct multi_opts *o, volatile sig_atomic_t *stop,
 	controller_run(&m.ctl);
 	controller_stop(&m.ctl);
 	print_summary(&m);
-	session_print_summary(m.ctl.session, stderr);
+	session_print_summary(m.ctl.session, stderr, o->cfg->verbose);
 	if (o->cfg->verbose)
 		fprintf(stderr, "ebpfprof: %lu records of processes no longer recorded, dropped\n",
 			m.ctl.unrouted);

@@ -270,8 +270,8 @@ static void print_losses(FILE *f, void *ctx)
 
 	/* the session's own losses are said once, at the end of several */
 	if (!out->several)
-		session_print_summary(out->m->session, f);
-	recorder_print_losses(&out->m->rec, f);
+		session_print_summary(out->m->session, f, out->cfg->verbose);
+	recorder_print_losses(&out->m->rec, f, out->cfg->verbose);
 }
 
 void outputs_summary(struct outputs *out, struct controller_member *m, const char *prof,

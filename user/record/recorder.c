@@ -17,6 +17,7 @@
 #include "py_threads.h"
 #include "recorder.h"
 #include "remote.h"
+#include "report.h"
 #include "states.h"
 #include "task_frames.h"
 #include "task_walk.h"
@@ -1176,16 +1177,16 @@ static void finish(struct recorder *r, uint64_t end_ns)
 		r->failed++;
 }
 
-/* --tasks: the walks and their time; a walk that stopped at a bound
- * missed tasks. */
-static void print_walks(const struct rec_process *p, FILE *f)
+/* --tasks: the walks and their time (with -v); a walk that stopped at a
+ * bound missed tasks (a warning). */
+static void print_walks(const struct rec_process *p, FILE *f, int verbose)
 {
 	unsigned walks;
 	uint64_t ns;
 	int truncated;
 
 	task_walk_cost(p->walk, &walks, &ns, &truncated);
-	if (walks)
+	if (walks && verbose)
 		fprintf(f, "ebpfprof: --tasks: process %d: %u walks of its asyncio tasks, %.1f ms each\n",
 			p->target.pid, walks, ns / 1e6 / walks);
 	if (truncated)
@@ -1194,18 +1195,70 @@ static void print_walks(const struct rec_process *p, FILE *f)
 			TASK_WALK_MISSES_MAX + 1);
 }
 
-/* Code objects without a name: why, so that a profile of <unknown> frames
- * says whether they were freed before they were read (short-lived code),
- * or the target's memory could not be read. */
-static void print_unnamed(const struct rec_process *p, FILE *f)
+static int has_unnamed_frame(const uint8_t *unnamed_id, const struct sample *s)
+{
+	for (uint32_t i = 0; i < s->nframes; i++)
+		if (unnamed_id[s->frames[i]])
+			return 1;
+	return 0;
+}
+
+/* The share of the process's recorded time (sampled and off-CPU weights)
+ * under a frame without a name: how much of its profile <unknown> hides.
+ * The frames so named are found once: a long recording has millions of
+ * samples. 0 when out of memory. */
+static double unnamed_share(const struct recorder *r, int pid)
+{
+	const struct profile *prof = &r->profile;
+	uint64_t all = 0, unnamed = 0;
+	struct sample_iter it;
+	struct sample s;
+	uint8_t *unnamed_id = calloc(prof->nframes ? prof->nframes : 1, 1);
+
+	if (!unnamed_id)
+		return 0;
+	for (size_t i = 0; i < prof->nframes; i++)
+		unnamed_id[i] = prof->frames[i].kind == FRAME_PYTHON &&
+				!strcmp(prof->frames[i].name, PY_SYM_UNNAMED);
+	for (size_t i = 0; i < prof->nthreads; i++) {
+		if (prof->threads[i].pid != pid)
+			continue;
+		sample_iter_init(&it, prof, &prof->threads[i]);
+		while (sample_iter_next(&it, &s)) {
+			all += s.weight_ns;
+			if (has_unnamed_frame(unnamed_id, &s))
+				unnamed += s.weight_ns;
+		}
+	}
+	free(unnamed_id);
+	return all ? 100.0 * unnamed / all : 0;
+}
+
+/* Code objects without a name: the share of the profile under <unknown>
+ * frames (by default from LOSS_SHOWN_PERCENT: a code object freed before it
+ * was read is often module code run once, at the start); with -v any, and
+ * why they have none, so that a profile of <unknown> frames says
+ * whether they were freed before they were read (short-lived code), or the
+ * target's memory could not be read. */
+static void print_unnamed(const struct recorder *r, const struct rec_process *p, FILE *f,
+			  int verbose)
 {
 	struct py_sym_unnamed u;
+	size_t unnamed;
+	double share;
 
 	py_symbolizer_unnamed(p->sym, &u);
-	if (!u.unread && !u.replaced && !u.nameless)
+	unnamed = u.unread + u.replaced + u.nameless;
+	if (!unnamed)
+		return;
+	share = unnamed_share(r, p->target.pid);
+	if (share >= LOSS_SHOWN_PERCENT || verbose)
+		fprintf(f, "ebpfprof: loss: process %d: %.1f%% of its profile's time is under <unknown> frames (%zu of %zu code objects have no name)\n",
+			p->target.pid, share, unnamed, u.held);
+	if (!verbose)
 		return;
 	fprintf(f, "ebpfprof: process %d: %zu of %zu code objects have no name (<unknown>): %zu freed before they were read (%zu of them unreadable to the kernel), %zu whose memory could not be read, %zu whose name could not be read; %zu named by the kernel\n",
-		p->target.pid, u.unread + u.replaced + u.nameless, u.held, u.replaced,
+		p->target.pid, unnamed, u.held, u.replaced,
 		u.kernel_unread, u.unread, u.nameless, u.seeded);
 	if (u.unread) {
 		char why[256];
@@ -1215,12 +1268,12 @@ static void print_unnamed(const struct rec_process *p, FILE *f)
 	}
 }
 
-void recorder_print_losses(const struct recorder *r, FILE *f)
+void recorder_print_losses(const struct recorder *r, FILE *f, int verbose)
 {
 	if (r->unknown_stacks || r->failed)
 		fprintf(f, "ebpfprof: warning: %lu records named a stack whose frames were lost (off-CPU intervals shown without frames, samples dropped), %lu records not kept (out of memory)\n",
 			r->unknown_stacks, r->failed);
-	if (r->native_unwound)
+	if (r->native_unwound && verbose)
 		fprintf(f, "ebpfprof: native: %lu stacks unwound, %.0f%% to the thread's first frame (the others stop where the stack copy or the unwind information ends), %.1f native frames and %.1f us of CPU a stack\n",
 			r->native_unwound, 100.0 * r->native_complete / r->native_unwound,
 			(double)r->native_frames / r->native_unwound,
@@ -1229,8 +1282,8 @@ void recorder_print_losses(const struct recorder *r, FILE *f)
 		fprintf(f, "ebpfprof: warning: --tasks: %lu places of suspended tasks not kept (more than %u in the recording)\n",
 			r->profile.tasks.dropped, TASK_SPANS_MAX);
 	for (size_t i = 0; i < r->nprocs; i++) {
-		print_walks(r->procs[i], f);
-		print_unnamed(r->procs[i], f);
+		print_walks(r->procs[i], f, verbose);
+		print_unnamed(r, r->procs[i], f, verbose);
 	}
 	if (r->native_unpaired)
 		fprintf(f, "ebpfprof: warning: %lu samples shown without native frames (their registers and stack were lost)\n",

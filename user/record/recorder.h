@@ -127,9 +127,10 @@ void recorder_refresh_names(struct recorder *r);
 /* Names every thread (Python name, else MainThread or the kernel's comm),
  * sets the duration and sorts: the profile is then ready for the writers. */
 void recorder_finish(struct recorder *r, uint64_t end_ns);
-/* What userspace could not keep, for the summary (nothing when all is well;
- * with --tasks, the walks and their cost). */
-void recorder_print_losses(const struct recorder *r, FILE *f);
+/* What userspace could not keep, for the summary: the warnings and one line
+ * for each figure a loss leaves short (nothing when all is well); verbose:
+ * the counts behind them too, and --tasks' walks and --native's unwinds. */
+void recorder_print_losses(const struct recorder *r, FILE *f, int verbose);
 
 /* The session starts at t0_ns (CLOCK_MONOTONIC): the profile's times count
  * from there. Call it before the first process is added. */

@@ -108,8 +108,9 @@ void session_apply_seeds(struct session *s, pid_t pid);
 int session_poll(struct session *s, int timeout_ms);
 /* Sum over CPUs of the kernel-side counters (enum ep_counter). */
 void session_counters(struct session *s, uint64_t out[EP_CNT_MAX]);
-/* What the kernel side counted and lost, for the summary. */
-void session_print_summary(struct session *s, FILE *f);
+/* What the kernel side lost, for the summary: the warnings and one line for
+ * each figure a loss leaves short; verbose: every counter too. */
+void session_print_summary(struct session *s, FILE *f, int verbose);
 void session_close(struct session *s);
 
 #endif
