@@ -218,6 +218,8 @@ static int write_period(struct outputs *out, char *prof, char *log, size_t len, 
 {
 	const char *paths[3] = { prof, out->gc_log ? log : NULL, NULL };
 
+	log[0] = '\0';
+
 	if (out->pusher)
 		push_period(out);
 	period_paths(out, prof, log, len);
@@ -257,6 +259,7 @@ int outputs_last(struct outputs *out, struct controller_member *m, char *prof, c
 		 size_t len, char *err, size_t errlen)
 {
 	out->m = m;
+	prof[0] = log[0] = '\0';
 	if (out->cfg->rotate)
 		return write_period(out, prof, log, len, err, errlen);
 	snprintf(prof, len, "%s", out->files ? out->output : "");
@@ -286,7 +289,7 @@ void outputs_summary(struct outputs *out, struct controller_member *m, const cha
 		.gc_needs_sys_admin = m->gc_probe == GC_PROBE_NONE &&
 				      (m->target.has_usdt || m->target.has_symtab) &&
 				      !preflight_sys_admin(),
-		.gc_log = log && log[0] ? log : NULL,
+		.gc_log = out->gc_log && log[0] ? log : NULL,
 		.wait_threshold_ms = out->cfg->wait_threshold_ms,
 		.format = out->cfg->writer->name,
 		.path = prof && prof[0] ? prof : NULL,
