@@ -187,8 +187,10 @@ static void cap_is_reported(void **state)
 	assert_int_equal(ix.n, 100);
 	for (i = 0; i < 100; i++)
 		assert_int_equal(find(&ix, &k, i, hash_u64(i)), i);
-	assert_int_equal(hash_index_add(&ix, 1, HASH_INDEX_MAX_ENTRIES), -1);
+	assert_int_equal(hash_index_add(&ix, 1, UINT32_MAX), -1);
 	assert_int_equal(errno, EINVAL);
+	ix.max_entries = 0;
+	assert_int_equal(hash_index_add(&ix, 1, UINT32_MAX - 1), 0);
 	hash_index_free(&ix);
 	keys_free(&k);
 }

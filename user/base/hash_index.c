@@ -95,7 +95,7 @@ int hash_index_reserve(struct hash_index *ix, size_t need)
 
 int hash_index_add(struct hash_index *ix, uint64_t h, size_t entry)
 {
-	if (entry >= HASH_INDEX_MAX_ENTRIES) {
+	if (entry >= UINT32_MAX) {	/* its ref, entry + 1, is 32 bits */
 		errno = EINVAL;
 		return -1;
 	}
@@ -103,6 +103,28 @@ int hash_index_add(struct hash_index *ix, uint64_t h, size_t entry)
 		return -1;
 	place(ix->slots, ix->nslots, (uint32_t)entry + 1, tag_of(h));
 	ix->n++;
+	return 0;
+}
+
+/* The slot of entry, indexed under h, in p; 0, or -1 if not there. */
+static int slot_of_entry(const struct hash_index *ix, uint64_t h, size_t entry,
+			 struct hash_probe *p)
+{
+	size_t e;
+
+	for (e = hash_index_first(ix, h, p); e != HASH_INDEX_NONE && e != entry;
+	     e = hash_index_next(p))
+		;
+	return e == HASH_INDEX_NONE ? -1 : 0;
+}
+
+int hash_index_move(struct hash_index *ix, uint64_t h, size_t from, size_t to)
+{
+	struct hash_probe p;
+
+	if (to >= UINT32_MAX || slot_of_entry(ix, h, from, &p))
+		return -1;
+	ix->slots[p.slot].ref = (uint32_t)to + 1;
 	return 0;
 }
 
@@ -117,12 +139,9 @@ static int stays(size_t gap, size_t home, size_t at)
 int hash_index_remove(struct hash_index *ix, uint64_t h, size_t entry)
 {
 	struct hash_probe p;
-	size_t e, gap, i;
+	size_t gap, i;
 
-	for (e = hash_index_first(ix, h, &p); e != HASH_INDEX_NONE && e != entry;
-	     e = hash_index_next(&p))
-		;
-	if (e == HASH_INDEX_NONE)
+	if (slot_of_entry(ix, h, entry, &p))
 		return -1;
 	/* backward shift: each entry after the gap in its run moves into the
 	 * gap unless its home slot lies after the gap (it would be unreachable) */

@@ -23,7 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Entry numbers fit in 32 bits with room for the + 1, slot numbers too. */
+/* At most 2^30 entries (so at most 2^31 slots), each numbered below
+ * UINT32_MAX: a slot holds the number + 1 in 32 bits. */
 #define HASH_INDEX_MAX_ENTRIES	((size_t)1 << 30)
 #define HASH_INDEX_MIN_SLOTS	64
 #define HASH_INDEX_NONE		((size_t)-1)
@@ -57,7 +58,8 @@ size_t hash_index_next(struct hash_probe *p);
  * Indexes entry (the caller's, not in the index yet) under hash h, growing
  * the slots first if that would fill more than half of them. 0; or -1 with
  * errno ENOMEM (out of memory), E2BIG (max_entries reached) or EINVAL (an
- * entry number past HASH_INDEX_MAX_ENTRIES), the index unchanged.
+ * entry number of UINT32_MAX or more), the index unchanged. After
+ * hash_index_reserve made room, it fails only on the last.
  */
 int hash_index_add(struct hash_index *ix, uint64_t h, size_t entry);
 
@@ -68,6 +70,11 @@ int hash_index_reserve(struct hash_index *ix, size_t need);
 /* Takes entry, indexed under h, out of the index (entries that probed past
  * it are moved back: no tombstones). 0, or -1 if it was not there. */
 int hash_index_remove(struct hash_index *ix, uint64_t h, size_t entry);
+
+/* Entry `from`, indexed under h, is now numbered `to` (the caller moved it
+ * in its array, e.g. its last entry into a removed one's place). 0, or -1
+ * if from was not there or to is UINT32_MAX or more. */
+int hash_index_move(struct hash_index *ix, uint64_t h, size_t from, size_t to);
 
 /* Empties the index, keeping its slots: to index the entries again after
  * the caller renumbered them (dropped some, compacted its array). */
