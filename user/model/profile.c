@@ -2,7 +2,7 @@
 /*
  * The recorded profile: interned frames, threads and their samples.
  *
- * Frames are interned through an open-addressing hash table of frame ids,
+ * Frames are interned through an index of frame ids (hash_index.h),
  * because every stack of every sample is resolved through it: a long
  * session interns millions of frames against a few thousand distinct ones.
  */
