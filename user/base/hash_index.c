@@ -30,6 +30,7 @@ size_t hash_index_first(const struct hash_index *ix, uint64_t h, struct hash_pro
 {
 	p->ix = ix;
 	p->tag = tag_of(h);
+	p->slot = 0;
 	if (!ix->nslots)
 		return HASH_INDEX_NONE;
 	p->slot = home_slot(p->tag, ix->nslots);
