@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -199,6 +200,39 @@ static void test_a_name_read_first_is_not_replaced_by_the_kernels(void **state)
 	py_symbolizer_free(s);
 }
 
+/* Past 65,536 code objects the least recently used half goes; those kept
+ * are found again after their entries close up. */
+static void test_the_cache_drops_the_least_recently_used_and_keeps_the_rest(void **state)
+{
+	enum { N = 70000 };
+	struct py_layout L = fake_layout();
+	struct py_symbolizer *s = py_symbolizer_new(getpid(), &L);
+	struct ep_code_event ev;
+	struct py_sym_unnamed u;
+	struct py_sym_frame f;
+	char want[16];
+	uint32_t i;
+
+	(void)state;
+	assert_non_null(s);
+	for (i = 0; i < N; i++) {
+		snprintf(want, sizeof(want), "f%u", i);
+		ev = kernel_named(0x1000 + 8 * (uint64_t)i, i, want, "mod.py", 1);
+		py_symbolizer_seed(s, &ev);
+	}
+	py_symbolizer_unnamed(s, &u);
+	assert_int_equal(u.seeded, N);
+	assert_int_equal(u.held, (1 << 15) + N - (1 << 16));
+	for (i = N - u.held; i < N; i += 101) {
+		snprintf(want, sizeof(want), "f%u", i);
+		py_symbolizer_frame(s, 0x1000 + 8 * (uint64_t)i, i, ~0u, &f);
+		assert_string_equal(f.name, want);
+	}
+	py_symbolizer_frame(s, 0x1000, 0, ~0u, &f);	/* dropped: read again, nothing there */
+	assert_string_not_equal(f.name, "f0");
+	py_symbolizer_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_unnamed_code_objects_are_counted_by_why),
 		cmocka_unit_test(test_a_code_object_named_by_the_kernel_keeps_its_name_once_gone),
 		cmocka_unit_test(test_a_name_read_first_is_not_replaced_by_the_kernels),
+		cmocka_unit_test(test_the_cache_drops_the_least_recently_used_and_keeps_the_rest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,10 +41,41 @@ static void deletes_keep_the_others(void **state)
 	stack_table_free(&t);
 }
 
+/* A process's stacks all go at once; those of others stay; a stack put
+ * again replaces its frames. */
+static void dropping_a_pid_keeps_the_others(void **state)
+{
+	struct stack_table t = { 0 };
+	uint32_t frames[1];
+	const struct stack_entry *e;
+	uint64_t id;
+
+	(void)state;
+	for (id = 1; id <= 3000; id++) {
+		frames[0] = (uint32_t)id;
+		assert_int_equal(stack_table_put(&t, (int)(id % 3), id, frames, 1), 0);
+	}
+	frames[0] = 7;
+	assert_int_equal(stack_table_put(&t, 2, 2, frames, 1), 0);
+	stack_table_drop_pid(&t, 1);
+	assert_int_equal(t.n, 2000);
+	for (id = 1; id <= 3000; id++) {
+		e = stack_table_get(&t, (int)(id % 3), id);
+		if (id % 3 == 1) {
+			assert_null(e);
+			continue;
+		}
+		assert_non_null(e);
+		assert_int_equal(e->frames[0], id == 2 ? 7 : (uint32_t)id);
+	}
+	stack_table_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(deletes_keep_the_others),
+		cmocka_unit_test(dropping_a_pid_keeps_the_others),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

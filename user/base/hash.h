@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The one string and byte hash (64-bit FNV-1a) and the probing of the
- * open-addressing tables that use it: each table keeps its own slots (an
- * index + 1, or a pointer; 0 is empty) in a power-of-two array, and finds a
- * key's slot by hash_first_slot then hash_next_slot until the slot is empty
- * or holds the key. Keys from the target are hostile: the tables grow at a
- * bounded load, and a string's hash covers all of it.
+ * The one string and byte hash (64-bit FNV-1a). The hash tables of userspace
+ * are all hash_index.h, over these hashes; a direct-mapped cache (one slot a
+ * key, a new key evicts the old) picks its slot by hash_cache_slot. Keys
+ * from the target are hostile: a hash covers all of its key.
  */
 #ifndef EP_HASH_H
 #define EP_HASH_H
@@ -40,17 +38,11 @@ static inline uint64_t hash_u64(uint64_t key)
 	return fnv1a(FNV1A_BASIS, &key, sizeof(key));
 }
 
-/* The first slot of hash h in a table of nslots (a power of two): the high
- * bits folded into the low ones, which alone pick the slot. */
-static inline size_t hash_first_slot(uint64_t h, size_t nslots)
+/* The slot of hash h in a direct-mapped cache of nslots (a power of two):
+ * the high bits folded into the low ones, which alone pick the slot. */
+static inline size_t hash_cache_slot(uint64_t h, size_t nslots)
 {
 	return (size_t)(h ^ (h >> 29)) & (nslots - 1);
-}
-
-/* The slot probed after i (linear probing). */
-static inline size_t hash_next_slot(size_t i, size_t nslots)
-{
-	return (i + 1) & (nslots - 1);
 }
 
 #endif

@@ -16,7 +16,9 @@
 #include "clock.h"
 #include "ebpfprof.h"
 #include "ep_frame.h"
+#include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "py_asyncio.h"
 #include "py_objects.h"
 #include "py_symbolizer.h"
@@ -67,9 +69,8 @@ struct code_seen {
 	uint32_t ident;
 };
 #define CODE_CACHE	1024		/* a power of two (hash.h) */
-/* the tasks and awaited objects seen in one walk: at most 2 * PY_TASKS_MAX,
- * at most 2/3 of a power of two */
-#define SEEN_SLOTS	(1u << 18)
+/* the tasks seen in one walk: room past PY_TASKS_MAX for those skipped */
+#define SEEN_MAX	174762
 
 struct walk {
 	const struct py_target *t;
@@ -78,8 +79,9 @@ struct walk {
 	struct py_reader r;
 	struct py_tasks *out;
 	uint64_t deadline_ns;
-	uint64_t *seen;			/* open-addressing set of task addresses */
+	uint64_t *seen;			/* the task addresses seen, SEEN_MAX at most */
 	size_t seen_cap, nseen;
+	struct hash_index seen_index;	/* seen by address */
 	unsigned calls;
 	unsigned flags;
 	size_t skip;			/* tasks found but passed over, left */
@@ -108,21 +110,21 @@ static int over_budget(struct walk *w)
 }
 
 /* 1 if addr was seen already; else remembers it. -1: the set holds all it
- * may (two thirds of its slots), more distinct tasks than a walk keeps: a
- * full set would never end a probe for a new address. */
+ * may (SEEN_MAX), more distinct tasks than a walk keeps, or no memory. */
 static int seen_before(struct walk *w, uint64_t addr)
 {
-	size_t i = hash_first_slot(hash_u64(addr), w->seen_cap);
+	uint64_t h = hash_u64(addr);
+	struct hash_probe p;
+	size_t e;
 
-	while (w->seen[i]) {
-		if (w->seen[i] == addr)
+	for (e = hash_index_first(&w->seen_index, h, &p); e != HASH_INDEX_NONE;
+	     e = hash_index_next(&p))
+		if (w->seen[e] == addr)
 			return 1;
-		i = hash_next_slot(i, w->seen_cap);
-	}
-	if (w->nseen >= w->seen_cap / 3 * 2)
+	if (GROW_ARRAY(w->seen, w->seen_cap, w->nseen + 1) ||
+	    hash_index_add(&w->seen_index, h, w->nseen))
 		return -1;
-	w->seen[i] = addr;
-	w->nseen++;
+	w->seen[w->nseen++] = addr;
 	return 0;
 }
 
@@ -147,7 +149,7 @@ static void task_name(struct walk *w, uint64_t task, char *out, size_t len)
 static int code_ident(struct walk *w, uint64_t code, uint32_t *ident)
 {
 	const struct ep_proc_cfg *c = &w->t->cfg;
-	struct code_seen *e = &w->codes[hash_first_slot(hash_u64(code), CODE_CACHE)];
+	struct code_seen *e = &w->codes[hash_cache_slot(hash_u64(code), CODE_CACHE)];
 	int32_t firstlineno = 0;
 	uint64_t filename = 0;
 
@@ -565,12 +567,10 @@ int py_asyncio_tasks_from(const struct py_target *t, unsigned flags, size_t skip
 		snprintf(err, errlen, "no object layout for Python %d.%d", t->major, t->minor);
 		return -1;
 	}
-	w.seen_cap = SEEN_SLOTS;
-	w.seen = calloc(w.seen_cap, sizeof(*w.seen));
+	w.seen_index.max_entries = SEEN_MAX;
 	w.r.types = calloc(PY_TYPE_CACHE, sizeof(*w.r.types));
 	w.codes = calloc(CODE_CACHE, sizeof(*w.codes));
-	if (!w.seen || !w.r.types || !w.codes) {
-		free(w.seen);
+	if (!w.r.types || !w.codes) {
 		free(w.r.types);
 		free(w.codes);
 		snprintf(err, errlen, "out of memory");
@@ -591,6 +591,7 @@ int py_asyncio_tasks_from(const struct py_target *t, unsigned flags, size_t skip
 		r = walk_sets(&w, err, errlen);
 	}
 	free(w.seen);
+	hash_index_free(&w.seen_index);
 	free(w.r.types);
 	free(w.codes);
 	out->reads = PY_TASKS_READS - w.r.reads_left;

@@ -342,7 +342,7 @@ static const struct py_type_seen *type_seen(struct py_reader *c, uint64_t type,
 	struct py_type_seen *e = tmp;
 
 	if (c->types) {
-		e = &c->types[hash_first_slot(hash_u64(type), PY_TYPE_CACHE)];
+		e = &c->types[hash_cache_slot(hash_u64(type), PY_TYPE_CACHE)];
 		if (e->type == type)
 			return e;
 	}

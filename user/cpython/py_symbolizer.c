@@ -17,7 +17,9 @@
 #include "clock.h"
 #include "ebpfprof.h"
 #include "frame_names.h"
+#include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "py_linetable.h"
 #include "py_str.h"
 #include "py_symbolizer.h"
@@ -68,8 +70,9 @@ struct code_entry {
 struct py_symbolizer {
 	pid_t pid;
 	struct py_layout layout;
-	struct code_entry *entries;
+	struct code_entry *entries;	/* the used ones first, in the order made */
 	size_t cap, used;
+	struct hash_index index;	/* entries by (code, ident) */
 	size_t bytes;		/* held by all entries */
 	uint64_t tick;		/* lookups so far: the LRU clock */
 	size_t seeded;		/* code objects the kernel named */
@@ -83,12 +86,6 @@ struct py_symbolizer *py_symbolizer_new(pid_t pid, const struct py_layout *layou
 		return NULL;
 	s->pid = pid;
 	s->layout = *layout;
-	s->cap = 1024;
-	s->entries = calloc(s->cap, sizeof(*s->entries));
-	if (!s->entries) {
-		free(s);
-		return NULL;
-	}
 	return s;
 }
 
@@ -105,44 +102,26 @@ void py_symbolizer_free(struct py_symbolizer *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->cap; i++)
-		if (s->entries[i].used)
-			entry_free(&s->entries[i]);
+	for (i = 0; i < s->used; i++)
+		entry_free(&s->entries[i]);
 	free(s->entries);
+	hash_index_free(&s->index);
 	free(s);
 }
 
-static size_t slot_of(uint64_t code, uint32_t ident, size_t cap)
+static uint64_t code_hash(uint64_t code, uint32_t ident)
 {
-	return hash_first_slot(fnv1a(fnv1a(FNV1A_BASIS, &code, sizeof(code)), &ident, sizeof(ident)),
-			       cap);
+	return fnv1a(fnv1a(FNV1A_BASIS, &code, sizeof(code)), &ident, sizeof(ident));
 }
 
-static struct code_entry *find_slot(struct code_entry *tab, size_t cap,
-				    uint64_t code, uint32_t ident)
+/* Indexes entries[0 .. used - 1] again, after eviction moved them. */
+static void reindex(struct py_symbolizer *s)
 {
-	size_t i = slot_of(code, ident, cap);
-
-	while (tab[i].used && (tab[i].code != code || tab[i].ident != ident))
-		i = hash_next_slot(i, cap);
-	return &tab[i];
-}
-
-/* Moves every used entry into a new table of cap slots. */
-static int rehash(struct py_symbolizer *s, size_t cap)
-{
-	struct code_entry *tab = calloc(cap, sizeof(*tab));
 	size_t i;
 
-	if (!tab)
-		return -1;
-	for (i = 0; i < s->cap; i++)
-		if (s->entries[i].used)
-			*find_slot(tab, cap, s->entries[i].code, s->entries[i].ident) = s->entries[i];
-	free(s->entries);
-	s->entries = tab;
-	s->cap = cap;
-	return 0;
+	hash_index_clear(&s->index);	/* as big as before: adds cannot fail */
+	for (i = 0; i < s->used; i++)
+		hash_index_add(&s->index, code_hash(s->entries[i].code, s->entries[i].ident), i);
 }
 
 static int by_last_use(const void *x, const void *y)
@@ -162,9 +141,8 @@ static void evict(struct py_symbolizer *s)
 
 	if (!order)
 		return;
-	for (i = 0; i < s->cap; i++)
-		if (s->entries[i].used)
-			order[n++] = &s->entries[i];
+	for (i = 0; i < s->used; i++)
+		order[n++] = &s->entries[i];
 	qsort(order, n, sizeof(*order), by_last_use);
 	for (i = 0; i < n && (s->bytes > CACHE_BUDGET_BYTES / 2 ||
 			      s->used > CACHE_MAX_ENTRIES / 2); i++) {
@@ -174,8 +152,11 @@ static void evict(struct py_symbolizer *s)
 		memset(order[i], 0, sizeof(*order[i]));
 	}
 	free(order);
-	/* open addressing: the survivors must be placed again */
-	rehash(s, s->cap);
+	/* the survivors close up, in the order they were made */
+	for (i = 0, n = 0; n < s->used; i++)
+		if (s->entries[i].used)
+			s->entries[n++] = s->entries[i];
+	reindex(s);
 }
 
 int py_symbolizer_read_str(pid_t pid, const struct py_layout *L, uint64_t obj,
@@ -283,14 +264,30 @@ static void refill_entry(struct py_symbolizer *s, struct code_entry *e)
 	s->bytes += e->bytes;
 }
 
-/* The slot of (code, ident), room made for a new one; NULL when out of memory. */
+/* The entry of (code, ident); else an unused one, zeroed, that
+ * entry_taken counts once filled; NULL when out of memory. */
 static struct code_entry *slot_for(struct py_symbolizer *s, uint64_t code, uint32_t ident)
 {
+	struct hash_probe p;
+	size_t i;
+
 	if (s->bytes > CACHE_BUDGET_BYTES || s->used >= CACHE_MAX_ENTRIES)
 		evict(s);
-	if ((s->used + 1) * 2 > s->cap && rehash(s, s->cap * 2))
+	for (i = hash_index_first(&s->index, code_hash(code, ident), &p); i != HASH_INDEX_NONE;
+	     i = hash_index_next(&p))
+		if (s->entries[i].code == code && s->entries[i].ident == ident)
+			return &s->entries[i];
+	if (GROW_ARRAY(s->entries, s->cap, s->used + 1) ||
+	    hash_index_reserve(&s->index, s->used + 1))
 		return NULL;
-	return find_slot(s->entries, s->cap, code, ident);
+	memset(&s->entries[s->used], 0, sizeof(s->entries[s->used]));
+	return &s->entries[s->used];
+}
+
+/* The unused entry slot_for gave, for (code, ident), is used now. */
+static void entry_taken(struct py_symbolizer *s, uint64_t code, uint32_t ident)
+{
+	hash_index_add(&s->index, code_hash(code, ident), s->used++);	/* reserved */
 }
 
 /* A code object the kernel named: what it could not send (the file name,
@@ -340,7 +337,7 @@ void py_symbolizer_seed(struct py_symbolizer *s, const struct ep_code_event *ev)
 		s->bytes -= e->bytes;
 		entry_free(e);
 	} else {
-		s->used++;
+		entry_taken(s, ev->code, ev->ident);
 	}
 	*e = (struct code_entry){ .code = ev->code, .ident = ev->ident, .used = 1,
 				  .firstlineno = ev->firstlineno, .result = FILL_NAMED,
@@ -364,7 +361,7 @@ static struct code_entry *lookup(struct py_symbolizer *s, uint64_t code, uint32_
 		e->used = 1;
 		e->code = code;
 		e->ident = ident;
-		s->used++;
+		entry_taken(s, code, ident);
 		fill_entry(s, e);
 		s->bytes += e->bytes;
 	} else if (!e->name && e->fills < FILL_TRIES &&
@@ -383,11 +380,9 @@ void py_symbolizer_unnamed(const struct py_symbolizer *s, struct py_sym_unnamed 
 
 	memset(out, 0, sizeof(*out));
 	out->seeded = s->seeded;
-	for (i = 0; i < s->cap; i++) {
+	for (i = 0; i < s->used; i++) {
 		const struct code_entry *e = &s->entries[i];
 
-		if (!e->used)
-			continue;
 		out->held++;
 		out->unread += e->result == FILL_UNREAD;
 		out->replaced += e->result == FILL_REPLACED;

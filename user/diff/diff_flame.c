@@ -15,6 +15,7 @@
 #include <string.h>
 #include "diff.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "grow.h"
 #include "json.h"
 
@@ -31,8 +32,9 @@ struct node {
  * thread children, a scan of its children per stack would be quadratic. */
 struct tree {
 	struct node root;
-	struct node **slots;
-	size_t nslots, n;
+	struct node **nodes;	/* all but the root, as made: what the index holds */
+	size_t n, cap;
+	struct hash_index index;
 };
 
 static uint64_t node_hash(const struct node *parent, const char *name, size_t len)
@@ -40,45 +42,21 @@ static uint64_t node_hash(const struct node *parent, const char *name, size_t le
 	return fnv1a(fnv1a(FNV1A_BASIS, &parent, sizeof(parent)), name, len);
 }
 
-static struct node **node_slot(struct node **slots, size_t nslots, const struct node *parent,
-			       const char *name, size_t len)
-{
-	size_t i = hash_first_slot(node_hash(parent, name, len), nslots);
-	struct node *c;
-
-	for (; (c = slots[i]); i = hash_next_slot(i, nslots))
-		if (c->parent == parent && !strncmp(c->name, name, len) && !c->name[len])
-			return &slots[i];
-	return &slots[i];
-}
-
-static int tree_grow(struct tree *t)
-{
-	size_t nslots = t->nslots ? t->nslots * 2 : 1024, i;
-	struct node **slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return -1;
-	for (i = 0; i < t->nslots; i++)
-		if (t->slots[i])
-			*node_slot(slots, nslots, t->slots[i]->parent, t->slots[i]->name,
-				   strlen(t->slots[i]->name)) = t->slots[i];
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return 0;
-}
-
 static struct node *child(struct tree *t, struct node *n, const char *name, size_t len)
 {
-	struct node *c, **slot;
+	uint64_t h = node_hash(n, name, len);
+	struct hash_probe p;
+	struct node *c;
+	size_t e;
 
-	if ((t->n + 1) * 2 > t->nslots && tree_grow(t))
-		return NULL;
-	slot = node_slot(t->slots, t->nslots, n, name, len);
-	if (*slot)
-		return *slot;
-	if (GROW_ARRAY(n->kids, n->cap, n->nkids + 1))
+	for (e = hash_index_first(&t->index, h, &p); e != HASH_INDEX_NONE;
+	     e = hash_index_next(&p)) {
+		c = t->nodes[e];
+		if (c->parent == n && !strncmp(c->name, name, len) && !c->name[len])
+			return c;
+	}
+	if (GROW_ARRAY(n->kids, n->cap, n->nkids + 1) || GROW_ARRAY(t->nodes, t->cap, t->n + 1) ||
+	    hash_index_reserve(&t->index, t->n + 1))
 		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->name = strndup(name, len))) {
@@ -87,8 +65,8 @@ static struct node *child(struct tree *t, struct node *n, const char *name, size
 	}
 	c->parent = n;
 	n->kids[n->nkids++] = c;
-	*slot = c;
-	t->n++;
+	t->nodes[t->n] = c;
+	hash_index_add(&t->index, h, t->n++);	/* room reserved: cannot fail */
 	return c;
 }
 
@@ -295,6 +273,7 @@ int diff_write_flame_html(FILE *f, const struct diff *d)
 		fputs(page_script, f);
 	}
 	free_tree(&tree.root);
-	free(tree.slots);
+	free(tree.nodes);
+	hash_index_free(&tree.index);
 	return err || ferror(f) ? -1 : 0;
 }

@@ -13,59 +13,44 @@
 #include <string.h>
 #include "diff.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "grow.h"
 
-struct fold_index {
-	size_t *slots;		/* stack index + 1, 0 empty */
-	size_t nslots;
-};
-
-static size_t *slot_of(const struct fold_index *ix, const struct folded *fo, const char *key)
+/* Room for one more stack: the three arrays share fo->cap, each grows
+ * from it to the same size. */
+static int room_for_one(struct folded *fo)
 {
-	size_t i = hash_first_slot(fnv1a_str(FNV1A_BASIS, key), ix->nslots);
+	size_t cap_stacks = fo->cap, cap_a = fo->cap, cap_b = fo->cap;
 
-	while (ix->slots[i] && strcmp(fo->stacks[ix->slots[i] - 1], key))
-		i = hash_next_slot(i, ix->nslots);
-	return &ix->slots[i];
-}
-
-static int grow(struct fold_index *ix, struct folded *fo)
-{
-	struct fold_index bigger = { .nslots = ix->nslots ? ix->nslots * 2 : 1024 };
-	/* the index stays at most half full: room for nslots / 2 stacks; the
-	 * three arrays share fo->cap, each grows from it to the same size */
-	size_t i, need = bigger.nslots / 2, cap_stacks = fo->cap, cap_a = fo->cap, cap_b = fo->cap;
-
-	if (GROW_ARRAY(fo->stacks, cap_stacks, need) || GROW_ARRAY(fo->ns[0], cap_a, need) ||
-	    GROW_ARRAY(fo->ns[1], cap_b, need))
-		return -1;
-	bigger.slots = calloc(bigger.nslots, sizeof(size_t));
-	if (!bigger.slots)
+	if (GROW_ARRAY(fo->stacks, cap_stacks, fo->n + 1) ||
+	    GROW_ARRAY(fo->ns[0], cap_a, fo->n + 1) || GROW_ARRAY(fo->ns[1], cap_b, fo->n + 1))
 		return -1;
 	fo->cap = cap_b;
-	for (i = 0; i < fo->n; i++)
-		*slot_of(&bigger, fo, fo->stacks[i]) = i + 1;
-	free(ix->slots);
-	*ix = bigger;
 	return 0;
 }
 
-static int add_stack(struct fold_index *ix, struct folded *fo, const char *key,
+static int add_stack(struct hash_index *ix, struct folded *fo, const char *key,
 		     int side, double v)
 {
-	size_t *slot;
+	uint64_t h = fnv1a_str(FNV1A_BASIS, key);
+	struct hash_probe p;
+	size_t e;
 
-	if (fo->n * 2 >= ix->nslots && grow(ix, fo))
-		return -1;
-	slot = slot_of(ix, fo, key);
-	if (!*slot) {
-		fo->stacks[fo->n] = strdup(key);
-		if (!fo->stacks[fo->n])
+	for (e = hash_index_first(ix, h, &p); e != HASH_INDEX_NONE; e = hash_index_next(&p))
+		if (!strcmp(fo->stacks[e], key))
+			break;
+	if (e == HASH_INDEX_NONE) {
+		if (room_for_one(fo))
 			return -1;
+		fo->stacks[fo->n] = strdup(key);
+		if (!fo->stacks[fo->n] || hash_index_add(ix, h, fo->n)) {
+			free(fo->stacks[fo->n]);
+			return -1;
+		}
 		fo->ns[0][fo->n] = fo->ns[1][fo->n] = 0;
-		*slot = ++fo->n;
+		e = fo->n++;
 	}
-	fo->ns[side][*slot - 1] += v;
+	fo->ns[side][e] += v;
 	return 0;
 }
 
@@ -94,7 +79,7 @@ static int fold_sample(char *buf, size_t len, const struct profile *p,
 	return 0;
 }
 
-static int fold_side(struct fold_index *ix, struct folded *fo, const struct diff *d,
+static int fold_side(struct hash_index *ix, struct folded *fo, const struct diff *d,
 		     int side, char *buf, size_t len)
 {
 	struct sample_iter it;
@@ -151,16 +136,15 @@ static int sort_folded(struct folded *fo)
 
 int diff_fold(const struct diff *d, struct folded *fo)
 {
-	struct fold_index ix = { 0 };
+	struct hash_index ix = { 0 };
 	size_t len = 1 << 16;
 	char *buf = malloc(len);
 	int err = !buf;
 
 	memset(fo, 0, sizeof(*fo));
-	err = err || grow(&ix, fo) ||
-	      fold_side(&ix, fo, d, 0, buf, len) || fold_side(&ix, fo, d, 1, buf, len) ||
+	err = err || fold_side(&ix, fo, d, 0, buf, len) || fold_side(&ix, fo, d, 1, buf, len) ||
 	      sort_folded(fo);
-	free(ix.slots);
+	hash_index_free(&ix);
 	free(buf);
 	return err ? -1 : 0;
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 #include "diff.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "grow.h"
 #include "states.h"
 
@@ -84,11 +85,6 @@ static char *dup_or_null(const char *s)
  * generation, function, file) in a hash of line indexes: a recording may
  * hold 100k threads, 9 state lines each, and as many functions ---- */
 
-struct line_index {
-	size_t *slots;		/* line index + 1, 0 empty */
-	size_t nslots, n;
-};
-
 static uint64_t hash_str(uint64_t h, const char *s)
 {
 	if (!s)
@@ -114,47 +110,21 @@ static int same_key(const struct diff_line *a, const struct diff_line *b)
 	       eq(a->function, b->function) && eq(a->file, b->file);
 }
 
-static size_t *slot_of(const struct line_index *ix, const struct diff *d,
-		       const struct diff_line *key)
-{
-	size_t i = hash_first_slot(hash_key(key), ix->nslots);
-
-	while (ix->slots[i] && !same_key(&d->lines[ix->slots[i] - 1], key))
-		i = hash_next_slot(i, ix->nslots);
-	return &ix->slots[i];
-}
-
-static int index_grow(struct line_index *ix, const struct diff *d)
-{
-	struct line_index bigger = { .nslots = ix->nslots ? ix->nslots * 2 : 1024, .n = ix->n };
-	size_t i;
-
-	bigger.slots = calloc(bigger.nslots, sizeof(*bigger.slots));
-	if (!bigger.slots)
-		return -1;
-	for (i = 0; i < ix->nslots; i++)
-		if (ix->slots[i])
-			*slot_of(&bigger, d, &d->lines[ix->slots[i] - 1]) = ix->slots[i];
-	free(ix->slots);
-	*ix = bigger;
-	return 0;
-}
-
 /* The index of the line with key's key, made (with copies of its names) on
  * first use, with `extra` more lines after it of the kinds that follow
  * (a function's self line is followed by its total line); -1 if out of memory. */
-static long keyed_line(struct diff *d, struct line_index *ix, const struct diff_line *key,
+static long keyed_line(struct diff *d, struct hash_index *ix, const struct diff_line *key,
 		       int extra)
 {
+	uint64_t h = hash_key(key);
+	struct hash_probe p;
 	struct diff_line *l;
-	size_t *slot, first;
+	size_t e, first;
 	int k;
 
-	if ((ix->n + 1) * 2 > ix->nslots && index_grow(ix, d))
-		return -1;
-	slot = slot_of(ix, d, key);
-	if (*slot)
-		return (long)*slot - 1;
+	for (e = hash_index_first(ix, h, &p); e != HASH_INDEX_NONE; e = hash_index_next(&p))
+		if (same_key(&d->lines[e], key))
+			return (long)e;
 	first = d->nlines;
 	for (k = 0; k <= extra; k++) {
 		l = new_line(d);
@@ -171,12 +141,12 @@ static long keyed_line(struct diff *d, struct line_index *ix, const struct diff_
 		    (key->function && !l->function) || (key->file && !l->file))
 			return -1;
 	}
-	*slot = first + 1;
-	ix->n++;
+	if (hash_index_add(ix, h, first))
+		return -1;
 	return (long)first;
 }
 
-static int add(struct diff *d, struct line_index *ix, const struct diff_line *key,
+static int add(struct diff *d, struct hash_index *ix, const struct diff_line *key,
 	       int side, size_t run, double v, double n)
 {
 	long i = keyed_line(d, ix, key, 0);
@@ -190,7 +160,7 @@ static int add(struct diff *d, struct line_index *ix, const struct diff_line *ke
 
 /* A GC entry: its count line, the total line after it, and on the count
  * line the sums of its pause percentiles (the report shows their mean). */
-static int add_gc(struct diff *d, struct line_index *ix, int side, size_t run,
+static int add_gc(struct diff *d, struct hash_index *ix, int side, size_t run,
 		  const struct rec_gc *g)
 {
 	struct diff_line key = { .kind = LINE_GC_COUNT, .process = g->process,
@@ -226,7 +196,7 @@ static int state_is_exact(const struct recording *r, int state)
 	return 1;
 }
 
-static int add_states(struct diff *d, struct line_index *ix, int side, size_t run,
+static int add_states(struct diff *d, struct hash_index *ix, int side, size_t run,
 		      const struct recording *r)
 {
 	struct diff_line key = { .kind = LINE_STATE };
@@ -256,7 +226,7 @@ static int add_states(struct diff *d, struct line_index *ix, int side, size_t ru
 
 /* A label value's time per state: its on-CPU and GC time are sampled
  * (Poisson in their samples), its waits exact. */
-static int add_labels(struct diff *d, struct line_index *ix, int side, size_t run,
+static int add_labels(struct diff *d, struct hash_index *ix, int side, size_t run,
 		      const struct recording *r)
 {
 	struct diff_line key = { .kind = LINE_LABEL };
@@ -277,7 +247,7 @@ static int add_labels(struct diff *d, struct line_index *ix, int side, size_t ru
 }
 
 /* The index of a frame's function's self line (its total line follows). */
-static long fn_line(struct diff *d, struct line_index *ix, const struct frame_info *fr)
+static long fn_line(struct diff *d, struct hash_index *ix, const struct frame_info *fr)
 {
 	struct diff_line key = { .kind = LINE_SELF, .function = fr->name, .file = fr->file };
 
@@ -307,7 +277,7 @@ static double sampled_seconds(const struct profile *p)
 	return sum > 1e-9 ? sum : 1e-9;
 }
 
-static int add_functions(struct diff *d, struct line_index *ix, int side, size_t run,
+static int add_functions(struct diff *d, struct hash_index *ix, int side, size_t run,
 			 const struct recording *r)
 {
 	const struct profile *p = &r->prof;
@@ -367,7 +337,7 @@ const struct frame_info *diff_holder_frame(const struct profile *p, const struct
 /* What made others wait: the [GIL holders] profiles' time (others' GIL
  * waits) per process and the function its holder ran, sampled like a
  * function's time (the waits are spread over the holders' samples). */
-static int add_holders(struct diff *d, struct line_index *ix, int side, size_t run,
+static int add_holders(struct diff *d, struct hash_index *ix, int side, size_t run,
 		       const struct recording *r)
 {
 	const struct profile *h = &r->holders;
@@ -413,7 +383,7 @@ static int task_line_name(const struct profile *p, const struct sample *s, char 
 
 /* Suspended task-seconds per process, task and what it awaits. A walk a
  * second measures them: their noise is counted as one sample a second. */
-static int add_tasks(struct diff *d, struct line_index *ix, int side, size_t run,
+static int add_tasks(struct diff *d, struct hash_index *ix, int side, size_t run,
 		     const struct recording *r)
 {
 	const struct profile *tp = &r->tasks;
@@ -611,7 +581,7 @@ double diff_t_critical(double z, double df)
 
 int diff_build(struct diff *d)
 {
-	struct line_index ix = { 0 };
+	struct hash_index ix = { 0 };
 	size_t i;
 	int side, err = 0;
 
@@ -629,7 +599,7 @@ int diff_build(struct diff *d)
 			err = add_functions(d, &ix, side, i, &d->runs[side][i]) ||
 			      add_holders(d, &ix, side, i, &d->runs[side][i]) ||
 			      add_tasks(d, &ix, side, i, &d->runs[side][i]);
-	free(ix.slots);
+	hash_index_free(&ix);
 	for (i = 0; !err && i < d->nlines; i++)
 		judge(d, &d->lines[i]);
 	return err ? -1 : 0;

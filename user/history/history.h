@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "diff.h"
+#include "hash_index.h"
 
 #define HIST_SCHEMA_VERSION 1
 /* Functions kept per process: the first HIST_TOP_FUNCTIONS by total share
@@ -121,8 +122,7 @@ struct hist_series {
 	size_t nruns;
 	struct hist_series_metric *metrics;
 	size_t nmetrics, cap;
-	size_t *slots;		/* by key (hash.h): index + 1, 0 empty */
-	size_t nslots;		/* a power of two, at least twice nmetrics */
+	struct hash_index by_key;	/* metrics by key */
 };
 
 /* The judged metrics of runs (oldest first): -1 out of memory. */

@@ -71,44 +71,19 @@ static void metric_label(char *out, size_t len, const struct hist_metric *m)
 		snprintf(out, len, "%s: GIL waits behind %s, s/s", proc, m->name);
 }
 
-/* The slot of key in s->slots: its metric's, or the empty one it would
- * take. A run of deep stacks of distinct functions holds ~200,000 metrics,
- * each looked up once a run: a linear look-up took 106 s for 120,000. */
-static size_t metric_slot(const struct hist_series *s, const char *key)
-{
-	size_t i = hash_first_slot(fnv1a_str(FNV1A_BASIS, key), s->nslots);
-
-	while (s->slots[i] && strcmp(s->metrics[s->slots[i] - 1].key, key))
-		i = hash_next_slot(i, s->nslots);
-	return i;
-}
-
-/* Twice the slots, the metrics placed again: -1 out of memory. */
-static int grow_slots(struct hist_series *s)
-{
-	size_t n = s->nslots ? s->nslots * 2 : 1024, i;
-	size_t *old = s->slots;
-
-	s->slots = calloc(n, sizeof(*s->slots));
-	if (!s->slots) {
-		s->slots = old;
-		return -1;
-	}
-	free(old);
-	s->nslots = n;
-	for (i = 0; i < s->nmetrics; i++)
-		s->slots[metric_slot(s, s->metrics[i].key)] = i + 1;
-	return 0;
-}
-
+/* A metric by key. A run of deep stacks of distinct functions holds
+ * ~200,000 metrics, each looked up once a run: a linear look-up took 106 s
+ * for 120,000. */
 static long find_metric(const struct hist_series *s, const char *key)
 {
-	size_t i;
+	struct hash_probe p;
+	size_t e;
 
-	if (!s->nslots)
-		return -1;
-	i = metric_slot(s, key);
-	return s->slots[i] ? (long)s->slots[i] - 1 : -1;
+	for (e = hash_index_first(&s->by_key, fnv1a_str(FNV1A_BASIS, key), &p);
+	     e != HASH_INDEX_NONE; e = hash_index_next(&p))
+		if (!strcmp(s->metrics[e].key, key))
+			return (long)e;
+	return -1;
 }
 
 static long add_metric(struct hist_series *s, const char *key, const struct hist_metric *m,
@@ -118,7 +93,7 @@ static long add_metric(struct hist_series *s, const char *key, const struct hist
 	char label[1200];
 
 	if (GROW_ARRAY(s->metrics, s->cap, s->nmetrics + 1) ||
-	    ((s->nmetrics + 1) * 2 > s->nslots && grow_slots(s)))
+	    hash_index_reserve(&s->by_key, s->nmetrics + 1))
 		return -1;
 	sm = &s->metrics[s->nmetrics];
 	memset(sm, 0, sizeof(*sm));
@@ -131,7 +106,7 @@ static long add_metric(struct hist_series *s, const char *key, const struct hist
 		free(sm->key), free(sm->label), free(sm->values);
 		return -1;
 	}
-	s->slots[metric_slot(s, key)] = s->nmetrics + 1;
+	hash_index_add(&s->by_key, fnv1a_str(FNV1A_BASIS, key), s->nmetrics);	/* reserved */
 	return (long)s->nmetrics++;
 }
 
@@ -237,7 +212,7 @@ void hist_series_free(struct hist_series *s)
 		free(s->metrics[i].values);
 	}
 	free(s->metrics);
-	free(s->slots);
+	hash_index_free(&s->by_key);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -6,6 +6,7 @@
 #include "ebpfprof.h"
 #include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "states.h"
 
 void analysis_init(struct analysis *a)
@@ -41,10 +42,9 @@ void analysis_next_period(struct analysis *a)
 	gil_blame_free(&a->blame);
 	label_table_next_period(&a->labels);
 	free(a->totals);
-	free(a->totals_index);
+	hash_index_free(&a->totals_index);
 	a->totals = NULL;
-	a->totals_index = NULL;
-	a->ntotals = a->totals_cap = a->index_cap = 0;
+	a->ntotals = a->totals_cap = 0;
 }
 
 int analysis_add(struct interval_list *l, const struct interval *iv)
@@ -93,63 +93,45 @@ int analysis_reason_state(int reason)
 	return state_of_reason(reason);
 }
 
-static size_t thread_slot(const struct analysis *a, int pid, int tid)
+static uint64_t thread_hash(int pid, int tid)
 {
 	int key[2] = { pid, tid };
-	size_t i = hash_first_slot(fnv1a(FNV1A_BASIS, key, sizeof(key)), a->index_cap);
 
-	while (a->totals_index[i]) {
-		const struct thread_totals *t = &a->totals[a->totals_index[i] - 1];
-
-		if (t->pid == pid && t->tid == tid)
-			break;
-		i = hash_next_slot(i, a->index_cap);
-	}
-	return i;
+	return fnv1a(FNV1A_BASIS, key, sizeof(key));
 }
 
-static int grow_index(struct analysis *a)
+static size_t thread_entry(const struct analysis *a, int pid, int tid)
 {
-	size_t cap = a->index_cap ? a->index_cap * 2 : 64, i, *old = a->totals_index;
+	struct hash_probe p;
+	size_t e;
 
-	a->totals_index = calloc(cap, sizeof(*a->totals_index));
-	if (!a->totals_index) {
-		a->totals_index = old;
-		return -1;
-	}
-	a->index_cap = cap;
-	for (i = 0; i < a->ntotals; i++)
-		a->totals_index[thread_slot(a, a->totals[i].pid, a->totals[i].tid)] = i + 1;
-	free(old);
-	return 0;
+	for (e = hash_index_first(&a->totals_index, thread_hash(pid, tid), &p);
+	     e != HASH_INDEX_NONE; e = hash_index_next(&p))
+		if (a->totals[e].pid == pid && a->totals[e].tid == tid)
+			break;
+	return e;
 }
 
 static struct thread_totals *totals_of(struct analysis *a, int pid, int tid)
 {
-	size_t slot;
+	size_t e = thread_entry(a, pid, tid);
 
-	if ((a->ntotals + 1) * 2 > a->index_cap && grow_index(a))
-		return NULL;
-	slot = thread_slot(a, pid, tid);
-	if (a->totals_index[slot])
-		return &a->totals[a->totals_index[slot] - 1];
-	if (GROW_ARRAY(a->totals, a->totals_cap, a->ntotals + 1))
+	if (e != HASH_INDEX_NONE)
+		return &a->totals[e];
+	if (GROW_ARRAY(a->totals, a->totals_cap, a->ntotals + 1) ||
+	    hash_index_add(&a->totals_index, thread_hash(pid, tid), a->ntotals))
 		return NULL;
 	memset(&a->totals[a->ntotals], 0, sizeof(*a->totals));
 	a->totals[a->ntotals].pid = pid;
 	a->totals[a->ntotals].tid = tid;
-	a->totals_index[slot] = ++a->ntotals;
-	return &a->totals[a->ntotals - 1];
+	return &a->totals[a->ntotals++];
 }
 
 static const struct thread_totals *find_totals(const struct analysis *a, int pid, int tid)
 {
-	size_t slot;
+	size_t e = thread_entry(a, pid, tid);
 
-	if (!a->index_cap)
-		return NULL;
-	slot = thread_slot(a, pid, tid);
-	return a->totals_index[slot] ? &a->totals[a->totals_index[slot] - 1] : NULL;
+	return e != HASH_INDEX_NONE ? &a->totals[e] : NULL;
 }
 
 int analysis_has_thread(const struct analysis *a, int pid, int tid)

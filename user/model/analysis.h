@@ -9,6 +9,7 @@
 #define EP_ANALYSIS_H
 #include <stdint.h>
 #include "gil_blame.h"
+#include "hash_index.h"
 #include "interval.h"
 #include "labels.h"
 #include "profile.h"
@@ -31,8 +32,7 @@ struct analysis {
 	struct interval_list waits;	/* off-CPU intervals over the threshold */
 	struct thread_totals *totals;	/* per thread, indexed by totals_index */
 	size_t ntotals, totals_cap;
-	size_t *totals_index;		/* open addressing over (pid, tid): index + 1 */
-	size_t index_cap;
+	struct hash_index totals_index;	/* by (pid, tid) */
 	int *exact_gc_pids;		/* processes whose collections are probed */
 	size_t nexact, exact_cap;
 	uint64_t intervals;		/* off-CPU intervals summed by the kernel */

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "label_top.h"
 
 static uint64_t frame_fn_hash(const struct frame_info *fr)
@@ -20,27 +21,28 @@ static int same_fn(const struct frame_info *a, const struct frame_info *b)
 /* Each frame's function: the first frame of the same name and file. */
 static int map_functions(struct label_top *lt, const struct profile *p)
 {
-	size_t cap = 64, i, s;
-	uint32_t *slots;
+	struct hash_index fns = { 0 };
+	struct hash_probe probe;
+	size_t i, e;
+	uint64_t h;
 
-	while (cap < 2 * p->nframes)
-		cap *= 2;
-	slots = calloc(cap, sizeof(*slots));
 	lt->fn_of_frame = malloc((p->nframes + 1) * sizeof(*lt->fn_of_frame));
-	if (!slots || !lt->fn_of_frame) {
-		free(slots);
+	if (!lt->fn_of_frame || hash_index_reserve(&fns, p->nframes))
 		return -1;
-	}
 	for (i = 0; i < p->nframes; i++) {
-		s = hash_first_slot(frame_fn_hash(&p->frames[i]), cap);
-		while (slots[s] && !same_fn(&p->frames[slots[s] - 1], &p->frames[i]))
-			s = hash_next_slot(s, cap);
-		if (!slots[s])
-			slots[s] = i + 1;
-		lt->fn_of_frame[i] = slots[s] - 1;
+		h = frame_fn_hash(&p->frames[i]);
+		for (e = hash_index_first(&fns, h, &probe); e != HASH_INDEX_NONE;
+		     e = hash_index_next(&probe))
+			if (same_fn(&p->frames[e], &p->frames[i]))
+				break;
+		if (e == HASH_INDEX_NONE) {
+			hash_index_add(&fns, h, i);	/* reserved */
+			e = i;
+		}
+		lt->fn_of_frame[i] = e;
 	}
 	lt->nframes = p->nframes;
-	free(slots);
+	hash_index_free(&fns);
 	return 0;
 }
 
@@ -51,48 +53,27 @@ static uint64_t entry_hash(uint32_t value, uint32_t frame)
 	return fnv1a(FNV1A_BASIS, &key, sizeof(key));
 }
 
-static int grow_index(struct label_top *lt)
-{
-	size_t cap = lt->index_cap ? 2 * lt->index_cap : 256, i, s;
-	size_t *index = calloc(cap, sizeof(*index));
-
-	if (!index)
-		return -1;
-	for (i = 0; i < lt->n; i++) {
-		s = hash_first_slot(entry_hash(lt->v[i].value, lt->v[i].frame), cap);
-		while (index[s])
-			s = hash_next_slot(s, cap);
-		index[s] = i + 1;
-	}
-	free(lt->index);
-	lt->index = index;
-	lt->index_cap = cap;
-	return 0;
-}
-
 /* The entry of (value, function), made if new; NULL when out of memory. */
 static struct label_fn *entry(struct label_top *lt, uint32_t value, uint32_t frame)
 {
-	size_t s;
+	uint64_t h = entry_hash(value, frame);
+	struct hash_probe p;
 	struct label_fn *e;
+	size_t i;
 
-	if ((lt->n + 1) * 2 > lt->index_cap && grow_index(lt))
-		return NULL;
-	s = hash_first_slot(entry_hash(value, frame), lt->index_cap);
-	while (lt->index[s]) {
-		e = &lt->v[lt->index[s] - 1];
+	for (i = hash_index_first(&lt->index, h, &p); i != HASH_INDEX_NONE;
+	     i = hash_index_next(&p)) {
+		e = &lt->v[i];
 		if (e->value == value && e->frame == frame)
 			return e;
-		s = hash_next_slot(s, lt->index_cap);
 	}
-	if (GROW_ARRAY(lt->v, lt->cap, lt->n + 1))
+	if (GROW_ARRAY(lt->v, lt->cap, lt->n + 1) || hash_index_add(&lt->index, h, lt->n))
 		return NULL;
-	e = &lt->v[lt->n];
+	e = &lt->v[lt->n++];
 	memset(e, 0, sizeof(*e));
 	e->value = value;
 	e->frame = frame;
 	e->last_sample = UINT64_MAX;
-	lt->index[s] = ++lt->n;
 	return e;
 }
 
@@ -199,6 +180,6 @@ void label_top_free(struct label_top *lt)
 {
 	free(lt->fn_of_frame);
 	free(lt->v);
-	free(lt->index);
+	hash_index_free(&lt->index);
 	memset(lt, 0, sizeof(*lt));
 }

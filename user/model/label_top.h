@@ -11,6 +11,7 @@
 #define EP_LABEL_TOP_H
 #include <stddef.h>
 #include <stdint.h>
+#include "hash_index.h"
 #include "labels.h"
 #include "profile.h"
 
@@ -27,8 +28,7 @@ struct label_top {
 	size_t nframes;
 	struct label_fn *v;
 	size_t n, cap;
-	size_t *index;		/* open addressing over v: index + 1 */
-	size_t index_cap;
+	struct hash_index index;	/* v by (value, frame) */
 };
 
 /* Counts the on-CPU samples of p (in GC or not) under each value of t with

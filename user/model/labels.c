@@ -5,6 +5,7 @@
 #include <string.h>
 #include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "labels.h"
 
 void label_table_init(struct label_table *t)
@@ -28,7 +29,7 @@ void label_table_free(struct label_table *t)
 	for (i = 0; i < (size_t)t->nnames; i++)
 		free(t->names[i]);
 	free(t->v);
-	free(t->index);
+	hash_index_free(&t->index);
 	label_table_init(t);
 }
 
@@ -51,51 +52,27 @@ static uint64_t value_hash(int label, const char *text)
 	return fnv1a_str(fnv1a(FNV1A_BASIS, &label, sizeof(label)), text);
 }
 
-/* Doubles the index (load at most 1/2); 0 or -1. */
-static int grow_index(struct label_table *t)
+/* The id of (label, text), or LABEL_NONE. */
+static uint32_t find_value(const struct label_table *t, int label, const char *text, uint64_t h)
 {
-	size_t cap = t->index_cap ? 2 * t->index_cap : 64, i, s;
-	size_t *index = calloc(cap, sizeof(*index));
+	struct hash_probe p;
+	size_t i;
 
-	if (!index)
-		return -1;
-	for (i = 0; i < t->n; i++) {
-		s = hash_first_slot(value_hash(t->v[i].label, t->v[i].value), cap);
-		while (index[s])
-			s = hash_next_slot(s, cap);
-		index[s] = i + 1;
-	}
-	free(t->index);
-	t->index = index;
-	t->index_cap = cap;
-	return 0;
-}
-
-/* The slot of (label, text): its value's, or the empty one it would take. */
-static size_t *find_slot(struct label_table *t, int label, const char *text)
-{
-	size_t s = hash_first_slot(value_hash(label, text), t->index_cap), i;
-
-	while (t->index[s]) {
-		i = t->index[s] - 1;
+	for (i = hash_index_first(&t->index, h, &p); i != HASH_INDEX_NONE; i = hash_index_next(&p))
 		if (t->v[i].label == label && !strcmp(t->v[i].value, text))
-			break;
-		s = hash_next_slot(s, t->index_cap);
-	}
-	return &t->index[s];
+			return i;
+	return LABEL_NONE;
 }
 
 /* The id of (label, text), added if new (LABEL_NONE: out of memory). */
 static uint32_t intern_one(struct label_table *t, int label, const char *text)
 {
-	size_t *slot;
+	uint64_t h = value_hash(label, text);
+	uint32_t id = find_value(t, label, text, h);
 	struct label_value *v;
 
-	if ((t->n + 1) * 2 > t->index_cap && grow_index(t))
-		return LABEL_NONE;
-	slot = find_slot(t, label, text);
-	if (*slot)
-		return *slot - 1;
+	if (id != LABEL_NONE)
+		return id;
 	if (GROW_ARRAY(t->v, t->cap, t->n + 1))
 		return LABEL_NONE;
 	v = &t->v[t->n];
@@ -103,9 +80,11 @@ static uint32_t intern_one(struct label_table *t, int label, const char *text)
 	v->label = label;
 	v->derived = LABEL_NONE;
 	v->value = strdup(text);
-	if (!v->value)
+	if (!v->value || hash_index_add(&t->index, h, t->n)) {
+		free(v->value);
 		return LABEL_NONE;
-	*slot = ++t->n;
+	}
+	t->n++;
 	t->per_label[label]++;
 	/* a series is 37 KB: the first values of a label few enough to draw */
 	if (t->derive_to[label] < 0 && t->with_series[label] < LABEL_SERIES_VALUES) {
@@ -113,11 +92,6 @@ static uint32_t intern_one(struct label_table *t, int label, const char *text)
 		t->with_series[label] += v->series != NULL;
 	}
 	return t->n - 1;
-}
-
-static int known(struct label_table *t, int label, const char *text)
-{
-	return t->index_cap && *find_slot(t, label, text);
 }
 
 /*
@@ -134,8 +108,9 @@ uint32_t label_intern(struct label_table *t, int label, const char *text, const 
 
 	if (label < 0 || label >= t->nnames)
 		return LABEL_NONE;
-	if (known(t, label, text))
-		return *find_slot(t, label, text) - 1;
+	id = find_value(t, label, text, value_hash(label, text));
+	if (id != LABEL_NONE)
+		return id;
 	to = t->derive_to[label];
 	if (to >= 0) {
 		t->derive[label](source, derived, sizeof(derived));

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "ebpfprof.h"
+#include "hash_index.h"
 #include "label_series.h"
 #include "states.h"
 
@@ -49,8 +50,7 @@ struct label_table {
 	label_derive_fn derive[2 * EP_MAX_LABELS];
 	struct label_value *v;
 	size_t n, cap;
-	size_t *index;			/* open addressing: value index + 1 */
-	size_t index_cap;
+	struct hash_index index;	/* v by (label, text) */
 	size_t per_label[2 * EP_MAX_LABELS];	/* values of each label */
 	size_t with_series[2 * EP_MAX_LABELS];	/* of those, with a series */
 	struct label_clock clock;		/* the series' bins */

@@ -2,7 +2,7 @@
 /*
  * The recorded profile: interned frames, threads and their samples.
  *
- * Frames are interned through an open-addressing hash table of frame ids,
+ * Frames are interned through an index of frame ids (hash_index.h),
  * because every stack of every sample is resolved through it: a long
  * session interns millions of frames against a few thousand distinct ones.
  */
@@ -11,17 +11,13 @@
 #include <string.h>
 #include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "profile.h"
 
 /* What profile_frame() returns when it cannot allocate. */
 #define FRAME_NONE	UINT32_MAX
 /* What stack_id() returns when it cannot allocate. */
 #define STACK_NONE	UINT32_MAX
-
-struct frame_index {
-	uint32_t *slots;	/* frame id + 1; 0 marks an empty slot */
-	size_t cap;		/* a power of two */
-};
 
 void profile_init(struct profile *p)
 {
@@ -41,8 +37,7 @@ struct stored_stack {
 struct stack_store {
 	struct stored_stack *v;	/* by id */
 	size_t n, cap;
-	uint32_t *slots;	/* open addressing: an id, 0 for a free slot */
-	size_t nslots;		/* a power of two */
+	struct hash_index index;	/* v[1..] by frames */
 };
 
 static void stack_store_free(struct stack_store *st)
@@ -54,7 +49,7 @@ static void stack_store_free(struct stack_store *st)
 	for (i = 0; i < st->n; i++)
 		free(st->v[i].frames);
 	free(st->v);
-	free(st->slots);
+	hash_index_free(&st->index);
 	free(st);
 }
 
@@ -77,7 +72,7 @@ static void drop_labels(struct profile *p)
 
 void profile_free(struct profile *p)
 {
-	struct frame_index *idx = p->frame_index;
+	struct hash_index *idx = p->frame_index;
 	size_t i;
 
 	stack_store_free(p->stack_store);
@@ -88,7 +83,7 @@ void profile_free(struct profile *p)
 	}
 	free(p->frames);
 	if (idx)
-		free(idx->slots);
+		hash_index_free(idx);
 	free(idx);
 	for (i = 0; i < p->nthreads; i++)
 		thread_free(&p->threads[i]);
@@ -128,47 +123,10 @@ static int frame_equal(const struct frame_info *f, const char *name,
 	       strcmp(f->name, name) == 0 && same_str(f->file, file);
 }
 
-/* The slot holding the frame, or the empty slot where it belongs. */
-static uint32_t *index_slot(const struct profile *p, const struct frame_index *idx,
-			    uint64_t hash, const char *name, const char *file,
-			    int line, int kind)
-{
-	size_t i = hash_first_slot(hash, idx->cap);
-	uint32_t *slot;
-
-	for (;;) {
-		slot = &idx->slots[i];
-		if (!*slot || frame_equal(&p->frames[*slot - 1], name, file, line, kind))
-			return slot;
-		i = hash_next_slot(i, idx->cap);
-	}
-}
-
-/* Rebuilds the index with room for twice as many frames as it holds now. */
-static int index_grow(struct profile *p, struct frame_index *idx)
-{
-	struct frame_index bigger;
-	const struct frame_info *f;
-	uint32_t id;
-
-	bigger.cap = idx->cap ? idx->cap * 2 : 1024;
-	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
-	if (!bigger.slots)
-		return -1;
-	for (id = 0; id < p->nframes; id++) {
-		f = &p->frames[id];
-		*index_slot(p, &bigger, frame_hash(f->name, f->file, f->line, f->kind),
-			    f->name, f->file, f->line, f->kind) = id + 1;
-	}
-	free(idx->slots);
-	*idx = bigger;
-	return 0;
-}
-
-static struct frame_index *index_get(struct profile *p)
+static struct hash_index *index_get(struct profile *p)
 {
 	if (!p->frame_index)
-		p->frame_index = calloc(1, sizeof(struct frame_index));
+		p->frame_index = calloc(1, sizeof(struct hash_index));
 	return p->frame_index;
 }
 
@@ -203,24 +161,25 @@ static uint32_t frame_append(struct profile *p, const char *name,
 uint32_t profile_frame(struct profile *p, const char *name, const char *file,
 		       int line, int kind)
 {
-	struct frame_index *idx = index_get(p);
+	struct hash_index *idx = index_get(p);
+	struct hash_probe probe;
 	uint64_t hash;
-	uint32_t *slot, id;
+	size_t id;
 
 	if (!idx)
 		return FRAME_NONE;
 	if (!name)
 		name = "";
-	/* Keep the table at most half full so that probe runs stay short. */
-	if ((p->nframes + 1) * 2 > idx->cap && index_grow(p, idx))
-		return FRAME_NONE;
 	hash = frame_hash(name, file, line, kind);
-	slot = index_slot(p, idx, hash, name, file, line, kind);
-	if (*slot)
-		return *slot - 1;
+	for (id = hash_index_first(idx, hash, &probe); id != HASH_INDEX_NONE;
+	     id = hash_index_next(&probe))
+		if (frame_equal(&p->frames[id], name, file, line, kind))
+			return id;
+	if (hash_index_reserve(idx, p->nframes + 1))
+		return FRAME_NONE;
 	id = frame_append(p, name, file, line, kind);
 	if (id != FRAME_NONE)
-		*slot = id + 1;
+		hash_index_add(idx, hash, id);	/* reserved */
 	return id;
 }
 
@@ -330,20 +289,9 @@ struct thread_profile *profile_new_thread(struct profile *p, int pid, int tid)
 	return t;
 }
 
-/* The slot holding the stack, or the free slot where it belongs. */
-static uint32_t *stack_slot(const struct stack_store *st, uint32_t *slots, size_t nslots,
-			    const uint32_t *frames, uint32_t n)
+static uint64_t stack_hash(const uint32_t *frames, uint32_t n)
 {
-	size_t i = hash_first_slot(fnv1a(FNV1A_BASIS, frames, n * sizeof(*frames)), nslots);
-	const struct stored_stack *e;
-
-	for (;; i = hash_next_slot(i, nslots)) {
-		if (!slots[i])
-			return &slots[i];
-		e = &st->v[slots[i]];
-		if (e->nframes == n && !memcmp(e->frames, frames, n * sizeof(*frames)))
-			return &slots[i];
-	}
+	return fnv1a(FNV1A_BASIS, frames, n * sizeof(*frames));
 }
 
 static struct stack_store *stack_store_get(struct profile *p)
@@ -366,45 +314,34 @@ static struct stack_store *stack_store_get(struct profile *p)
 	return st;
 }
 
-/* Keeps the index at most half full so that probe runs stay short. */
-static int stack_index_grow(struct stack_store *st)
-{
-	size_t nslots = st->nslots ? st->nslots * 2 : 1024, id;
-	uint32_t *slots;
-
-	if ((st->n + 1) * 2 <= st->nslots)
-		return 0;
-	slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (id = 1; id < st->n; id++)
-		*stack_slot(st, slots, nslots, st->v[id].frames, st->v[id].nframes) = id;
-	free(st->slots);
-	st->slots = slots;
-	st->nslots = nslots;
-	return 0;
-}
-
 /* The id of the stack, stored now if new; STACK_NONE if out of memory. */
 static uint32_t stack_id(struct profile *p, const uint32_t *frames, uint32_t n)
 {
+	uint64_t h = stack_hash(frames, n);
+	const struct stored_stack *e;
 	struct stack_store *st;
-	uint32_t *slot, *copy;
+	struct hash_probe probe;
+	uint32_t *copy;
+	size_t id;
 
 	if (!n)
 		return 0;
 	st = stack_store_get(p);
-	if (!st || stack_index_grow(st) ||
-	    GROW_ARRAY(st->v, st->cap, st->n + 1))
+	if (!st)
 		return STACK_NONE;
-	slot = stack_slot(st, st->slots, st->nslots, frames, n);
-	if (*slot)
-		return *slot;
+	for (id = hash_index_first(&st->index, h, &probe); id != HASH_INDEX_NONE;
+	     id = hash_index_next(&probe)) {
+		e = &st->v[id];
+		if (e->nframes == n && !memcmp(e->frames, frames, n * sizeof(*frames)))
+			return id;
+	}
+	if (GROW_ARRAY(st->v, st->cap, st->n + 1) || hash_index_reserve(&st->index, st->n))
+		return STACK_NONE;
 	if (st->n >= STACK_NONE || !(copy = malloc(n * sizeof(*copy))))
 		return STACK_NONE;
 	memcpy(copy, frames, n * sizeof(*copy));
 	st->v[st->n] = (struct stored_stack){ .frames = copy, .nframes = n };
-	*slot = st->n;
+	hash_index_add(&st->index, h, st->n);	/* reserved */
 	return st->n++;
 }
 

@@ -1,132 +1,109 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdlib.h>
 #include <string.h>
+#include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "stack_table.h"
 
 void stack_table_free(struct stack_table *t)
 {
 	size_t i;
 
-	for (i = 0; i < t->cap; i++)
-		free(t->slots[i].frames);
-	free(t->slots);
+	for (i = 0; i < t->n; i++)
+		free(t->v[i].frames);
+	free(t->v);
+	hash_index_free(&t->index);
 	memset(t, 0, sizeof(*t));
 }
 
-static size_t home_of(const struct stack_table *t, int pid, uint64_t id)
+static uint64_t key_hash(int pid, uint64_t id)
 {
-	return hash_first_slot(fnv1a(fnv1a(FNV1A_BASIS, &pid, sizeof(pid)), &id, sizeof(id)),
-			       t->cap);
+	return fnv1a(fnv1a(FNV1A_BASIS, &pid, sizeof(pid)), &id, sizeof(id));
 }
 
-static size_t slot_of(const struct stack_table *t, int pid, uint64_t id)
+/* The entry of (pid, id) in t->v, or HASH_INDEX_NONE. */
+static size_t entry_of(const struct stack_table *t, int pid, uint64_t id, uint64_t h)
 {
-	size_t i = home_of(t, pid, id);
+	struct hash_probe p;
+	size_t e;
 
-	while (t->slots[i].id && (t->slots[i].id != id || t->slots[i].pid != pid))
-		i = hash_next_slot(i, t->cap);
-	return i;
+	for (e = hash_index_first(&t->index, h, &p); e != HASH_INDEX_NONE; e = hash_index_next(&p))
+		if (t->v[e].id == id && t->v[e].pid == pid)
+			break;
+	return e;
 }
 
 const struct stack_entry *stack_table_get(const struct stack_table *t, int pid, uint64_t id)
 {
-	const struct stack_entry *e;
+	size_t e;
 
-	if (!t->cap || !id)
+	if (!id)
 		return NULL;
-	e = &t->slots[slot_of(t, pid, id)];
-	return e->id ? e : NULL;
-}
-
-static int grow(struct stack_table *t)
-{
-	struct stack_table bigger = { .cap = t->cap ? t->cap * 2 : 256 };
-	size_t i;
-
-	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
-	if (!bigger.slots)
-		return -1;
-	for (i = 0; i < t->cap; i++)
-		if (t->slots[i].id)
-			bigger.slots[slot_of(&bigger, t->slots[i].pid, t->slots[i].id)] = t->slots[i];
-	bigger.n = t->n;
-	free(t->slots);
-	*t = bigger;
-	return 0;
+	e = entry_of(t, pid, id, key_hash(pid, id));
+	return e != HASH_INDEX_NONE ? &t->v[e] : NULL;
 }
 
 int stack_table_put(struct stack_table *t, int pid, uint64_t id, const uint32_t *frames,
 		    uint32_t nframes)
 {
-	struct stack_entry *e;
+	uint64_t h = key_hash(pid, id);
 	uint32_t *copy;
+	size_t e;
 
 	if (!id)
 		return -1;
-	if ((t->n + 1) * 4 > t->cap * 3 && grow(t))
+	e = entry_of(t, pid, id, h);
+	if (e == HASH_INDEX_NONE &&
+	    (GROW_ARRAY(t->v, t->cap, t->n + 1) || hash_index_reserve(&t->index, t->n + 1)))
 		return -1;
 	copy = malloc((nframes ? nframes : 1) * sizeof(*copy));
 	if (!copy)
 		return -1;
 	memcpy(copy, frames, nframes * sizeof(*copy));
-	e = &t->slots[slot_of(t, pid, id)];
-	if (e->id)
-		free(e->frames);
-	else
-		t->n++;
-	*e = (struct stack_entry){ .pid = pid, .id = id, .frames = copy, .nframes = nframes };
+	if (e != HASH_INDEX_NONE) {
+		free(t->v[e].frames);
+	} else {
+		e = t->n++;
+		hash_index_add(&t->index, h, e);	/* reserved */
+	}
+	t->v[e] = (struct stack_entry){ .pid = pid, .id = id, .frames = copy, .nframes = nframes };
 	return 0;
-}
-
-/* x in (from, to], going round the table. */
-static int cyclic_between(size_t from, size_t x, size_t to)
-{
-	return from <= to ? from < x && x <= to : from < x || x <= to;
 }
 
 void stack_table_delete(struct stack_table *t, int pid, uint64_t id)
 {
-	size_t i, j;
+	uint64_t h = key_hash(pid, id);
+	size_t e, last;
 
-	if (!t->cap || !id)
+	if (!id)
 		return;
-	i = slot_of(t, pid, id);
-	if (!t->slots[i].id)
+	e = entry_of(t, pid, id, h);
+	if (e == HASH_INDEX_NONE)
 		return;
-	free(t->slots[i].frames);
-	t->n--;
-	/* linear probing without tombstones: the entries after the hole that
-	 * would no longer be found move back into it */
-	for (j = hash_next_slot(i, t->cap); t->slots[j].id; j = hash_next_slot(j, t->cap)) {
-		if (cyclic_between(i, home_of(t, t->slots[j].pid, t->slots[j].id), j))
-			continue;
-		t->slots[i] = t->slots[j];
-		i = j;
+	free(t->v[e].frames);
+	hash_index_remove(&t->index, h, e);
+	/* the last entry fills the hole: the array stays dense */
+	last = --t->n;
+	if (e != last) {
+		t->v[e] = t->v[last];
+		hash_index_move(&t->index, key_hash(t->v[e].pid, t->v[e].id), last, e);
 	}
-	memset(&t->slots[i], 0, sizeof(t->slots[i]));
 }
 
 void stack_table_drop_pid(struct stack_table *t, int pid)
 {
-	struct stack_table kept = { .cap = t->cap };
-	size_t i;
+	size_t i, kept = 0;
 
-	if (!t->cap)
-		return;
-	kept.slots = calloc(kept.cap, sizeof(*kept.slots));
-	if (!kept.slots)
-		return;
-	for (i = 0; i < t->cap; i++) {
-		if (!t->slots[i].id)
-			continue;
-		if (t->slots[i].pid == pid) {
-			free(t->slots[i].frames);
-			continue;
-		}
-		kept.slots[slot_of(&kept, t->slots[i].pid, t->slots[i].id)] = t->slots[i];
-		kept.n++;
+	for (i = 0; i < t->n; i++) {
+		if (t->v[i].pid == pid)
+			free(t->v[i].frames);
+		else
+			t->v[kept++] = t->v[i];
 	}
-	free(t->slots);
-	*t = kept;
+	t->n = kept;
+	/* the index has room for more than these: adding cannot fail */
+	hash_index_clear(&t->index);
+	for (i = 0; i < t->n; i++)
+		hash_index_add(&t->index, key_hash(t->v[i].pid, t->v[i].id), i);
 }

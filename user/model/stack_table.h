@@ -9,6 +9,7 @@
 #define EP_STACK_TABLE_H
 #include <stddef.h>
 #include <stdint.h>
+#include "hash_index.h"
 
 struct stack_entry {
 	int pid;
@@ -18,8 +19,9 @@ struct stack_entry {
 };
 
 struct stack_table {
-	struct stack_entry *slots;	/* open addressing; id 0 marks a free slot */
+	struct stack_entry *v;		/* the stacks kept, in no order */
 	size_t n, cap;
+	struct hash_index index;	/* v by (pid, id) */
 };
 
 void stack_table_free(struct stack_table *t);

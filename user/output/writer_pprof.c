@@ -21,6 +21,7 @@
 #include <zlib.h>
 #include "grow.h"
 #include "hash.h"
+#include "hash_index.h"
 #include "analysis.h"
 #include "json.h"
 #include "utf8.h"
@@ -143,44 +144,9 @@ static void pb_packed(struct pbuf *b, unsigned field, const uint64_t *v, size_t 
 struct strtab {
 	char **strs;
 	size_t n, cap;
-	uint32_t *slots;	/* index + 1; 0 marks an empty slot */
-	size_t nslots;		/* a power of two */
+	struct hash_index index;	/* strs by their text */
 	int failed;
 };
-
-static uint32_t *strtab_slot(const struct strtab *st, uint32_t *slots, size_t nslots,
-			     const char *s)
-{
-	size_t i = hash_first_slot(fnv1a_str(FNV1A_BASIS, s), nslots);
-
-	while (slots[i] && strcmp(st->strs[slots[i] - 1], s) != 0)
-		i = hash_next_slot(i, nslots);
-	return &slots[i];
-}
-
-static int strtab_grow(struct strtab *st)
-{
-	size_t nslots = st->nslots ? st->nslots * 2 : 256;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	char **strs;
-	size_t i;
-
-	if (!slots)
-		return -1;
-	strs = realloc(st->strs, nslots / 2 * sizeof(*strs));
-	if (!strs) {
-		free(slots);
-		return -1;
-	}
-	st->strs = strs;
-	st->cap = nslots / 2;
-	for (i = 0; i < st->n; i++)
-		*strtab_slot(st, slots, nslots, st->strs[i]) = i + 1;
-	free(st->slots);
-	st->slots = slots;
-	st->nslots = nslots;
-	return 0;
-}
 
 /*
  * A copy of s that is valid UTF-8, as proto3 requires of a string field:
@@ -213,24 +179,28 @@ static char *utf8_copy(const char *s)
 /* The string's index; 0 ("") on failure, which is remembered. */
 static int64_t strtab_id(struct strtab *st, const char *s)
 {
-	uint32_t *slot;
+	struct hash_probe p;
 	char *copy;
+	uint64_t h;
+	size_t e;
 
 	if (st->failed)
 		return 0;
-	if (st->n + 1 > st->cap && strtab_grow(st))
-		goto fail;
 	copy = utf8_copy(s ? s : "");
 	if (!copy)
 		goto fail;
-	slot = strtab_slot(st, st->slots, st->nslots, copy);
-	if (*slot) {
+	h = fnv1a_str(FNV1A_BASIS, copy);
+	for (e = hash_index_first(&st->index, h, &p); e != HASH_INDEX_NONE; e = hash_index_next(&p))
+		if (!strcmp(st->strs[e], copy)) {
+			free(copy);
+			return (int64_t)e;
+		}
+	if (GROW_ARRAY(st->strs, st->cap, st->n + 1) || hash_index_add(&st->index, h, st->n)) {
 		free(copy);
-		return *slot - 1;
+		goto fail;
 	}
-	st->strs[st->n++] = copy;
-	*slot = st->n;
-	return st->n - 1;
+	st->strs[st->n] = copy;
+	return (int64_t)st->n++;
 fail:
 	st->failed = 1;
 	return 0;
@@ -243,7 +213,7 @@ static void strtab_free(struct strtab *st)
 	for (i = 0; i < st->n; i++)
 		free(st->strs[i]);
 	free(st->strs);
-	free(st->slots);
+	hash_index_free(&st->index);
 }
 
 /* Everything one write needs. */

@@ -554,7 +554,7 @@ static uint64_t remember_stack(struct recorder *r, int pid, const uint32_t *ids,
 /* --native: the frame of pc, through the process's cache. */
 static struct native_ref native_frame(struct recorder *r, struct rec_process *p, uint64_t pc)
 {
-	struct native_pc *slot = &p->pcs[hash_first_slot(fnv1a(FNV1A_BASIS, &pc, sizeof(pc)),
+	struct native_pc *slot = &p->pcs[hash_cache_slot(fnv1a(FNV1A_BASIS, &pc, sizeof(pc)),
 							 NATIVE_PC_CACHE)];
 	struct native_sym sym;
 
