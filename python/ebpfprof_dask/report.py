@@ -1,7 +1,7 @@
 """The cluster report per Dask task prefix: from every worker's recording
-(made with --dask), each prefix's time across the cluster split into on-CPU,
-GC, GIL wait, I/O and sleep, and other waits, its tasks and its top
-functions; and each worker's task balance over time (balance.py draws it).
+(made with --dask), each prefix's time across the cluster split into the
+columns the recordings' "state_groups" give (on-CPU, GC, GIL wait, I/O and
+sleep, and other waits), its tasks and its top functions; and each worker's task balance over time (balance.py draws it).
 
 A recording comes from a worker: every figure and name in it is checked
 (untrusted.py) before it is added up or shown, and its size is bounded."""
