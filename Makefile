@@ -45,6 +45,8 @@ BPF_SRCS   := bpf/gc.bpf.c $(filter-out bpf/gc.bpf.c,$(sort $(wildcard bpf/*.bpf
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 USER_SRCS  := $(wildcard $(patsubst %,user/%/*.c,$(USER_DIRS)))
 USER_HDRS  := $(wildcard user/*/*.h)
+# the headers the kernel side and userspace share (include/ep_states.h: the states)
+SHARED_HDRS := $(wildcard include/*.h)
 USER_OBJS  := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
@@ -66,7 +68,7 @@ $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/tests:
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/ebpfprof.h $(OUTPUT)/vmlinux.h | $(OUTPUT)/bpf
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(SHARED_HDRS) $(OUTPUT)/vmlinux.h | $(OUTPUT)/bpf
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 # One object from one .bpf.c per concern; the maps they share are linked.
@@ -78,7 +80,7 @@ $(OUTPUT)/ebpfprof.skel.h: $(OUTPUT)/ebpfprof.bpf.o
 
 $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/record/session*.c)): $(OUTPUT)/ebpfprof.skel.h
 
-$(OUTPUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
+$(OUTPUT)/user/%.o: user/%.c $(USER_HDRS) $(SHARED_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(INCLUDES) -c $< -o $@
 
@@ -103,7 +105,7 @@ ASAN_BINS   := $(patsubst tests/unit/%.c,$(ASAN_OUT)/tests/%,$(UNIT_SRCS))
 
 $(patsubst user/%.c,$(ASAN_OUT)/user/%.o,$(wildcard user/record/session*.c)): $(OUTPUT)/ebpfprof.skel.h
 
-$(ASAN_OUT)/user/%.o: user/%.c $(USER_HDRS) include/ebpfprof.h
+$(ASAN_OUT)/user/%.o: user/%.c $(USER_HDRS) $(SHARED_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(ASAN_CFLAGS) $(INCLUDES) -c $< -o $@
 
@@ -145,7 +147,7 @@ fuzz_labels_SRCS        := user/model/labels.c user/model/label_series.c user/mo
 fuzz_push_labels_SRCS   := user/push/push_labels.c
 
 .SECONDEXPANSION:
-$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(USER_HDRS) include/ebpfprof.h
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $$(fuzz_%_SRCS) $(USER_HDRS) $(SHARED_HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(INCLUDES) -Itests/unit $< $(fuzz_$*_SRCS) $(fuzz_$*_LIBS) -o $@
 

@@ -10,6 +10,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>	/* userspace; BPF code has these from vmlinux.h */
 #endif
+#include "ep_states.h"
 
 /* Frames walked in the kernel per stack; a deeper stack is kept truncated. */
 #define EP_MAX_FRAMES		512
@@ -277,15 +278,19 @@ struct ep_native_event {
 
 #define EP_STACK_EVENT_HDR_SIZE	((unsigned long)&((struct ep_stack_event *)0)->frames)
 
+/*
+ * Why a thread left the CPU: one reason per OFF(R) row of the states
+ * (include/ep_states.h), EP_OFF_<R>, in row order (EP_OFF_GIL_GC: a GIL
+ * wait while the holder was collecting). The numbers are this build's own,
+ * shared by its kernel side and userspace only.
+ */
+#define EP_REASON_ENUM_OFF(r)	EP_OFF_##r,
+#define EP_REASON_ENUM_ON_CPU
+#define EP_REASON_ENUM_NONE
+#define EP_REASON_ENUM(id, reason, ...)	EP_REASON_ENUM_##reason
 enum ep_offcpu_reason {
-	EP_OFF_PREEMPTED = 0,
-	EP_OFF_GIL = 1,
-	EP_OFF_LOCK = 2,
-	EP_OFF_IO = 3,
-	EP_OFF_SLEEP = 4,
-	EP_OFF_OTHER = 5,
-	EP_OFF_GIL_GC = 6,	/* GIL wait while the holder was collecting */
-	EP_OFF_REASONS = 7,
+	EP_STATES(EP_REASON_ENUM)
+	EP_OFF_REASONS,
 };
 
 /* The kernel's per-thread totals also hold the thread's exact on-CPU time

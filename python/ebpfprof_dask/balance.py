@@ -8,8 +8,6 @@ holds it with the report's table."""
 import html
 import math
 
-from .report import GROUPS
-
 WIDTH = 980
 LEFT, RIGHT = 170, 24
 BAND, GAP, TOP = 120, 26, 64
@@ -150,11 +148,11 @@ def balance_svg(report):
 
 def report_html(report, svg):
     """A page with the picture and the report's table, nothing fetched."""
-    head = "".join(f"<th>{_esc(title)}</th>" for _, title, _ in GROUPS)
+    head = "".join(f"<th>{_esc(c['title'])}</th>" for c in report["columns"])
     rows = []
     for r in report["prefixes"]:
-        cells = "".join(f"<td>{r[key]:.2f} s ({100 * r[key] / r['time_s'] if r['time_s'] else 0:.0f}%)</td>"
-                        for key, _, _ in GROUPS)
+        cells = "".join(f"<td>{r[c['key']]:.2f} s ({100 * r[c['key']] / r['time_s'] if r['time_s'] else 0:.0f}%)</td>"
+                        for c in report["columns"])
         fns = "<br>".join(f"{fn['self_s']:.2f} s {_esc(fn['name'])}" for fn in r["top_functions"][:3])
         rows.append(f"<tr><td>{_esc(r['prefix'])}</td><td>{r['tasks']}</td><td>{r['time_s']:.2f} s</td>"
                     f"<td>{r['share']:.1f}%</td>{cells}<td class=f>{fns}</td></tr>")

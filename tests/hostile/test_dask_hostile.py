@@ -450,6 +450,49 @@ def labelled(values, **info):
     return json.loads(recording(**fields))
 
 
+def test_cluster_report_columns_come_from_the_recordings_state_groups(dask_pkg, tmp_path):
+    """The report's columns are the recording's "state_groups" (the binary's
+    one list, include/ep_states.h): a state the package never heard of has a
+    column through its group; a recording without groups (or with groups
+    that are not valid) is read with the groups of before; a state no group
+    names counts under "other", never in no column."""
+    from ebpfprof_dask.core import write_cluster_report
+    from ebpfprof_dask.report import OLD_GROUPS, read_prefixes
+    groups = [{"key": key, "title": title, "on_cpu": on, "states": list(states)}
+              for key, title, on, states in OLD_GROUPS]
+    groups[-1]["states"].append("futex-wait")
+    groups.append({"key": "new_wait", "title": "new <wait>", "on_cpu": False, "states": ["new-wait"]})
+    states = {"on-cpu": 1.0, "futex-wait": 2.0, "new-wait": 3.0, "io": 0.5}
+    new = read_prefixes(labelled({"p": {"states_s": states}}, state_groups=groups,
+                                 states=["on-cpu", "futex-wait", "new-wait", "io"]))
+    report = write_cluster_report(str(tmp_path), [("w1:1", 2, new)])
+    row = report["prefixes"][0]
+    assert [c["key"] for c in report["columns"]] == [f"{k}_s" for k, _, _, _ in OLD_GROUPS] + ["new_wait_s"]
+    assert row["other_s"] == 2.0 and row["new_wait_s"] == 3.0 and row["io_sleep_s"] == 0.5
+    assert sum(row[c["key"]] for c in report["columns"]) == row["time_s"] == 6.5
+    assert row["on_cpu_share"] == pytest.approx(100 / 6.5)
+    assert "new &lt;wait&gt;" in (tmp_path / "report.html").read_text()
+    assert "new <wait>" in (tmp_path / "report.txt").read_text()
+    # before the groups: the old columns, with the old states in them
+    old = read_prefixes(labelled({"p": {"states_s": {"gil-wait": 1.0, "lock-wait": 2.0}}},
+                                 states=["gil-wait", "lock-wait"]))
+    assert old["groups"] == list(OLD_GROUPS)
+    row = write_cluster_report(str(tmp_path), [("w1:1", 2, old)])["prefixes"][0]
+    assert row["gil_wait_s"] == 1.0 and row["other_s"] == 2.0
+    # groups that are not groups: a key a row has, a state in two, not a list
+    for bad in ([{"key": "time", "title": "t", "on_cpu": False, "states": ["io"]}],
+                [{"key": "a", "title": "a", "on_cpu": False, "states": ["io"]},
+                 {"key": "b", "title": "b", "on_cpu": False, "states": ["io"]}],
+                [{"key": "a", "title": "a", "on_cpu": "yes", "states": ["io"]}],
+                [{"key": "A b", "title": "a", "on_cpu": False, "states": ["io"]}], "groups", []):
+        assert read_prefixes(labelled({}, state_groups=bad))["groups"] == list(OLD_GROUPS), bad
+    # a state its recording groups nowhere: under "other", counted once
+    lone = read_prefixes(labelled({"p": {"states_s": {"on-cpu": 1.0, "odd": 4.0}}},
+                                  states=["on-cpu", "odd"], state_groups=groups[:1]))
+    row = write_cluster_report(str(tmp_path), [("w1:1", 2, lone)])["prefixes"][0]
+    assert row["on_cpu_s"] == 1.0 and row["other_s"] == 4.0 and row["time_s"] == 5.0
+
+
 def test_cluster_report_takes_only_checked_figures_and_bounded_names(dask_pkg, tmp_path):
     """The cluster report reads what a worker's recording says of its task
     prefixes: a figure that is not a finite second, a state the recording

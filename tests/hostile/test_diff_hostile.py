@@ -12,10 +12,9 @@ import subprocess
 
 import pytest
 
-from conftest import EBPFPROF, cannot_run
+from conftest import EBPFPROF, cannot_run, state_rows
 
-STATES = ["on-cpu", "gc", "gil-wait", "waiting-for-gc", "lock-wait", "io", "sleep",
-          "preempted", "other"]
+STATES = [row["name"] for row in state_rows()]
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,36 @@ SCHEMA = ROOT / "tests" / "speedscope" / "node_modules" / "speedscope" / "dist" 
 IN_CI = os.environ.get("CI") == "true"
 CHROOTS = Path(os.environ.get("EBPFPROF_CHROOTS", "/var/cache/ebpfprof/chroots"))
 PYENV = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
+
+
+STATE_FIELDS = ("id", "reason", "group", "name", "title", "column", "short_label", "top_col", "marker",
+                "dump_name", "run_noise")
+
+
+def state_rows():
+    """The rows of the one list of states (include/ep_states.h's EP_STATES),
+    in its order, as dicts of STATE_FIELDS: strings unquoted, NULL None,
+    numbers as numbers. The tests read the states from there, as the binary
+    is made from it, rather than keep a copy."""
+    text = re.sub(r"/\*.*?\*/", " ", (ROOT / "include" / "ep_states.h").read_text(), flags=re.S)
+    body = re.search(r"#define EP_STATES\(X\)(.*?)(?:\n#|\Z)", text.replace("\\\n", " "), re.S).group(1)
+    rows = []
+    for args in re.findall(r"\bX\(((?:[^()\"]|\"[^\"]*\"|\([^()]*\))*)\)", body):
+        tokens = [t.strip() for t in re.findall(r'"[^"]*"|[^,]+', args)]
+        assert len(tokens) == len(STATE_FIELDS), tokens
+        values = []
+        for t in tokens:
+            if t.startswith('"'):
+                values.append(t[1:-1])
+            elif t == "NULL":
+                values.append(None)
+            elif re.fullmatch(r"[0-9.]+", t):
+                values.append(float(t) if "." in t else int(t))
+            else:
+                values.append(t)
+        rows.append(dict(zip(STATE_FIELDS, values)))
+    assert rows and rows[0]["name"] == "on-cpu", rows
+    return rows
 
 
 def cannot_run(reason):

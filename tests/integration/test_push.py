@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EBPFPROF, ROOT, cannot_run, require_interpreter, run_ebpfprof
+from conftest import EBPFPROF, ROOT, cannot_run, require_interpreter, run_ebpfprof, state_rows
 
 LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NAME = re.compile(r"(?P<app>[^{}=,]+)\{(?P<labels>[^{}]*)\}\Z")
-STATES = ["gc", "gil_wait", "waiting_for_gc", "lock_wait", "io", "sleep", "preempted", "other"]
+# --push's sample types after samples and cpu: every state but on-CPU, '_' for '-'
+STATES = [row["name"].replace("-", "_") for row in state_rows()[1:]]
 
 
 # --- a minimal protobuf reader: enough of profile.proto to check a pprof ---

@@ -53,8 +53,11 @@ def test_gc_pauses_match_the_workloads_own_record(interp_name, probe, workloads,
     assert "garbage collections" in err and "the longest" in err and "churn (" in err
 
 
-def thread_totals(prof, name, reasons=("[GIL wait]", "[waiting for GC]", "[lock wait]",
-                                       "[I/O wait]", "[sleep]", "[preempted]", "[off-CPU]")):
+# the frames --idle's samples end in: every off-CPU state's (include/ep_states.h)
+OFF_CPU_MARKERS = tuple(row["marker"] for row in conftest.state_rows() if row["reason"].startswith("OFF("))
+
+
+def thread_totals(prof, name, reasons=OFF_CPU_MARKERS):
     p = prof.profile(f'"{name}"')
     total = p["endValue"]
     out = {r: prof.weight_with_leaf(r, p) / total for r in reasons}

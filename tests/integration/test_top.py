@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import EBPFPROF, SchedStat, cannot_run, read_gc_log, require_interpreter, run_ebpfprof, thread_truth
+from conftest import (EBPFPROF, SchedStat, cannot_run, read_gc_log, require_interpreter, run_ebpfprof, state_rows,
+                      thread_truth)
 
 ROW = re.compile(r"^\s*[0-9.]+%\s+[0-9.]+%\s+[0-9.]+s\s+[0-9.]+s\s+(\S+)")
 
@@ -200,10 +201,9 @@ def top_threads(view):
     return head, rows
 
 
-# top's column headings and the recording's state names
-COLUMN_STATE = {"on-cpu": "on-cpu", "GIL": "gil-wait", "GC": "gc", "waitGC": "waiting-for-gc",
-                "lock": "lock-wait", "I/O": "io", "sleep": "sleep", "preempt": "preempted",
-                "other": "other"}
+# top's column headings and the recording's state names (include/ep_states.h;
+# the first heading is read as "on-cpu")
+COLUMN_STATE = {"on-cpu": "on-cpu", **{row["short_label"]: row["name"] for row in state_rows()[1:]}}
 
 
 def test_top_columns_match_a_recording_of_the_same_interval(tmp_path):

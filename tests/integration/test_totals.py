@@ -9,7 +9,8 @@ import time
 import conftest
 from conftest import require_interpreter, wait_for_go
 
-COLUMNS = ("on-CPU", "GC", "GIL wait", "wait GC", "lock wait", "I/O", "sleep", "preempted", "other")
+# the summary's columns, in the one list's order (include/ep_states.h)
+COLUMNS = tuple(row["column"] for row in conftest.state_rows())
 
 
 def state_table(err):

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Unit tests of user/model/states.c: the one table of thread states and their
- * spellings (issue 19). The expected spellings are the ones each output used
- * before the table: a recording, a summary, top, dump or diff reads the same
- * words as before. */
+ * spellings (issue 19), made from the one list include/ep_states.h (issue 45),
+ * which this test reads too: a new state is checked without a copy here. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,31 +11,29 @@
 #include "analysis.h"
 #include "diff.h"
 #include "ebpfprof.h"
+#include "ep_states.h"
 #include "states.h"
 #include "thread_dump.h"
 
-/* Every spelling of every state, in enum order: the order is the summary's
- * columns and a recording's states_s, so a state moved in the enum fails. */
+/* Every spelling of every state, from the one list (include/ep_states.h),
+ * in its order: the table states.c makes from it must hold each row where
+ * the enum says, with every spelling and its reason. */
+#define WANT_REASON_OFF(r)	EP_OFF_##r
+#define WANT_REASON_ON_CPU	EP_TOTAL_ON_CPU
+#define WANT_REASON_NONE	(-1)
+#define WANT_ROW(id, reason_, group_, name_, title_, column_, short_, top_, marker_, dump_,	\
+		 noise_)								\
+	{ STATE_##id, name_, title_, column_, short_, marker_, dump_, top_,			\
+	  WANT_REASON_##reason_, STATE_GROUP_##group_, noise_ },
+
 static const struct {
 	int state;
 	const char *name, *title, *column, *short_label, *marker, *dump_name;
-	int top_col, reason;
+	int top_col, reason, group;
+	double run_noise;
 } want[STATE_MAX] = {
-	{ STATE_ON_CPU, "on-cpu", "on-CPU", "on-CPU", "on-CPU", "[off-CPU]", "running", 1,
-	  EP_TOTAL_ON_CPU },
-	{ STATE_GC, "gc", "GC", "GC", "GC", "[GC]", NULL, 3, -1 },
-	{ STATE_GIL_WAIT, "gil-wait", "GIL wait", "GIL wait", "GIL", "[GIL wait]", "gil_wait", 2,
-	  EP_OFF_GIL },
-	{ STATE_GIL_WAIT_GC, "waiting-for-gc", "waiting for GC", "wait GC", "waitGC",
-	  "[waiting for GC]", "gc_wait", 4, EP_OFF_GIL_GC },
-	{ STATE_LOCK_WAIT, "lock-wait", "lock wait", "lock wait", "lock", "[lock wait]",
-	  "lock_wait", 5, EP_OFF_LOCK },
-	{ STATE_IO, "io", "I/O", "I/O", "I/O", "[I/O wait]", "io", 6, EP_OFF_IO },
-	{ STATE_SLEEP, "sleep", "sleep", "sleep", "sleep", "[sleep]", "sleep", 7, EP_OFF_SLEEP },
-	{ STATE_PREEMPTED, "preempted", "preempted", "preempted", "preempt", "[preempted]",
-	  "preempted", 8, EP_OFF_PREEMPTED },
-	{ STATE_OTHER, "other", "other", "other", "other", "[off-CPU]", "other", 9, EP_OFF_OTHER },
-	{ STATE_IDLE, "idle", "?", NULL, NULL, "[off-CPU]", NULL, 0, -1 },
+	EP_STATES(WANT_ROW)
+	{ STATE_IDLE, "idle", "?", NULL, NULL, NULL, NULL, 0, -1, -1, 0 },
 };
 
 static void test_enum_order_and_spellings(void **state)
@@ -50,7 +47,8 @@ static void test_enum_order_and_spellings(void **state)
 		assert_int_equal(want[s].state, s);
 		assert_string_equal(sample_state_name(s), want[s].name);
 		assert_string_equal(diff_state_title(s), want[s].title);
-		assert_string_equal(state_marker(s), want[s].marker);
+		/* no marker of its own: a sample of it ends in other's */
+		assert_string_equal(state_marker(s), want[s].marker ? want[s].marker : "[off-CPU]");
 		if (want[s].column)
 			assert_string_equal(row->column, want[s].column);
 		else
@@ -65,7 +63,55 @@ static void test_enum_order_and_spellings(void **state)
 			assert_null(row->dump_name);
 		assert_int_equal(row->top_col, want[s].top_col);
 		assert_int_equal(row->reason, want[s].reason);
+		assert_int_equal(row->group, want[s].group);
+		assert_true(row->run_noise == want[s].run_noise);
 	}
+	/* idle is last: the states a recording splits time into are those before */
+	assert_int_equal(STATE_RECORDED, STATE_MAX - 1);
+	assert_int_equal(STATE_RECORDED, STATE_IDLE);
+}
+
+/* The words a recording, dump and diff used before the one list: old
+ * recordings and their readers still read them (the 9092b2a fixture). */
+static void test_old_names_kept(void **state)
+{
+	static const char *const names[] = { "on-cpu", "gc", "gil-wait", "waiting-for-gc",
+					      "lock-wait", "io", "sleep", "preempted", "other" };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_true(state_by_name(names[i]) >= 0);
+	assert_int_equal(state_by_name("idle"), -1);	/* not a recorded state */
+	assert_int_equal(state_by_name("nonsense"), -1);
+}
+
+/* The Dask report's columns: every recorded state in exactly one, each
+ * column with some state, on-CPU and GC the ones on a CPU. */
+static void test_groups(void **state)
+{
+	int s, g, members[STATE_GROUP_MAX] = { 0 };
+
+	(void)state;
+	for (s = 0; s < STATE_RECORDED; s++) {
+		assert_true(state_table[s].group >= 0 && state_table[s].group < STATE_GROUP_MAX);
+		members[state_table[s].group]++;
+	}
+	assert_int_equal(state_table[STATE_IDLE].group, -1);
+	for (g = 0; g < STATE_GROUP_MAX; g++) {
+		assert_true(members[g] > 0);
+		assert_non_null(state_groups[g].key);
+		assert_non_null(state_groups[g].title);
+	}
+	assert_true(state_groups[state_table[STATE_ON_CPU].group].on_cpu);
+	assert_true(state_groups[state_table[STATE_GC].group].on_cpu);
+	for (s = 0; s < STATE_RECORDED; s++)
+		if (state_table[s].reason != STATE_NO_REASON && s != STATE_ON_CPU)
+			assert_false(state_groups[state_table[s].group].on_cpu);
+	/* the report's keys and the test of it (tests/integration/test_dask.py) */
+	assert_string_equal(state_groups[state_table[STATE_ON_CPU].group].key, "on_cpu");
+	assert_string_equal(state_groups[state_table[STATE_GC].group].key, "gc");
+	assert_string_equal(state_groups[state_table[STATE_SLEEP].group].key, "io_sleep");
 }
 
 /*
@@ -199,25 +245,29 @@ static void test_dump_names(void **state)
  * so that a thread in waitpid (a Nanny in Popen.wait) adds up to its time. */
 static void test_top_columns(void **state)
 {
-	static const char *const titles[] = { "on-CPU", "GIL", "GC", "waitGC", "lock", "I/O",
-					      "sleep", "preempt", "other" };
-	int cols[STATE_MAX], n = state_top_columns(cols), j;
-
-	(void)state;
-	assert_int_equal(n, 9);
-	for (j = 0; j < n; j++)
-		assert_string_equal(state_table[cols[j]].short_label, titles[j]);
-}
-
-/* diff's noise model: preemption is the machine's load (two copies of one
- * program side by side differ 2x), every other state takes diff's --noise. */
-static void test_run_noise(void **state)
-{
-	int s;
+	int cols[STATE_MAX], n = state_top_columns(cols), j, shown = 0, s;
 
 	(void)state;
 	for (s = 0; s < STATE_MAX; s++)
-		assert_true(state_table[s].run_noise == (s == STATE_PREEMPTED ? 0.5 : 0));
+		shown += state_table[s].top_col > 0;
+	assert_int_equal(n, shown);
+	assert_int_equal(n, STATE_RECORDED);	/* every recorded state has a column */
+	for (j = 0; j < n; j++)
+		assert_int_equal(state_table[cols[j]].top_col, j + 1);
+	assert_int_equal(cols[0], STATE_ON_CPU);
+	assert_int_equal(cols[1], STATE_GIL_WAIT);
+	assert_int_equal(cols[2], STATE_GC);
+}
+
+/* diff's noise model: preemption is the machine's load (two copies of one
+ * program side by side differ 2x); every other state so far takes diff's
+ * --noise. */
+static void test_run_noise(void **state)
+{
+	(void)state;
+	assert_true(state_table[STATE_PREEMPTED].run_noise == 0.5);
+	assert_true(state_table[STATE_IO].run_noise == 0);
+	assert_true(state_table[STATE_GIL_WAIT].run_noise == 0);
 }
 
 #define GIL_AT	0x7f0000001000ull	/* the interpreter's GIL mutex word */
@@ -282,6 +332,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_enum_order_and_spellings),
+		cmocka_unit_test(test_old_names_kept),
+		cmocka_unit_test(test_groups),
 		cmocka_unit_test(test_every_state_has_every_spelling),
 		cmocka_unit_test(test_spellings_unique),
 		cmocka_unit_test(test_reasons),

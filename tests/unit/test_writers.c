@@ -1521,6 +1521,33 @@ static void assert_nested(json_t *events)
  * collection's slice inside its task. In the recording: each value's series
  * over 100 ms bins and its top functions by self time.
  */
+/* A recording with labels says how the Dask report groups its states: each
+ * recorded state in exactly one group, in the one list's groups and order. */
+static void check_state_groups(json_t *groups)
+{
+	int seen[STATE_RECORDED] = { 0 }, g, s;
+	size_t i;
+	json_t *grp, *name;
+
+	assert_int_equal(json_array_size(groups), STATE_GROUP_MAX);
+	json_array_foreach(groups, i, grp) {
+		g = (int)i;
+		assert_string_equal(json_string_value(json_object_get(grp, "key")), state_groups[g].key);
+		assert_string_equal(json_string_value(json_object_get(grp, "title")),
+				    state_groups[g].title);
+		assert_int_equal(json_is_true(json_object_get(grp, "on_cpu")), state_groups[g].on_cpu);
+		json_array_foreach(json_object_get(grp, "states"), s, name) {
+			int st = state_by_name(json_string_value(name));
+
+			assert_true(st >= 0);
+			assert_int_equal(state_table[st].group, g);
+			seen[st]++;
+		}
+	}
+	for (s = 0; s < STATE_RECORDED; s++)
+		assert_int_equal(seen[s], 1);
+}
+
 static void test_label_tasks_and_series(void **state)
 {
 	struct writer_options o = { 0 };
@@ -1558,6 +1585,7 @@ static void test_label_tasks_and_series(void **state)
 	assert_string_equal(json_string_value(json_object_get(fn, "name")), "work");
 	assert_true(json_real_value(json_object_get(fn, "self_s")) == 0.02);
 	assert_int_equal(json_array_size(json_object_get(v, "functions")), 1);
+	check_state_groups(json_object_get(json_object_get(doc, "ebpfprof"), "state_groups"));
 	json_decref(doc);
 	analysis_free(&a);
 	profile_free(&p);

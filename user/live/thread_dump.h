@@ -30,8 +30,8 @@ int dump_take(const struct py_target *t, struct dump_snapshot *s, char *err, siz
  * stopped a moment: thread_dump_native.h). */
 int dump_take_native(const struct py_target *t, struct dump_snapshot *s, char *err, size_t errlen);
 void dump_free(struct dump_snapshot *s);
-/* The table's dump_name ("running", "gil_wait", "gc_wait", "lock_wait",
- * "io", "sleep", "preempted", "other"), "stopped" or "gone". */
+/* The state's dump_name (include/ep_states.h: "running", "gil_wait"...;
+ * other's for a state without one), "stopped" or "gone". */
 const char *dump_state_name(int state);
 /* The thread with that tid, or NULL. */
 const struct dump_thread *dump_thread_by_tid(const struct dump_snapshot *s, int tid);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The one table of thread states and their spellings (see states.h). */
+/* The one table of thread states and their spellings, made from the rows of
+ * include/ep_states.h (see states.h). */
 #include <stddef.h>
 #include "ebpfprof.h"
 #include <stdio.h>
@@ -7,60 +8,33 @@
 
 #include "states.h"
 
+/* a row's .reason from its REASON (ep_states.h) */
+#define REASON_OF_OFF(r)	EP_OFF_##r
+#define REASON_OF_ON_CPU	EP_TOTAL_ON_CPU	/* the scheduler's exact runs */
+#define REASON_OF_NONE		STATE_NO_REASON
+
+#define STATE_ROW(id, reason_, group_, name_, title_, column_, short_, top_, marker_,	\
+		  dump_, noise_)							\
+	[STATE_##id] = {								\
+		.name = name_, .title = title_, .column = column_,			\
+		.short_label = short_, .top_col = top_, .marker = marker_,		\
+		.dump_name = dump_, .reason = REASON_OF_##reason_,			\
+		.run_noise = noise_, .group = STATE_GROUP_##group_,			\
+	},
+
 const struct state_spelling state_table[STATE_MAX] = {
-	[STATE_ON_CPU] = {
-		.name = "on-cpu", .title = "on-CPU", .column = "on-CPU",
-		.short_label = "on-CPU", .top_col = 1,
-		.marker = NULL,		/* on-CPU samples have their own stacks */
-		.dump_name = "running", .reason = EP_TOTAL_ON_CPU,	/* the scheduler's exact runs */
-	},
-	[STATE_GC] = {
-		.name = "gc", .title = "GC", .column = "GC",
-		.short_label = "GC", .top_col = 3,
-		.marker = "[GC]",
-		.dump_name = NULL,	/* dump reads reasons: a collector is running */
-		.reason = STATE_NO_REASON,
-	},
-	[STATE_GIL_WAIT] = {
-		.name = "gil-wait", .title = "GIL wait", .column = "GIL wait",
-		.short_label = "GIL", .top_col = 2,
-		.marker = "[GIL wait]", .dump_name = "gil_wait", .reason = EP_OFF_GIL,
-	},
-	[STATE_GIL_WAIT_GC] = {
-		.name = "waiting-for-gc", .title = "waiting for GC", .column = "wait GC",
-		.short_label = "waitGC", .top_col = 4,
-		.marker = "[waiting for GC]", .dump_name = "gc_wait", .reason = EP_OFF_GIL_GC,
-	},
-	[STATE_LOCK_WAIT] = {
-		.name = "lock-wait", .title = "lock wait", .column = "lock wait",
-		.short_label = "lock", .top_col = 5,
-		.marker = "[lock wait]", .dump_name = "lock_wait", .reason = EP_OFF_LOCK,
-	},
-	[STATE_IO] = {
-		.name = "io", .title = "I/O", .column = "I/O",
-		.short_label = "I/O", .top_col = 6,
-		.marker = "[I/O wait]", .dump_name = "io", .reason = EP_OFF_IO,
-	},
-	[STATE_SLEEP] = {
-		.name = "sleep", .title = "sleep", .column = "sleep",
-		.short_label = "sleep", .top_col = 7,
-		.marker = "[sleep]", .dump_name = "sleep", .reason = EP_OFF_SLEEP,
-	},
-	[STATE_PREEMPTED] = {
-		.name = "preempted", .title = "preempted", .column = "preempted",
-		.short_label = "preempt", .top_col = 8,
-		.marker = "[preempted]", .dump_name = "preempted", .reason = EP_OFF_PREEMPTED,
-		.run_noise = 0.5,	/* the machine's load, not the program */
-	},
-	[STATE_OTHER] = {
-		.name = "other", .title = "other", .column = "other",
-		.short_label = "other", .top_col = 9,
-		.marker = "[off-CPU]", .dump_name = "other", .reason = EP_OFF_OTHER,
-	},
+	EP_STATES(STATE_ROW)
 	[STATE_IDLE] = {
 		/* a gap, not a state a thread is in: only the recording names it */
-		.name = "idle", .reason = STATE_NO_REASON,
+		.name = "idle", .reason = STATE_NO_REASON, .group = -1,
 	},
+};
+
+#define GROUP_ROW(id, key_, title_, on_cpu_)	\
+	[STATE_GROUP_##id] = { .key = key_, .title = title_, .on_cpu = on_cpu_ },
+
+const struct state_group_row state_groups[STATE_GROUP_MAX] = {
+	EP_STATE_GROUPS(GROUP_ROW)
 };
 
 const struct state_spelling *state_spelling(int state)

@@ -2,28 +2,41 @@
 /*
  * The states a thread's time is split into, and every spelling of each that
  * an output uses (issue 19). Every output reads these rows; none keeps its
- * own list. A new state is one enum entry here and one row in states.c, plus
- * its classification: the BPF off-CPU reason (enum ep_offcpu_reason in
- * include/ebpfprof.h and bpf/offcpu.bpf.c) that the row's .reason names.
+ * own list. The rows are made from the one list, include/ep_states.h
+ * (issue 45): a new state is a row there and its classification.
  */
-#ifndef EP_STATES_H
-#define EP_STATES_H
+#ifndef EP_STATES_TABLE_H
+#define EP_STATES_TABLE_H
 
-/* What a thread was doing during a sample. The order is the summary's
- * column order and the order of states_s in a recording. */
+#include <stddef.h>
+#include "ep_states.h"
+
+/* What a thread was doing during a sample: ep_states.h's rows, then idle.
+ * The order is the summary's column order and the order of states_s in a
+ * recording. */
+#define STATE_ENUM(id, ...)	STATE_##id,
 enum sample_state {
-	STATE_ON_CPU = 0,
-	STATE_GC,		/* on CPU, collecting garbage */
-	STATE_GIL_WAIT,
-	STATE_GIL_WAIT_GC,	/* waiting for the GIL while its holder collects */
-	STATE_LOCK_WAIT,
-	STATE_IO,
-	STATE_SLEEP,
-	STATE_PREEMPTED,
-	STATE_OTHER,		/* off CPU for another reason */
+	EP_STATES(STATE_ENUM)
 	STATE_IDLE,		/* not observed: a gap in the thread's timeline */
 	STATE_MAX,
 };
+#undef STATE_ENUM
+
+/* The Dask report's columns (ep_states.h's EP_STATE_GROUPS), in order. */
+#define STATE_GROUP_ENUM(id, ...)	STATE_GROUP_##id,
+enum state_group {
+	EP_STATE_GROUPS(STATE_GROUP_ENUM)
+	STATE_GROUP_MAX,
+};
+#undef STATE_GROUP_ENUM
+
+struct state_group_row {
+	const char *key;	/* the report's JSON key, less "_s": "gil_wait" */
+	const char *title;	/* its column: "GIL wait" */
+	int on_cpu;		/* 1: time on a CPU */
+};
+
+extern const struct state_group_row state_groups[STATE_GROUP_MAX];
 
 #define STATE_NO_REASON	(-1)	/* .reason of a state no off-CPU reason means */
 /* The states a thread's time is split into (a recording's states_s): all but
@@ -44,11 +57,14 @@ enum sample_state {
  *      dask_key values under a dask_prefix)
  *   5  profiles named "[asyncio tasks] <process> (pid N)" (record --tasks):
  *      suspended tasks' task-seconds, not a thread's time; a reader before 5
- *      would take them for threads
+ *      would take them for threads; with labels (issue 45, added within 5: a
+ *      reader checks for it) "state_groups", the Dask report's columns from
+ *      include/ep_states.h: [{"key", "title", "on_cpu", "states": [...]}]
  */
 #define RECORDING_FORMAT_VERSION	5
 
-/* One state's spellings; NULL where that output never shows the state. */
+/* One state's spellings (see ep_states.h for each); NULL where that output
+ * never shows the state. */
 struct state_spelling {
 	const char *name;	/* key and label: "waiting-for-gc" (a recording's
 				 * states_s, pprof's state label, --gc-log's reason,
@@ -64,6 +80,7 @@ struct state_spelling {
 	double run_noise;	/* diff: the relative run-to-run deviation assumed of
 				 * this state's time when the machine's load, not the
 				 * program, moves it; 0: diff's --noise */
+	int group;		/* enum state_group; -1: none (idle) */
 };
 
 extern const struct state_spelling state_table[STATE_MAX];

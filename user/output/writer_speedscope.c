@@ -728,6 +728,24 @@ static int write_label_values(FILE *f, const struct label_table *t, int label,
 	return err ? -1 : 0;
 }
 
+/* "state_groups": how the Dask report sums the states into its columns
+ * (include/ep_states.h), so that the package keeps no list of its own. */
+static int write_state_groups(FILE *f)
+{
+	int g, s, k, err = fputs(",\n\"state_groups\":[", f) < 0;
+
+	for (g = 0; !err && g < STATE_GROUP_MAX; g++) {
+		err = fprintf(f, "%s{\"key\":\"%s\",\"title\":\"%s\",\"on_cpu\":%s,\"states\":[",
+			      g ? "," : "", state_groups[g].key, state_groups[g].title,
+			      state_groups[g].on_cpu ? "true" : "false") < 0;
+		for (s = 0, k = 0; !err && s < STATE_RECORDED; s++)
+			if (state_table[s].group == g)
+				err = fprintf(f, "%s\"%s\"", k++ ? "," : "", sample_state_name(s)) < 0;
+		err = err || fputs("]}", f) < 0;
+	}
+	return err || fputs("]", f) < 0 ? -1 : 0;
+}
+
 static int write_labels(FILE *f, const struct profile *p, const struct label_table *t)
 {
 	struct label_top top;
@@ -742,7 +760,8 @@ static int write_labels(FILE *f, const struct profile *p, const struct label_tab
 		x.top = NULL;	/* the rest is still worth writing */
 	sources = count_sources(t);
 	x.sources = sources;
-	err = fprintf(f, ",\n\"label_bin_s\":%.3f,\"labels\":{", t->clock.bin_ns / 1e9) < 0;
+	err = write_state_groups(f) ||
+	      fprintf(f, ",\n\"label_bin_s\":%.3f,\"labels\":{", t->clock.bin_ns / 1e9) < 0;
 	for (i = 0; !err && i < t->nnames; i++)
 		err = (i && fputc(',', f) == EOF) || json_write_string(f, t->names[i]) ||
 		      fputs(":{", f) < 0 || write_label_values(f, t, i, &x) || fputs("}", f) < 0;
