@@ -174,17 +174,28 @@ static long metric_of(struct hist_series *s, const struct hist_metric *m, enum h
 	return at;
 }
 
-/* A prefix's state is judged per second of the prefix's task time: its
- * time metric (kept, not judged) found or added beside it. */
+/* A state the machine's load moves, not the program (preemption: the
+ * state table's run_noise). */
+static int machine_state(const char *name)
+{
+	int st = state_by_name(name);
+
+	return st >= 0 && state_spelling(st)->run_noise > 0;
+}
+
+/* A prefix's state is judged per second of the prefix's own task time:
+ * its states' time less the machine's (a loaded machine preempts a task
+ * for half its time one run and not at all the next), kept beside it in a
+ * metric of its own ("own_s", not judged), found or added here. */
 static int link_prefix_time(struct hist_series *s, long at, const struct hist_metric *m)
 {
-	struct hist_metric time = { (char *)"prefix", m->process, (char *)"", m->name,
-				    (char *)"time_s", 0 };
+	struct hist_metric own = { (char *)"prefix", m->process, (char *)"", m->name,
+				   (char *)"own_s", 0 };
 	long per;
 
 	if (s->metrics[at].per >= 0)
 		return 0;
-	per = metric_of(s, &time, HIST_PER_SECOND, 0);
+	per = metric_of(s, &own, HIST_PER_SECOND, 0);
 	if (per < 0)
 		return -1;
 	s->metrics[at].per = per;
@@ -199,17 +210,22 @@ static int add_run_metrics(struct hist_series *s, const struct hist_run *run, si
 	for (i = 0; i < run->nm; i++) {
 		const struct hist_metric *m = &run->m[i];
 		enum hist_unit unit;
+		/* kept, not judged: a prefix's time (drawn), the machine's share */
 		int time_of_prefix = !strcmp(m->kind, "prefix") && !strcmp(m->field, "time_s");
+		int is_judged = judged(m, &unit) && !time_of_prefix;
+		int machine = unit == HIST_PER_TASK_SECOND && machine_state(m->field);
 		long at;
 
-		if (!judged(m, &unit) && !time_of_prefix)
+		if (!is_judged && !time_of_prefix)
 			continue;
-		at = metric_of(s, m, unit, !time_of_prefix);
+		at = metric_of(s, m, unit, is_judged && !machine);
 		if (at < 0 || (unit == HIST_PER_TASK_SECOND && link_prefix_time(s, at, m)))
 			return -1;
 		/* percent: of on-CPU time, of a second per second (a prefix's
-		 * states too, until its time divides them) */
+		 * states too, until its own time divides them) */
 		s->metrics[at].values[r] = 100 * (unit == HIST_SHARE ? m->value : m->value / per_s);
+		if (unit == HIST_PER_TASK_SECOND && !machine)
+			s->metrics[s->metrics[at].per].values[r] += s->metrics[at].values[r];
 	}
 	return 0;
 }
@@ -224,8 +240,8 @@ int hist_series_build(struct hist_series *s, struct hist_run *runs, size_t nruns
 	for (r = 0; r < nruns; r++)
 		if (add_run_metrics(s, &runs[r], r))
 			return -1;
-	/* a prefix's states per second of its time: seconds of each over the
-	 * task-seconds of all, a run without the prefix 0 */
+	/* a prefix's states per second of its own time, a run without the
+	 * prefix 0 */
 	for (i = 0; i < s->nmetrics; i++) {
 		struct hist_series_metric *sm = &s->metrics[i];
 

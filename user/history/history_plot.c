@@ -186,7 +186,8 @@ static size_t pick(const struct hist_series *s, const char *prefix, const char *
 		const struct hist_series_metric *sm = &s->metrics[i];
 		double m = mean_of(s, sm);
 
-		if (strncmp(sm->key, prefix, strlen(prefix)) ||
+		/* without a field: the judged ones (not the machine's preemption) */
+		if (strncmp(sm->key, prefix, strlen(prefix)) || (!field && !sm->judged) ||
 		    (field && strcmp(strrchr(sm->key, '\x1f') + 1, field)) || m <= 0)
 			continue;
 		for (j = n; j > 0 && mean_of(s, out[j - 1]) < m; j--)
