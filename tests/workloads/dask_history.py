@@ -7,7 +7,10 @@ number of tasks each, so that runs compare. The phases do not overlap and a
 worker has one task thread: a collection churn's garbage sets off is
 churn's, never another prefix's wait. Between runs, outside the
 recordings, every process collects, so a run starts with no garbage of the
-one before. Writes each run's number and the versions to --truth."""
+one before. With --changed-after N, the runs from the N-th on make
+--garbage times churn's garbage, and after N runs the workload writes
+--paused and waits for --go (the harness checks the series then). Writes
+each run's number and the versions to --truth."""
 import gc
 import json
 import os
@@ -43,22 +46,19 @@ def churn(i, garbage):
     return acc
 
 
-def one_run(client):
+def one_run(client, garbage):
     client.gather(client.map(crunch, range(TASKS), pure=False))
-    client.gather(client.map(churn, range(TASKS), [GARBAGE] * TASKS, pure=False))
-
-
-GARBAGE = 1.0
+    client.gather(client.map(churn, range(TASKS), [garbage] * TASKS, pure=False))
 
 
 def main():
-    global GARBAGE
     args = common.parse({"--runs": {"type": int, "required": True},
                          "--garbage": {"type": float, "default": 1.0},
+                         "--changed-after": {"type": int, "default": 0},
+                         "--paused": {},
                          "--series": {"required": True}, "--db": {"required": True},
                          "--out": {"required": True}, "--command": {"required": True},
                          "--tag": {"action": "append", "default": []}})
-    GARBAGE = args.garbage
     import dask
     import distributed
     from distributed import Client, LocalCluster
@@ -70,8 +70,12 @@ def main():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=40) as cluster, Client(cluster) as client:
         client.wait_for_workers(2, timeout=120)
-        one_run(client)     # imports, pickling: once, not in a run
+        one_run(client, 1)     # imports, pickling: once, not in a run
         for i in range(args.runs):
+            if i == args.changed_after and args.paused:
+                with open(args.paused, "w") as f:
+                    json.dump(runs, f)
+                common.wait_for_go(args)
             client.run(gc.collect)
             gc.collect()
             # 500 Hz: a prefix's on-CPU and GC time are sampled
@@ -80,7 +84,7 @@ def main():
                                        tags=args.tag) as session:
                 time.sleep(0.3)
                 t0 = time.monotonic()
-                one_run(client)
+                one_run(client, args.garbage if i >= args.changed_after else 1)
                 took = time.monotonic() - t0
             errors = [p for p in session.results if "error" in p]
             assert not errors, errors

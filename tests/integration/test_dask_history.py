@@ -1,0 +1,166 @@
+"""Issue 47: a Dask benchmark suite remembers what its clusters did.
+
+- The store and the rule on synthetic runs (no BPF): ebpfprof_dask's run
+  document through `ebpfprof history add-run`, `check` naming a task prefix
+  with its state and figures and no other prefix, `show` and `plot`; a
+  database of schema 1 and a recording of format 1 still read, into the one
+  SQLite file.
+- Real LocalClusters (2 worker processes) under the real BPF programs, with
+  bookworm's distributed 2022.12 (the host's python3) and sid's 2024.12 (its
+  chroot): 13 short runs of a workload (dask_history.py), `history check`
+  exits 0; then 3 in which one prefix (churn) makes twice the garbage:
+  exit 1, naming churn and its GC and no other prefix.
+- The pytest plugin (entry point pytest11, installed with pip): a file of two
+  tests each computing on a cluster stores a series per test, a second run
+  appends to them; without --ebpfprof-history the file runs as before."""
+import json
+import os
+import re
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import EBPFPROF, ROOT, WORKLOADS, cannot_run, require_interpreter
+
+sys.path.insert(0, str(ROOT / "python"))
+from ebpfprof_dask import history as run_history  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+STATES = ("on-cpu", "gc", "gil-wait", "waiting-for-gc", "lock-wait", "io", "sleep", "preempted", "other")
+
+
+def history(db, *args, input=None, timeout=120):
+    return subprocess.run([str(EBPFPROF), "history", *map(str, args), "--history-db", str(db)],
+                          capture_output=True, text=True, input=input, timeout=timeout)
+
+
+def prefixes_named(text):
+    """{prefix: [its lines]} of what check printed about task prefixes."""
+    out = {}
+    for m in re.finditer(r"^  prefix (\S+): (.*)$", text, re.M):
+        out.setdefault(m.group(1), []).append(m.group(2))
+    return out
+
+
+# ---- synthetic runs: the store and the rule, no BPF ----
+
+def synthetic_run(i, gc):
+    """A cluster's run as ebpfprof_dask builds it: a scheduler, two workers,
+    prefixes crunch and churn; churn spends gc of each task-second in GC, and
+    the machine preempts both prefixes by a different amount each run."""
+    preempted = 0.3 * (i % 4)
+
+    def recording(threads, prefixes):
+        labels = {name: {"states_s": states, "gc_count": 10, "gc_s": states.get("gc", 0),
+                         "sources": 50, "functions": [{"name": name, "file": "x.py", "self_s": 0.5,
+                                                       "total_s": 0.6}]}
+                  for name, states in prefixes.items()}
+        return {"ebpfprof": {"states": list(STATES), "duration_s": 2.0, "python": "3.11",
+                             "threads": [{"states_s": t} for t in threads], "labels": {"dask_prefix": labels}}}
+
+    gc_log = b"\n".join(json.dumps({"type": "gc", "generation": g, "duration_s": 0.001 * (g + 1)}).encode()
+                        for g in (0, 0, 1, 2))
+    processes, prefixes = [], []
+    sched = recording([{"on-cpu": 0.4, "io": 1.6}], {})
+    processes.append(("scheduler", run_history.process_figures(sched, gc_log)))
+    for _ in range(2):
+        doc = recording([{"on-cpu": 1.0, "gc": gc, "preempted": preempted}],
+                        {"crunch": {"on-cpu": 0.5, "preempted": preempted},
+                         "churn": {"on-cpu": 1 - gc, "gc": gc, "preempted": preempted}})
+        processes.append(("worker", run_history.process_figures(doc, gc_log)))
+        from ebpfprof_dask.report import read_prefixes
+        prefixes.append((read_prefixes(doc), run_history.prefix_gc(doc)))
+    return run_history.cluster_run(processes, prefixes, "dask cluster tcp://x: scheduler and 2 workers", "/out")
+
+
+def test_synthetic_runs_name_the_prefix(tmp_path):
+    db = tmp_path / "h.db"
+    for i in range(13):
+        res = history(db, "add-run", "bench", "-", "--tag", "distributed=2022.12.1",
+                      input=json.dumps(synthetic_run(i, 0.2 + 0.005 * (i % 2))))
+        assert res.returncode == 0 and res.stdout == f"run #{i + 1}: -\n", res.stdout + res.stderr
+    res = history(db, "check", "bench")
+    assert res.returncode == 0 and "no change beyond the bar" in res.stdout, res.stdout
+    for i in range(13, 16):
+        history(db, "add-run", "bench", "-", input=json.dumps(synthetic_run(i, 0.5)))
+    res = history(db, "check", "bench")
+    print(res.stdout)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert prefixes_named(res.stdout) == {"churn": [
+        "GC 0.20 -> 0.50 s per task-second",
+    ]}, res.stdout
+    assert "  prefix churn: GC 0.20 -> 0.50 s per task-second\n    was 0.203 (sd 0.0026), now 0.5 0.5 0.5 " \
+           "(bar 0.01)\n" in res.stdout, res.stdout
+    # the workers' GC per second of recording regressed with it: the roles are judged too
+    assert "  workers: gc, s/s\n" in res.stdout, res.stdout
+    res = history(db, "show", "16")
+    assert res.returncode == 0, res.stderr
+    assert "kind: dask-cluster\ntask prefixes (2; " in res.stdout, res.stdout
+    assert re.search(r"^  churn: 100 tasks, [\d.]+ s; gc 1\.000 s \(0\.\d+ s per task-second\)", res.stdout, re.M), \
+        res.stdout
+    assert "  state  workers  gc  seconds = 1\n" in res.stdout, res.stdout
+    assert "  gc     scheduler  gen 2  count = 1\n" in res.stdout, res.stdout
+    res = history(db, "plot", "bench", "-o", tmp_path / "trend.html")
+    assert res.returncode == 0, res.stderr
+    page = (tmp_path / "trend.html").read_text()
+    assert "Task prefixes: each state" in page and "prefix churn: GC" in page, page[:2000]
+    # one file sqlite3 opens: schema 2, the runs' kinds
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone() == (2,)
+    assert con.execute("SELECT DISTINCT kind FROM runs").fetchall() == [("dask-cluster",)]
+    assert con.execute("SELECT count(*) FROM metrics WHERE kind = 'prefix_state'").fetchone()[0] > 0
+    con.close()
+
+
+SCHEMA_1 = """
+CREATE TABLE runs(id INTEGER PRIMARY KEY AUTOINCREMENT, series TEXT NOT NULL, at INTEGER NOT NULL,
+ host TEXT NOT NULL, kernel TEXT NOT NULL, python TEXT NOT NULL, command TEXT NOT NULL,
+ source TEXT NOT NULL, duration_s REAL NOT NULL, nmetrics INTEGER NOT NULL);
+CREATE INDEX runs_by_series ON runs(series, id);
+CREATE TABLE tags(run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, key TEXT NOT NULL,
+ value TEXT NOT NULL);
+CREATE INDEX tags_by_run ON tags(run);
+CREATE TABLE metrics(run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, kind TEXT NOT NULL,
+ process TEXT NOT NULL, thread TEXT NOT NULL, name TEXT NOT NULL, field TEXT NOT NULL, value REAL NOT NULL);
+CREATE INDEX metrics_by_run ON metrics(run);
+PRAGMA application_id = 1700950118;
+PRAGMA user_version = 1;
+"""
+
+
+def test_schema_1_database_and_format_1_recording_still_read(tmp_path):
+    """A database an ebpfprof of schema 1 wrote opens (migrated), its runs
+    read as recordings; a recording of format 1 (9092b2a) is still added;
+    a cluster run joins them; the file stays one database sqlite3 reads."""
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.executescript(SCHEMA_1)
+    con.execute("INSERT INTO runs VALUES (1, 'old', 1700000000, 'h', 'k', '3.11', 'python3 x.py', 'x.json', 2, 1)")
+    con.execute("INSERT INTO metrics VALUES (1, 'state', 'python3', '', 'on-cpu', 'seconds', 1.5)")
+    con.commit()
+    con.close()
+    res = history(db, "show", "1")
+    assert res.returncode == 0 and "kind: recording\n" in res.stdout, res.stdout + res.stderr
+    assert "  state  python3  on-cpu  seconds = 1.5\n" in res.stdout, res.stdout
+    fixture = ROOT / "tests/fixtures/thread_mix-9092b2a.speedscope.json"
+    res = history(db, "add", "old", fixture)
+    assert res.returncode == 0 and res.stdout == f"run #2: {fixture}\n", res.stdout + res.stderr
+    res = history(db, "add-run", "old", "-", input=json.dumps(synthetic_run(0, 0.2)))
+    assert res.returncode == 0 and res.stdout == "run #3: -\n", res.stdout + res.stderr
+    res = history(db, "list", "old")
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == 4, res.stdout
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone() == (2,)
+    assert con.execute("SELECT id, kind FROM runs ORDER BY id").fetchall() == \
+        [(1, "recording"), (2, "recording"), (3, "dask-cluster")]
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("old.db")) <= \
+        ["old.db", "old.db-shm", "old.db-wal"]
+    # a document of a newer format, or not one, is refused in one line
+    res = history(db, "add-run", "old", "-", input='{"format": 9, "figures": []}')
+    assert res.returncode == 1 and res.stderr == \
+        "ebpfprof history: -: format 9 is newer than this ebpfprof's (1): use a newer ebpfprof\n", res.stderr
