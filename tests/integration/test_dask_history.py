@@ -164,3 +164,113 @@ def test_schema_1_database_and_format_1_recording_still_read(tmp_path):
     res = history(db, "add-run", "old", "-", input='{"format": 9, "figures": []}')
     assert res.returncode == 1 and res.stderr == \
         "ebpfprof history: -: format 9 is newer than this ebpfprof's (1): use a newer ebpfprof\n", res.stderr
+
+
+# ---- real clusters: 13 runs unchanged, then 3 of twice the garbage ----
+
+BASE_RUNS, CHANGED_RUNS = 13, 3
+
+
+def need_distributed(interp):
+    """distributed importable by interp: the host's (bookworm's 2022.12) or
+    the chroot's (sid's 2024.12, scripts/make-chroots.sh installs it)."""
+    if not interp.chroot:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            cannot_run("python3-distributed is not installed (scripts/deps.sh)")
+        return
+    if not (Path(interp.chroot) / "usr/lib/python3/dist-packages/distributed").is_dir():
+        cannot_run(f"{interp}: python3-distributed is not installed in {interp.chroot} "
+                   "(scripts/make-chroots.sh sid)")
+
+
+def cluster_workload(interp, tmp_path, *args):
+    """The workload's argv and environment. In the chroot the cluster runs
+    under its own root with /proc and a /dev/shm of a mount namespace of its
+    own; ebpfprof, the package, the database and every file the workload
+    shares with the host are reached through /proc/1/root (the host's root,
+    from the same pid namespace), and ebpfprof runs there, chrooted back."""
+    workload = str(WORKLOADS / "dask_history.py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    if not interp.chroot:
+        return [*interp.argv, workload, *args, "--command", json.dumps([str(EBPFPROF)])], env
+    host = "/proc/1/root"
+    (tmp_path / "tmp").mkdir()
+    # the workers' temporary files (ebpfprof's -o): the same path both sides
+    env.update(PYTHONPATH=host + str(ROOT / "python"), TMPDIR=host + str(tmp_path / "tmp"))
+    d = shlex.quote(interp.chroot)
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f"mount -t proc proc {d}/proc && mount -t tmpfs tmpfs {d}/dev/shm && "
+            f'exec chroot {d} {shlex.quote(interp.argv[-1])} "$@"', "sh", host + workload, *args,
+            "--command", json.dumps(["/usr/sbin/chroot", host, str(EBPFPROF)])]
+    return argv, env
+
+
+def run_cluster_series(interp, tmp_path):
+    """13 runs, the check; 3 changed runs, the check again. Returns both
+    checks and the truth."""
+    import time
+
+    db, paused, go = tmp_path / "h.db", tmp_path / "paused.json", tmp_path / "go"
+    series = f"dask-history-{interp.name}"
+    argv, env = cluster_workload(
+        interp, tmp_path, "--runs", str(BASE_RUNS + CHANGED_RUNS), "--changed-after", str(BASE_RUNS),
+        "--garbage", "2", "--series", series, "--db", str(db), "--out", inside_path(interp, tmp_path / "out"),
+        "--paused", inside_path(interp, paused), "--go", inside_path(interp, go),
+        "--truth", inside_path(interp, tmp_path / "truth.json"), "--tag", f"python={interp.name}")
+    proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not paused.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.5)
+        unchanged = history(db, "check", series)
+        go.touch()
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    changed = history(db, "check", series)
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    return unchanged, changed, truth, db, series
+
+
+def inside_path(interp, path):
+    return ("/proc/1/root" if interp.chroot else "") + str(path)
+
+
+def check_cluster_series(name, tmp_path):
+    interp = require_interpreter(name)
+    need_distributed(interp)
+    unchanged, changed, truth, db, series = run_cluster_series(interp, tmp_path)
+    print(f"{name}: distributed {truth['distributed']}, runs {[r['run'] for r in truth['runs']]}, "
+          f"work {[round(r['work_s'], 2) for r in truth['runs']]} s")
+    print(unchanged.stdout)
+    print(changed.stdout)
+    assert [r["run"] for r in truth["runs"]] == list(range(1, BASE_RUNS + CHANGED_RUNS + 1))
+    assert unchanged.returncode == 0 and "no change beyond the bar" in unchanged.stdout, unchanged.stdout
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    named = prefixes_named(changed.stdout)
+    assert set(named) == {"churn"}, changed.stdout
+    gc_line = [line for line in named["churn"] if line.startswith("GC ")]
+    assert gc_line, changed.stdout
+    was, now = map(float, re.match(r"GC ([\d.]+) -> ([\d.]+) s per task-second", gc_line[0]).groups())
+    assert now > 1.3 * was, gc_line
+    regressed = changed.stdout.split("improved (")[0]
+    assert "  prefix churn: GC " in regressed, changed.stdout
+    shown = history(db, "show", BASE_RUNS + CHANGED_RUNS)
+    assert f"distributed={truth['distributed']}" not in shown.stdout     # tagged by the plugin only
+    assert f"python={name}" in shown.stdout and "task prefixes (2; " in shown.stdout, shown.stdout
+    return truth
+
+
+def test_cluster_runs_bookworm_distributed(tmp_path):
+    truth = check_cluster_series("debian-3.11", tmp_path)
+    assert truth["distributed"].startswith("2022.12"), truth
+
+
+def test_cluster_runs_sid_distributed(tmp_path):
+    truth = check_cluster_series("chroot-3.14", tmp_path)
+    assert truth["distributed"].startswith("2024.12"), truth

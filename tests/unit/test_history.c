@@ -160,19 +160,22 @@ static void tags_are_checked(void **state)
 }
 
 /* A cluster run: prefix churn with gc seconds of GC in 2 task-seconds of
- * its own, preempted as the machine's load has it (any), prefix steady
- * with 1 s on-CPU, as ebpfprof-dask stores them. */
+ * its own, preempted and waiting for the GIL as the machine's load has it
+ * (any), prefix steady with 1 s on-CPU, as ebpfprof-dask stores them. */
 static void cluster_run(struct hist_run *run, long long id, double gc)
 {
-	double preempted = (double)(id % 4) * 0.7;
+	double preempted = (double)(id % 4) * 0.7, gil = (double)(id % 3) * 0.4;
 
 	memset(run, 0, sizeof(*run));
 	run->id = id;
 	run->duration_s = 10;
 	assert_int_equal(hist_run_add(run, "prefix", "workers", "", "churn", "tasks", 100), 0);
-	assert_int_equal(hist_run_add(run, "prefix", "workers", "", "churn", "time_s", 2 + preempted), 0);
+	assert_int_equal(hist_run_add(run, "prefix", "workers", "", "churn", "time_s",
+				      2 + preempted + gil), 0);
 	assert_int_equal(hist_run_add(run, "prefix_state", "workers", "", "churn", "preempted",
 				      preempted), 0);
+	assert_int_equal(hist_run_add(run, "prefix_state", "workers", "", "churn", "gil-wait",
+				      gil), 0);
 	assert_int_equal(hist_run_add(run, "prefix_state", "workers", "", "churn", "on-cpu", 2 - gc), 0);
 	assert_int_equal(hist_run_add(run, "prefix_state", "workers", "", "churn", "gc", gc), 0);
 	assert_int_equal(hist_run_add(run, "prefix_fn", "workers", "churn", "make (x.py)", "self_s", 1), 0);
@@ -193,7 +196,8 @@ static char *check_text(struct hist_series *s)
 }
 
 /* A prefix's states are judged per second of its own task time (less the
- * machine's preemption, which moves from 0 to 1.4 s here); its GC doubling
+ * preemption and GIL waits the machine's load moves, from 0 to 1.4 s and
+ * to 0.8 s here); its GC doubling
  * is named with its state and figures, and its on-CPU share, fallen only
  * for the GC's growth, is not an improvement. */
 static void a_prefix_is_named_with_its_state(void **state)
@@ -232,7 +236,7 @@ static void a_prefix_is_named_with_its_state(void **state)
 	assert_int_equal(hist_series_build(&s, runs, 13), 0);
 	hist_series_judge(&s, &coiled);
 	text = check_text(&s);
-	assert_non_null(strstr(text, "no change beyond the bar in 3 metrics\n"));
+	assert_non_null(strstr(text, "no change beyond the bar in 4 metrics\n"));
 	free(text);
 	hist_series_free(&s);
 	for (i = 0; i < 13; i++)

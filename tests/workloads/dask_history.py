@@ -1,9 +1,10 @@
 """Runs of one workload on a distributed.LocalCluster (2 worker processes,
 1 thread each), each profiled by ebpfprof_dask.profile(history=SERIES) and
 stored as a run of SERIES in the history database (issue 47). A run: the
-prefix crunch (pure-Python CPU, ~15 ms a task), then the prefix churn (the
-same CPU and cyclic garbage: --garbage times 100 rounds of 200 cycles), a fixed
-number of tasks each, so that runs compare. The phases do not overlap and a
+prefix crunch (pure-Python CPU, ~6 ms a task), then the prefix churn (the same
+CPU and cyclic garbage: --garbage times 30 rounds of 200 cycles, each a list
+of 64 slots the collector walks: ~15% of the task's time in collections,
+~25% with twice the garbage), a fixed number of tasks each, so that runs compare. The phases do not overlap and a
 worker has one task thread: a collection churn's garbage sets off is
 churn's, never another prefix's wait. Between runs, outside the
 recordings, every process collects, so a run starts with no garbage of the
@@ -20,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 
-TASKS = 32      # per prefix and run
+TASKS = 64      # per prefix and run
 
 
 def work():
@@ -36,11 +37,11 @@ def crunch(i):
 
 def churn(i, garbage):
     acc = work()
-    for _ in range(int(100 * garbage)):
+    for _ in range(int(30 * garbage)):
         junk = []
         for _ in range(200):
-            a = []
-            a.append(a)
+            a = [None] * 64     # a cycle the collector walks 64 slots of
+            a[0] = a
             junk.append(a)
         del junk
     return acc
@@ -78,11 +79,12 @@ def main():
                 common.wait_for_go(args)
             client.run(gc.collect)
             gc.collect()
-            # 500 Hz: a prefix's on-CPU and GC time are sampled
+            # ~1000 Hz: a prefix's on-CPU and GC time are sampled (at 500 Hz
+            # churn's GC share moved by 0.03 between runs from sampling alone)
             with ebpfprof_dask.profile(client, os.path.join(args.out, f"run{i}"), command=command,
-                                       options=["-r", "500"], history=args.series, history_db=args.db,
+                                       options=["-r", "999"], history=args.series, history_db=args.db,
                                        tags=args.tag) as session:
-                time.sleep(0.3)
+                time.sleep(0.8)     # every recording attached
                 t0 = time.monotonic()
                 one_run(client, args.garbage if i >= args.changed_after else 1)
                 took = time.monotonic() - t0
