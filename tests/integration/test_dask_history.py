@@ -189,13 +189,14 @@ def cluster_workload(interp, tmp_path, *args):
     """The workload's argv and environment. In the chroot the cluster runs
     under its own root with /proc and a /dev/shm of a mount namespace of its
     own; ebpfprof, the package, the database and every file the workload
-    shares with the host are reached through /proc/1/root (the host's root,
-    from the same pid namespace), and ebpfprof runs there, chrooted back."""
+    shares with the host are reached through /proc/PID/root of this test's
+    process (the host's root, from the same pid namespace), and ebpfprof
+    runs there, chrooted back."""
     workload = str(WORKLOADS / "dask_history.py")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     if not interp.chroot:
         return [*interp.argv, workload, *args, "--command", json.dumps([str(EBPFPROF)])], env
-    host = "/proc/1/root"
+    host = host_root()
     (tmp_path / "tmp").mkdir()
     # the workers' temporary files (ebpfprof's -o): the same path both sides
     env.update(PYTHONPATH=host + str(ROOT / "python"), TMPDIR=host + str(tmp_path / "tmp"))
@@ -237,8 +238,13 @@ def run_cluster_series(interp, tmp_path):
     return unchanged, changed, truth, db, series
 
 
+def host_root():
+    """The host's root as a process in a chroot reaches it: this process's."""
+    return f"/proc/{os.getpid()}/root"
+
+
 def inside_path(interp, path):
-    return ("/proc/1/root" if interp.chroot else "") + str(path)
+    return (host_root() if interp.chroot else "") + str(path)
 
 
 def check_cluster_series(name, tmp_path):
