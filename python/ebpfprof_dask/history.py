@@ -161,9 +161,11 @@ def cluster_run(processes, prefixes, command, source):
         figures += _role_figures(role, parts[role])
     figures += _prefix_figures(prefixes)
     pythons = sorted({p["python"] for _, p in processes if p["python"]})
-    return {"format": RUN_FORMAT, "kind": KIND, "at": int(time.time()), "host": socket.gethostname(),
-            "kernel": os.uname().release, "python": ",".join(pythons), "command": command[:TEXT_LIMIT],
-            "source": source[:TEXT_LIMIT],
+    # ebpfprof takes no control character in a text: escaped as it escapes them
+    return {"format": RUN_FORMAT, "kind": KIND, "at": int(time.time()),
+            "host": untrusted.printable(socket.gethostname(), 256),
+            "kernel": untrusted.printable(os.uname().release, 256), "python": ",".join(pythons),
+            "command": untrusted.printable(command, 1000), "source": untrusted.printable(source, 1000),
             "duration_s": max((p["duration_s"] for _, p in processes), default=0.0),
             "figures": figures}
 

@@ -280,3 +280,95 @@ def test_cluster_runs_bookworm_distributed(tmp_path):
 def test_cluster_runs_sid_distributed(tmp_path):
     truth = check_cluster_series("chroot-3.14", tmp_path)
     assert truth["distributed"].startswith("2024.12"), truth
+
+
+# ---- the pytest plugin ----
+
+PLUGIN_TESTS = '''
+import pytest
+from distributed import Client, LocalCluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=40) as c:
+        yield c
+
+
+@pytest.fixture
+def client(cluster):
+    with Client(cluster) as c:
+        yield c
+
+
+def test_sums(client):
+    def crunch(i):
+        return sum(k * k for k in range(100000 + i))
+    assert len(client.gather(client.map(crunch, range(40)))) == 40
+
+
+def test_garbage(client):
+    def churn(i):
+        for _ in range(5000):
+            a = [None] * 16
+            a[0] = a
+        return i
+    assert sum(client.gather(client.map(churn, range(40)))) == sum(range(40))
+'''
+
+
+def installed_package(tmp_path):
+    """A venv seeing Debian's packages (distributed, pytest), the package
+    installed into it with pip, offline: its pytest11 entry point with it."""
+    for module in ("setuptools", "pip", "venv", "pytest"):
+        if subprocess.run([PYTHON, "-c", f"import {module}"], capture_output=True).returncode:
+            cannot_run(f"python3-{module} is not installed (scripts/deps.sh)")
+    src = tmp_path / "python"
+    shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_INDEX_URL", "PIP_FIND_LINKS")}
+    venv = tmp_path / "venv"
+    subprocess.run([PYTHON, "-m", "venv", "--system-site-packages", str(venv)], check=True, env=env)
+    res = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", "./python"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return venv / "bin" / "python3", env
+
+
+def test_pytest_plugin_stores_a_series_per_test(tmp_path):
+    need_distributed(require_interpreter("debian-3.11"))
+    python, env = installed_package(tmp_path)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_cluster.py").write_text(PLUGIN_TESTS)
+    (suite / "pytest.ini").write_text("[pytest]\n")    # the rootdir: node ids from here
+    db = tmp_path / "bench.db"
+
+    def pytest_run(*args):
+        return subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_cluster.py", *args],
+                              cwd=suite, env=env, capture_output=True, text=True, timeout=600)
+
+    # the entry point: the option is there, and without it nothing happens
+    res = pytest_run("--help")
+    assert "--ebpfprof-history=DB" in res.stdout, res.stdout
+    res = pytest_run()
+    assert res.returncode == 0 and "2 passed" in res.stdout, res.stdout + res.stderr
+    assert not db.exists()
+    for n in (1, 2):
+        res = pytest_run("--ebpfprof-history", str(db), "--ebpfprof-command", str(EBPFPROF))
+        assert res.returncode == 0 and "2 passed" in res.stdout, res.stdout + res.stderr
+    import dask
+    import distributed
+    for test in ("test_sums", "test_garbage"):
+        res = history(db, "list", f"test_cluster.py::{test}")
+        lines = res.stdout.splitlines()
+        assert res.returncode == 0 and len(lines) == 3, res.stdout + res.stderr
+        for line in lines[1:]:
+            assert f"dask={dask.__version__} distributed={distributed.__version__}" in line, line
+    # each run holds its test's prefix: its tasks ran on the cluster while it was profiled
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT r.series, m.name, m.value FROM runs r JOIN metrics m ON m.run = r.id"
+                       " WHERE m.kind = 'prefix' AND m.field = 'tasks' ORDER BY r.id").fetchall()
+    con.close()
+    seen = {(series, name) for series, name, tasks in rows if tasks > 0}
+    assert {("test_cluster.py::test_sums", "crunch"), ("test_cluster.py::test_garbage", "churn")} <= seen, rows

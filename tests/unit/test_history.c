@@ -284,6 +284,8 @@ static void bad_json_runs_are_one_line(void **state)
 		{ "{\"format\":1,\"kind\":\"c\",\"at\":1,\"duration_s\":-1,\"figures\":[]}",
 		  "\"duration_s\" is not a number from 0 to 1e+09" },
 		{ "{\"format\":1,\"kind\":\"\",\"at\":1,\"duration_s\":1,\"figures\":[]}", "\"kind\" is empty" },
+		{ "{\"format\":1,\"kind\":\"c\",\"at\":1,\"duration_s\":1,\"figures\":[[\"gc\",\"a\\u001fb\",\"\",\"\",\"\",1]]}",
+		  "figure 0: item 1 is not a string of at most 4096 bytes without control characters" },
 	};
 	struct hist_add a = { "s", "-", 0, NULL, 0 };
 	struct hist_run run;

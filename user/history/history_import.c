@@ -32,13 +32,17 @@ static int known_kind(const char *kind)
 	return 0;
 }
 
-/* A string of at most TEXT_MAX bytes without a NUL, or NULL. */
+/* A string of at most TEXT_MAX bytes without a control character, or
+ * NULL: the check's keys join a figure's texts with \x1f. */
 static const char *text_of(json_t *v)
 {
-	const char *s = json_string_value(v);
+	const char *s = json_string_value(v), *c;
 
 	if (!s || json_string_length(v) > TEXT_MAX || strlen(s) != json_string_length(v))
 		return NULL;
+	for (c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return NULL;
 	return s;
 }
 
@@ -48,7 +52,8 @@ static int take_text(json_t *doc, const char *key, char **out, char *err, size_t
 	const char *s = v ? text_of(v) : "";
 
 	if (!s) {
-		snprintf(err, errlen, "\"%s\" is not a string of at most %d bytes", key, TEXT_MAX);
+		snprintf(err, errlen, "\"%s\" is not a string of at most %d bytes without control "
+			 "characters", key, TEXT_MAX);
 		return -1;
 	}
 	*out = strdup(s);
@@ -86,8 +91,8 @@ static int take_figure(struct hist_run *run, json_t *f, size_t i, char *err, siz
 	for (k = 0; k < 5; k++) {
 		t[k] = text_of(json_array_get(f, k));
 		if (!t[k]) {
-			snprintf(err, errlen, "figure %zu: item %zu is not a string of at most %d bytes",
-				 i, k, TEXT_MAX);
+			snprintf(err, errlen, "figure %zu: item %zu is not a string of at most %d bytes "
+				 "without control characters", i, k, TEXT_MAX);
 			return -1;
 		}
 	}
