@@ -1,4 +1,5 @@
 """python3 -m ebpfprof_dask --scheduler ADDR -d SECONDS -o DIR [--gc-log] [--idle] [--workers all|N]
+       [--history SERIES [--history-db PATH] [--tag K=V ...]]
    python3 -m ebpfprof_dask --report DIR   (the cluster report again, from DIR's recordings)"""
 import argparse
 import os
@@ -7,6 +8,7 @@ import sys
 
 from . import untrusted
 from .core import ClusterProfile, command_from_env, format_index, report_from_directory
+from .history import HistoryError, check_tag
 from .report import format_report
 
 
@@ -20,6 +22,13 @@ def workers_arg(value):
     if n < 0:
         raise argparse.ArgumentTypeError(f"'all' or a number of workers, not {value!r}")
     return n
+
+
+def tag_arg(value):
+    try:
+        return check_tag(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(argv=None):
@@ -39,7 +48,16 @@ def main(argv=None):
     ap.add_argument("--workers", type=workers_arg, default="all", help="all (default) or the first N workers")
     ap.add_argument("--command", help="how to run ebpfprof on the hosts (default: $EBPFPROF_DASK_COMMAND "
                     "or ebpfprof), e.g. 'sudo -n /usr/local/bin/ebpfprof'")
+    ap.add_argument("--history", metavar="SERIES", help="also store the cluster's run in ebpfprof's "
+                    "run history as a run of SERIES (per role its states and GC, per task prefix its "
+                    "tasks, time per state, GC and top functions); `ebpfprof history check SERIES`")
+    ap.add_argument("--history-db", metavar="PATH", help="the history database (default: ebpfprof's, "
+                    "~/.local/share/ebpfprof/history.db)")
+    ap.add_argument("--tag", metavar="K=V", action="append", default=[], type=tag_arg,
+                    help="--history: a tag of the run (a commit); repeatable")
     args = ap.parse_args(argv)
+    if (args.history_db or args.tag) and not args.history:
+        ap.error("--history-db and --tag are for --history")
     if args.report:
         return report_again(args.report)
     for option, value in (("--scheduler", args.scheduler), ("-d", args.duration), ("-o", args.output)):
@@ -54,8 +72,14 @@ def main(argv=None):
         with Client(args.scheduler, timeout=30) as client:
             session = ClusterProfile(client, args.output, duration=args.duration, gc_log=args.gc_log,
                                      idle=args.idle, workers=args.workers, command=command,
-                                     dask=not args.no_dask).start()
-            results = session.stop()
+                                     dask=not args.no_dask, history=args.history,
+                                     history_db=args.history_db, tags=args.tag).start()
+            try:
+                results = session.stop()
+            except HistoryError as e:  # the profiles and the index are written
+                results, history_error = session.results, e
+            else:
+                history_error = None
     except OSError as e:  # an index that cannot be written (WriteError), an -o that is a file
         print(f"ebpfprof_dask: {e}", file=sys.stderr)
         return 1
@@ -69,6 +93,12 @@ def main(argv=None):
     report = " and the report per task prefix (report.txt, report.html)" if session.report else ""
     print(f"ebpfprof_dask: wrote {len(results) - len(failed)} profiles and index.json{report} to "
           f"{args.output}", file=sys.stderr)
+    if history_error is not None:
+        print(f"ebpfprof_dask: {history_error}", file=sys.stderr)
+        return 1
+    if session.history_run is not None:
+        print(f"ebpfprof_dask: stored run #{session.history_run} of series {args.history} "
+              f"(ebpfprof history check {shlex.quote(args.history)})", file=sys.stderr)
     return 1 if len(failed) == len(results) else 0
 
 

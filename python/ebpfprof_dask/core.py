@@ -10,6 +10,7 @@ import uuid
 
 import cloudpickle
 
+from . import history as run_history
 from . import remote, untrusted
 from .atomic import WriteError, write_atomic
 from .balance import balance_svg, report_html
@@ -104,9 +105,14 @@ class ClusterProfile:
     """One profiling session over a cluster. Use profile() or profile_cluster()."""
 
     def __init__(self, client, outdir, duration=None, gc_log=False, idle=False, workers="all",
-                 command=None, options=(), wait_threshold_ms=None, dask=True):
+                 command=None, options=(), wait_threshold_ms=None, dask=True, history=None,
+                 history_db=None, tags=()):
         if workers != "all" and (not isinstance(workers, int) or workers < 0):
             raise ValueError(f"workers: 'all' or a count, not {workers!r}")
+        # history: the series the cluster's run is stored in (ebpfprof history)
+        self.history, self.history_db = history, history_db
+        self.tags = [run_history.check_tag(t) for t in tags]
+        self.history_run = None     # its number once stored
         self.client = client
         self.outdir = str(outdir)
         self.duration = duration
@@ -127,6 +133,8 @@ class ClusterProfile:
         self.index_path = os.path.join(self.outdir, "index.json")
         self.report = None      # the cluster report per task prefix, if any
         self._prefixes = {}     # address: the prefixes its recording holds
+        self._figures = []      # (role, history.process_figures(...)) per process
+        self._prefix_gc = {}    # address: its prefixes' collections
         self._ncores = {}
         self._t0 = None
 
@@ -176,7 +184,17 @@ class ClusterProfile:
             self.results.append(self._write(role, addr, started, done.get(addr, started), names))
         self._write_index()
         self._write_report()
+        if self.history:
+            self._store_history()
         return self.results
+
+    def _store_history(self):
+        """The cluster's run in the history (raises history.HistoryError)."""
+        prefixes = [(rec, self._prefix_gc.get(addr, {})) for addr, rec in self._prefixes.items()]
+        nworkers = sum(1 for role, _ in self._figures if role == "worker")
+        what = f"dask cluster {self.client.scheduler.address}: scheduler and {nworkers} workers"
+        run = run_history.cluster_run(self._figures, prefixes, what, os.path.abspath(self.outdir))
+        self.history_run = run_history.store(run, self.history, self.command, self.history_db, self.tags)
 
     def _write_report(self):
         """The report per task prefix, from the workers' recordings with
@@ -219,6 +237,10 @@ class ClusterProfile:
         prefixes = read_prefixes(doc)
         if prefixes is not None:
             self._prefixes[addr] = prefixes
+        if self.history:
+            self._figures.append((role, run_history.process_figures(doc, result.get("gc_log"))))
+            if prefixes is not None and role == "worker":
+                self._prefix_gc[addr] = run_history.prefix_gc(doc)
         entry["summary"] = summarize_recording(doc)
         if "duration_s" in entry["summary"]:
             entry["recorded_s"] = entry["summary"]["duration_s"]
@@ -318,7 +340,10 @@ def format_index(results):
 def profile(client, outdir="ebpfprof-dask", **kw):
     """with profile(client, "out"): ...  profiles the scheduler and the workers
     for the duration of the block (or `duration` seconds), then writes
-    outdir/index.json, index.txt and one speedscope file per process."""
+    outdir/index.json, index.txt and one speedscope file per process; with
+    history="SERIES" (history_db=PATH, tags=["k=v"]) it also stores the
+    cluster's run in ebpfprof's run history (session.history_run: its
+    number)."""
     session = ClusterProfile(client, outdir, **kw).start()
     try:
         yield session

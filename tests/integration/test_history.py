@@ -262,7 +262,7 @@ def test_newer_schema_refused_in_one_line(tmp_path):
     res = history(db, "list", "x")
     assert res.returncode == 1
     assert res.stderr.count("\n") == 1, res.stderr
-    assert "history schema 99 is newer than this ebpfprof's (1)" in res.stderr
+    assert "history schema 99 is newer than this ebpfprof's (2)" in res.stderr
 
 
 @pytest.mark.nobpf

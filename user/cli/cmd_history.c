@@ -2,6 +2,7 @@
 /*
  * ebpfprof history: the run history (user/history/).
  *   history add SERIES REC... [--tag k=v]   store recordings made before
+ *   history add-run SERIES FILE|- [--tag k=v] store a run's figures (ebpfprof-dask's)
  *   history list SERIES                      its runs
  *   history show RUN                         one run's figures
  *   history check SERIES                     Coiled's rule; exit 1 on a regression
@@ -39,14 +40,18 @@ static const char doc[] =
 	"The run history: each run's figures kept in an SQLite database, judged run after run.\v"
 	"Actions:\n"
 	"  add SERIES REC...        store recordings (speedscope files ebpfprof wrote) as runs\n"
+	"  add-run SERIES FILE      store a run's figures another tool worked out (JSON, - for "
+	"stdin): ebpfprof-dask's cluster runs, with their task prefixes\n"
 	"  list SERIES              the runs of SERIES\n"
 	"  show RUN                 one run's figures\n"
 	"  check SERIES             a metric regressed when each of the last runs (--last) is above "
 	"the mean of the runs before them (--window) by more than max(--sigmas standard "
-	"deviations, --floor); functions by their share of the process's on-CPU time, states, "
-	"GC and GIL waits by seconds per second. Exit 1 on a regression, 0 otherwise (too few "
+	"deviations, --floor); functions by their share of the process's on-CPU time, a task "
+	"prefix's states by seconds per second of its task time, states, GC and GIL waits by "
+	"seconds per second. Exit 1 on a regression, 0 otherwise (too few "
 	"runs too: it says how many more it needs)\n"
-	"  plot SERIES -o FILE.html the trends of states, GC and the top functions, flagged runs "
+	"  plot SERIES -o FILE.html the trends of states, GC, the top functions and task prefixes, "
+	"flagged runs "
 	"marked (a self-contained page)\n\n"
 	"The database: --history-db PATH, else $XDG_DATA_HOME/ebpfprof/history.db of the user "
 	"who ran ebpfprof (under sudo, the sudo user's). `ebpfprof --history SERIES ...` "
@@ -55,7 +60,8 @@ static const char doc[] =
 enum { OPT_TAG = 1000, OPT_DB, OPT_LAST, OPT_WINDOW, OPT_SIGMAS, OPT_FLOOR };
 
 static const struct argp_option option_list[] = {
-	{ "tag", OPT_TAG, "KEY=VALUE", 0, "add: a tag of the runs (a commit, gc-off); repeatable", 0 },
+	{ "tag", OPT_TAG, "KEY=VALUE", 0, "add, add-run: a tag of the runs (a commit, gc-off); "
+	  "repeatable", 0 },
 	{ "history-db", OPT_DB, "PATH", 0, "The database (default: ~/.local/share/ebpfprof/history.db)", 0 },
 	{ "last", OPT_LAST, "N", 0, "check: runs judged (default 3)", 0 },
 	{ "window", OPT_WINDOW, "N", 0, "check: runs before them (default 10)", 0 },
@@ -80,7 +86,10 @@ static void check_arity(struct argp_state *state, struct history_args *a)
 {
 	int many = !strcmp(a->action, "add");
 
-	if (!strcmp(a->action, "add") || !strcmp(a->action, "list") ||
+	if (!strcmp(a->action, "add-run")) {
+		if (a->nargs != 2)
+			argp_error(state, "add-run needs SERIES and one FILE (- for stdin)");
+	} else if (!strcmp(a->action, "add") || !strcmp(a->action, "list") ||
 	    !strcmp(a->action, "check") || !strcmp(a->action, "plot")) {
 		if (many ? a->nargs < 2 : a->nargs != 1)
 			argp_error(state, "%s needs SERIES%s", a->action, many ? " and recordings" : " only");
@@ -88,12 +97,13 @@ static void check_arity(struct argp_state *state, struct history_args *a)
 		if (a->nargs != 1)
 			argp_error(state, "show needs one RUN number");
 	} else {
-		argp_error(state, "unknown action: %s (add, list, show, check, plot)", a->action);
+		argp_error(state, "unknown action: %s (add, add-run, list, show, check, plot)",
+			   a->action);
 	}
 	if (!strcmp(a->action, "plot") && !a->output)
 		argp_error(state, "plot needs -o FILE.html");
-	if (a->ntags && strcmp(a->action, "add"))
-		argp_error(state, "--tag is for add");
+	if (a->ntags && strcmp(a->action, "add") && strcmp(a->action, "add-run"))
+		argp_error(state, "--tag is for add and add-run");
 }
 
 static error_t parse_option(int key, char *arg, struct argp_state *state)
@@ -137,7 +147,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!a->action)
-			argp_error(state, "need an action: add, list, show, check or plot");
+			argp_error(state, "need an action: add, add-run, list, show, check or plot");
 		check_arity(state, a);
 		break;
 	default:
@@ -205,6 +215,73 @@ static int do_add(const struct history_args *a, struct hist_db *db)
 	return 0;
 }
 
+/* FILE's bytes (stdin for "-"), at most RUN_FILE_MAX; NULL and errno. */
+#define RUN_FILE_MAX (256 << 20)
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rbe") : stdin;
+	size_t cap = 1 << 16, n;
+	char *buf = malloc(cap), *grown;
+
+	*len = 0;
+	if (!f || !buf)
+		goto fail;
+	while ((n = fread(buf + *len, 1, cap - *len, f)) > 0) {
+		*len += n;
+		if (*len < cap)
+			continue;
+		if (cap >= RUN_FILE_MAX) {
+			errno = EFBIG;
+			goto fail;
+		}
+		grown = realloc(buf, cap *= 2);
+		if (!grown)
+			goto fail;
+		buf = grown;
+	}
+	if (ferror(f))
+		goto fail;
+	if (f != stdin)
+		fclose(f);
+	return buf;
+fail:
+	if (f && f != stdin)
+		fclose(f);
+	free(buf);
+	return NULL;
+}
+
+static int do_add_run(const struct history_args *a, struct hist_db *db)
+{
+	struct hist_add add = { a->args[0], a->args[1], 0, a->tags, a->ntags };
+	const char *path = a->args[1];
+	struct hist_run run;
+	char err[4096], line[4200];
+	size_t len;
+	char *text = read_all(path, &len);
+	int rc;
+
+	if (!text) {
+		snprintf(line, sizeof(line), "%s: cannot read: %s", path, strerror(errno));
+		fail_line(line);
+		return 1;
+	}
+	rc = hist_run_from_json(&run, &add, text, len, err, sizeof(err));
+	free(text);
+	if (rc) {
+		snprintf(line, sizeof(line), "%s: %s", path, err);
+		fail_line(line);
+		return 1;
+	}
+	rc = hist_db_add(db, &run, err, sizeof(err));
+	if (rc)
+		fail_line(err);
+	else
+		printf("run #%lld: %s\n", run.id, path);
+	hist_run_free(&run);
+	return rc ? 1 : 0;
+}
+
 static void print_when(FILE *f, long long at)
 {
 	time_t t = (time_t)at;
@@ -268,6 +345,67 @@ static void print_figures(const struct hist_run *run)
 	}
 }
 
+/* The figure of kind, name and field in process (thread ""), 0 if none. */
+static double figure(const struct hist_run *run, const char *kind, const char *process,
+		     const char *thread, const char *name, const char *field)
+{
+	size_t i;
+
+	for (i = 0; i < run->nm; i++) {
+		const struct hist_metric *m = &run->m[i];
+
+		if (!strcmp(m->kind, kind) && !strcmp(m->process, process) &&
+		    !strcmp(m->thread, thread) && !strcmp(m->name, name) && !strcmp(m->field, field))
+			return m->value;
+	}
+	return 0;
+}
+
+/* One prefix: its tasks and time, its states with their share of its
+ * time, its collections, its top functions. */
+static void print_prefix(const struct hist_run *run, const struct hist_metric *p)
+{
+	double time = p->value;
+	char shown[4096];
+	size_t i;
+
+	printf("  %s: %.0f tasks, %.3f s", printable(p->name, shown, sizeof(shown)),
+	       figure(run, "prefix", p->process, "", p->name, "tasks"), time);
+	for (i = 0; i < run->nm; i++) {
+		const struct hist_metric *m = &run->m[i];
+
+		if (!strcmp(m->kind, "prefix_state") && !strcmp(m->process, p->process) &&
+		    !strcmp(m->name, p->name) && m->value > 0)
+			printf("; %s %.3f s (%.2f s per task-second)", printable(m->field, shown,
+			       sizeof(shown)), m->value, time > 0 ? m->value / time : 0);
+	}
+	printf("; %.0f collections, %.3f s\n",
+	       figure(run, "prefix", p->process, "", p->name, "gc_count"),
+	       figure(run, "prefix", p->process, "", p->name, "gc_s"));
+	for (i = 0; i < run->nm; i++) {
+		const struct hist_metric *m = &run->m[i];
+
+		if (!strcmp(m->kind, "prefix_fn") && !strcmp(m->process, p->process) &&
+		    !strcmp(m->thread, p->name) && !strcmp(m->field, "self_s"))
+			printf("    %8.3f s  %s\n", m->value, printable(m->name, shown, sizeof(shown)));
+	}
+}
+
+/* A cluster run's task prefixes, as stored (most time first). */
+static void print_prefixes(const struct hist_run *run)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < run->nm; i++)
+		n += !strcmp(run->m[i].kind, "prefix") && !strcmp(run->m[i].field, "time_s");
+	if (!n)
+		return;
+	printf("task prefixes (%zu; time in thread-seconds, top functions by self on-CPU time):\n", n);
+	for (i = 0; i < run->nm; i++)
+		if (!strcmp(run->m[i].kind, "prefix") && !strcmp(run->m[i].field, "time_s"))
+			print_prefix(run, &run->m[i]);
+}
+
 static int do_show(const struct history_args *a, struct hist_db *db)
 {
 	struct hist_run run;
@@ -297,7 +435,9 @@ static int do_show(const struct history_args *a, struct hist_db *db)
 	printf("source: %s\nduration: %.3f s\ntags:", printable(run.source, shown, sizeof(shown)),
 	       run.duration_s);
 	print_tags(stdout, &run);
-	printf("\nfigures (%zu):\n", run.nm);
+	printf("\nkind: %s\n", printable(run.kind, shown, sizeof(shown)));
+	print_prefixes(&run);
+	printf("figures (%zu):\n", run.nm);
 	print_figures(&run);
 	hist_run_free(&run);
 	return 0;
@@ -364,14 +504,16 @@ int cmd_history(int argc, char **argv)
 	int add, rc = 1;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
-	add = !strcmp(a.action, "add");
+	add = !strcmp(a.action, "add") || !strcmp(a.action, "add-run");
 	/* the database, the recordings added and the plot are the user's
 	 * files: under sudo, read and written as them */
 	sudo_fs_enter(&root);
 	if (open_db(&a, add, &db))
 		goto out;
-	if (add)
+	if (!strcmp(a.action, "add"))
 		rc = do_add(&a, db);
+	else if (!strcmp(a.action, "add-run"))
+		rc = do_add_run(&a, db);
 	else if (!strcmp(a.action, "list"))
 		rc = do_list(&a, db);
 	else if (!strcmp(a.action, "show"))

@@ -12,7 +12,9 @@
 #include "diff.h"
 #include "hash_index.h"
 
-#define HIST_SCHEMA_VERSION 1
+/* 1: runs, tags, metrics. 2: runs.kind ("recording": one recording's
+ * figures; "dask-cluster": a cluster's, with its task prefixes). */
+#define HIST_SCHEMA_VERSION 2
 /* Functions kept per process: the first HIST_TOP_FUNCTIONS by total share
  * and every one whose self or total share is at least HIST_KEEP_SHARE. */
 #define HIST_TOP_FUNCTIONS 50
@@ -23,7 +25,13 @@
  * thread is "" and per thread), "gc" (name "gen N": count, total_s, p50_s,
  * p99_s, max_s), "fn" (name "function (file)": self_s, total_s, self_share
  * and total_share of the process's on-CPU time), "holder" (GIL waits of
- * the process behind the function their holder ran: seconds). */
+ * the process behind the function their holder ran: seconds).
+ * A Dask cluster's run (kind "dask-cluster") has the states and GC of each
+ * role ("scheduler", "workers" summed) as process, and per task prefix:
+ * "prefix" (name the prefix: tasks, time_s the thread-seconds under it,
+ * gc_count, gc_s), "prefix_state" (name the prefix, field a state: seconds)
+ * and "prefix_fn" (thread the prefix, name "function (file)": self_s,
+ * total_s), process "workers". */
 struct hist_metric {
 	char *kind, *process, *thread, *name, *field;
 	double value;
@@ -33,6 +41,7 @@ struct hist_run {
 	long long id;
 	char *series;
 	long long at;		/* Unix seconds */
+	char *kind;		/* "recording" or "dask-cluster" */
 	char *host, *kernel, *python, *command, *source;
 	double duration_s;
 	char *tags[HIST_MAX_TAGS];	/* "key=value" */
@@ -88,6 +97,17 @@ struct hist_add {
 int hist_add_recording(struct hist_db *db, const struct hist_add *a, const struct recording *r,
 		       long long *id, char *err, size_t errlen);
 
+/* A run's figures another tool worked out (ebpfprof-dask: a cluster's),
+ * read from a JSON document (history_import.c) of format
+ * HIST_RUN_FORMAT_VERSION: {"format":1, "kind", "at", "host", "kernel",
+ * "python", "command", "source", "duration_s", "figures": [[kind, process,
+ * thread, name, field, value], ...]}. Every field is checked: -1 and a
+ * one-line reason. The run is filed under a->series with a->tags. */
+#define HIST_RUN_FORMAT_VERSION 1
+#define HIST_MAX_FIGURES 1000000
+int hist_run_from_json(struct hist_run *run, const struct hist_add *a, const char *text,
+		       size_t len, char *err, size_t errlen);
+
 /* ---- Coiled's rule ---- */
 struct hist_rule {
 	size_t last, window;
@@ -108,10 +128,19 @@ struct hist_stats {
 int hist_judge(const double *values, const struct hist_rule *rule, struct hist_stats *st);
 
 /* A judged series: per metric a row of values over its runs. */
+enum hist_unit {
+	HIST_PER_SECOND,	/* seconds per second of recording */
+	HIST_SHARE,		/* share of the process's on-CPU time */
+	HIST_PER_TASK_SECOND,	/* a prefix's seconds per second of its task time */
+};
+
 struct hist_series_metric {
 	char *key;		/* kind, process, name, field joined by '\x1f' */
 	char *label;		/* as printed */
-	int is_share;		/* share of on-CPU time, else seconds per second */
+	int is_share;		/* unit == HIST_SHARE */
+	enum hist_unit unit;
+	int judged;		/* 0: kept for another's sake (a prefix's time) */
+	long per;		/* HIST_PER_TASK_SECOND: its prefix's time metric */
 	double *values;		/* percent, per run */
 	int verdict;
 	struct hist_stats st;

@@ -14,13 +14,14 @@ static int fill_run(struct hist_run *run, const struct hist_add *a, const struct
 	if (uname(&u))
 		memset(&u, 0, sizeof(u));
 	run->series = strdup(a->series);
+	run->kind = strdup("recording");
 	run->at = a->at;
 	run->host = strdup(u.nodename);
 	run->kernel = strdup(u.release);
 	run->python = strdup(r->python);
 	run->command = strdup(r->command ? r->command : "");
 	run->source = strdup(a->source ? a->source : "");
-	if (!run->series || !run->host || !run->kernel || !run->python || !run->command ||
+	if (!run->series || !run->kind || !run->host || !run->kernel || !run->python || !run->command ||
 	    !run->source)
 		return -1;
 	for (i = 0; i < a->ntags && i < HIST_MAX_TAGS; i++) {

@@ -16,6 +16,7 @@
 #include "hash.h"
 #include "history.h"
 #include "printable.h"
+#include "states.h"
 
 int hist_judge(const double *values, const struct hist_rule *rule, struct hist_stats *st)
 {
@@ -41,19 +42,34 @@ int hist_judge(const double *values, const struct hist_rule *rule, struct hist_s
 	return HIST_SAME;
 }
 
-/* What is judged: a process's states, GC time per generation, GIL blame,
- * and functions' shares. Per-thread states and the rest are kept, not
- * judged. */
-static int judged(const struct hist_metric *m, int *is_share)
+/* What is judged, and in what unit: a process's states, GC time per
+ * generation, GIL blame (per second of recording), functions' shares, and
+ * each task prefix's states per second of its task time. Per-thread
+ * states and the rest are kept, not judged. */
+static int judged(const struct hist_metric *m, enum hist_unit *unit)
 {
-	*is_share = !strcmp(m->kind, "fn");
-	if (*is_share)
+	*unit = HIST_PER_SECOND;
+	if (!strcmp(m->kind, "fn")) {
+		*unit = HIST_SHARE;
 		return !strcmp(m->field, "self_share") || !strcmp(m->field, "total_share");
+	}
+	if (!strcmp(m->kind, "prefix_state")) {
+		*unit = HIST_PER_TASK_SECOND;
+		return 1;
+	}
 	if (!strcmp(m->kind, "state"))
 		return !m->thread[0];
 	if (!strcmp(m->kind, "gc"))
 		return !strcmp(m->field, "total_s");
 	return !strcmp(m->kind, "holder");
+}
+
+/* A state as a person reads it: "GC", "waiting for GC"; else its name. */
+static const char *state_title(const char *name)
+{
+	int s = state_by_name(name);
+
+	return s >= 0 ? state_spelling(s)->title : name;
 }
 
 static void metric_label(char *out, size_t len, const struct hist_metric *m)
@@ -63,6 +79,10 @@ static void metric_label(char *out, size_t len, const struct hist_metric *m)
 	if (!strcmp(m->kind, "fn"))
 		snprintf(out, len, "%s, %s of %s's on-CPU time", m->name,
 			 strcmp(m->field, "self_share") ? "total share" : "self share", proc);
+	else if (!strcmp(m->kind, "prefix_state"))
+		snprintf(out, len, "prefix %s: %s", m->name, state_title(m->field));
+	else if (!strcmp(m->kind, "prefix"))
+		snprintf(out, len, "prefix %s: task time, s/s", m->name);
 	else if (!strcmp(m->kind, "state"))
 		snprintf(out, len, "%s: %s, s/s", proc, m->name);
 	else if (!strcmp(m->kind, "gc"))
@@ -87,7 +107,7 @@ static long find_metric(const struct hist_series *s, const char *key)
 }
 
 static long add_metric(struct hist_series *s, const char *key, const struct hist_metric *m,
-		       int is_share)
+		       enum hist_unit unit, int is_judged)
 {
 	struct hist_series_metric *sm;
 	char label[1200];
@@ -100,7 +120,10 @@ static long add_metric(struct hist_series *s, const char *key, const struct hist
 	metric_label(label, sizeof(label), m);
 	sm->key = strdup(key);
 	sm->label = strdup(label);
-	sm->is_share = is_share;
+	sm->unit = unit;
+	sm->is_share = unit == HIST_SHARE;
+	sm->judged = is_judged;
+	sm->per = -1;
 	sm->values = calloc(s->nruns + 1, sizeof(double));	/* absent: 0 */
 	if (!sm->key || !sm->label || !sm->values) {
 		free(sm->key), free(sm->label), free(sm->values);
@@ -110,6 +133,89 @@ static long add_metric(struct hist_series *s, const char *key, const struct hist
 	return (long)s->nmetrics++;
 }
 
+/* The series metric of key, added if new: its index, -1 out of memory. */
+static long metric_of(struct hist_series *s, const struct hist_metric *m, enum hist_unit unit,
+		      int is_judged)
+{
+	char *key;
+	long at;
+
+	if (asprintf(&key, "%s\x1f%s\x1f%s\x1f%s", m->kind, m->process, m->name, m->field) < 0)
+		return -1;
+	at = find_metric(s, key);
+	if (at < 0)
+		at = add_metric(s, key, m, unit, is_judged);
+	free(key);
+	return at;
+}
+
+/* A state in which a task waits to run behind something not its own: the
+ * machine (preemption), another thread holding the GIL or collecting. A
+ * loaded machine moves them run to run: preemption took from none to 4.9
+ * times a prefix's other time, GIL waits (their holders preempted) from
+ * 0.07 to 0.59 of it, between 16 runs of one workload. */
+static int contention_state(const char *name)
+{
+	int st = state_by_name(name);
+
+	return st == STATE_PREEMPTED || st == STATE_GIL_WAIT || st == STATE_GIL_WAIT_GC;
+}
+
+/* Not judged at all: the machine's load (the state table's run_noise). */
+static int machine_state(const char *name)
+{
+	int st = state_by_name(name);
+
+	return st >= 0 && state_spelling(st)->run_noise > 0;
+}
+
+/* A prefix's state is judged per second of the prefix's own task time:
+ * its time less contention (contention_state), which would otherwise move
+ * every share with the machine's load; kept beside it in a metric of its
+ * own ("own_s", not judged), found or added here. */
+static int link_prefix_time(struct hist_series *s, long at, const struct hist_metric *m)
+{
+	struct hist_metric own = { (char *)"prefix", m->process, (char *)"", m->name,
+				   (char *)"own_s", 0 };
+	long per;
+
+	if (s->metrics[at].per >= 0)
+		return 0;
+	per = metric_of(s, &own, HIST_PER_SECOND, 0);
+	if (per < 0)
+		return -1;
+	s->metrics[at].per = per;
+	return 0;
+}
+
+static int add_run_metrics(struct hist_series *s, const struct hist_run *run, size_t r)
+{
+	double per_s = run->duration_s > 0 ? run->duration_s : 1;
+	size_t i;
+
+	for (i = 0; i < run->nm; i++) {
+		const struct hist_metric *m = &run->m[i];
+		enum hist_unit unit;
+		/* kept, not judged: a prefix's time (drawn), the machine's share */
+		int time_of_prefix = !strcmp(m->kind, "prefix") && !strcmp(m->field, "time_s");
+		int is_judged = judged(m, &unit) && !time_of_prefix;
+		int machine = unit == HIST_PER_TASK_SECOND && machine_state(m->field);
+		long at;
+
+		if (!is_judged && !time_of_prefix)
+			continue;
+		at = metric_of(s, m, unit, is_judged && !machine);
+		if (at < 0 || (unit == HIST_PER_TASK_SECOND && link_prefix_time(s, at, m)))
+			return -1;
+		/* percent: of on-CPU time, of a second per second (a prefix's
+		 * states too, until its own time divides them) */
+		s->metrics[at].values[r] = 100 * (unit == HIST_SHARE ? m->value : m->value / per_s);
+		if (unit == HIST_PER_TASK_SECOND && !contention_state(m->field))
+			s->metrics[s->metrics[at].per].values[r] += s->metrics[at].values[r];
+	}
+	return 0;
+}
+
 int hist_series_build(struct hist_series *s, struct hist_run *runs, size_t nruns)
 {
 	size_t r, i;
@@ -117,52 +223,61 @@ int hist_series_build(struct hist_series *s, struct hist_run *runs, size_t nruns
 	memset(s, 0, sizeof(*s));
 	s->runs = runs;
 	s->nruns = nruns;
-	for (r = 0; r < nruns; r++) {
-		for (i = 0; i < runs[r].nm; i++) {
-			const struct hist_metric *m = &runs[r].m[i];
-			char *key;
-			long at;
-			int share;
+	for (r = 0; r < nruns; r++)
+		if (add_run_metrics(s, &runs[r], r))
+			return -1;
+	/* a prefix's states per second of its own time, a run without the
+	 * prefix 0 */
+	for (i = 0; i < s->nmetrics; i++) {
+		struct hist_series_metric *sm = &s->metrics[i];
 
-			if (!judged(m, &share))
-				continue;
-			if (asprintf(&key, "%s\x1f%s\x1f%s\x1f%s", m->kind, m->process, m->name,
-				     m->field) < 0)
-				return -1;
-			at = find_metric(s, key);
-			if (at < 0)
-				at = add_metric(s, key, m, share);
-			free(key);
-			if (at < 0)
-				return -1;
-			/* percent: of on-CPU time, of a second per second */
-			s->metrics[at].values[r] = 100 * (share ? m->value :
-				m->value / (runs[r].duration_s > 0 ? runs[r].duration_s : 1));
+		if (sm->unit != HIST_PER_TASK_SECOND)
+			continue;
+		for (r = 0; r < nruns; r++) {
+			double time = s->metrics[sm->per].values[r];
+
+			sm->values[r] = time > 0 ? 100 * sm->values[r] / time : 0;
 		}
 	}
 	return 0;
 }
 
-/* The process part of a metric's key: "fn\x1fPROCESS\x1f...". */
-static int same_process(const char *a, const char *b)
+/* The process and name parts of a metric's key: "KIND\x1fPROCESS\x1fNAME\x1f...";
+ * with_name: both, else the process alone. */
+static int same_part(const char *a, const char *b, int with_name)
 {
-	const char *ea = strchr(strchr(a, '\x1f') + 1, '\x1f');
-	const char *eb = strchr(strchr(b, '\x1f') + 1, '\x1f');
-	size_t pa = (size_t)(ea - strchr(a, '\x1f')), pb = (size_t)(eb - strchr(b, '\x1f'));
+	const char *pa = strchr(a, '\x1f'), *pb = strchr(b, '\x1f');
+	const char *ea = strchr(pa + 1, '\x1f'), *eb = strchr(pb + 1, '\x1f');
 
-	return pa == pb && !memcmp(strchr(a, '\x1f'), strchr(b, '\x1f'), pa);
+	if (with_name) {
+		ea = strchr(ea + 1, '\x1f');
+		eb = strchr(eb + 1, '\x1f');
+	}
+	return ea - pa == eb - pb && !memcmp(pa, pb, (size_t)(ea - pa));
 }
 
-static int is_fn_share(const struct hist_series_metric *sm, const char *field)
+static int is_field(const struct hist_series_metric *sm, const char *field)
 {
-	return sm->is_share && !strcmp(strrchr(sm->key, '\x1f') + 1, field);
+	return !strcmp(strrchr(sm->key, '\x1f') + 1, field);
+}
+
+/* Whether regressed metric o takes its part from sm's whole: another
+ * function's self share in sm's process, another state of sm's prefix. */
+static int takes_from(const struct hist_series_metric *o, const struct hist_series_metric *sm)
+{
+	if (o->verdict != HIST_REGRESSED || o->unit != sm->unit || o == sm)
+		return 0;
+	if (sm->unit == HIST_SHARE)
+		return is_field(o, "self_share") && same_part(o->key, sm->key, 0);
+	return same_part(o->key, sm->key, 1);
 }
 
 /*
- * Shares add up to the whole: when one function's share grows, every
- * other's falls, though none of them changed. A function that "improved"
- * is judged again by its share of what the regressed functions (their self
- * shares, in the same process) left: if it did not change, that holds.
+ * Shares add up to the whole: when one function's share of its process's
+ * on-CPU time grows, or one state's of its prefix's time, every other's
+ * falls, though none of them changed. A share that "improved" is judged
+ * again by its share of what the regressed ones of its whole left: if it
+ * did not change, that holds.
  */
 static void rejudge_improved(struct hist_series *s, const struct hist_rule *rule,
 			     struct hist_series_metric *sm, double *left)
@@ -175,9 +290,7 @@ static void rejudge_improved(struct hist_series *s, const struct hist_rule *rule
 		double taken = 0;
 
 		for (j = 0; j < s->nmetrics; j++)
-			if (s->metrics[j].verdict == HIST_REGRESSED &&
-			    is_fn_share(&s->metrics[j], "self_share") &&
-			    same_process(s->metrics[j].key, sm->key))
+			if (takes_from(&s->metrics[j], sm))
 				taken += s->metrics[j].values[r];
 		left[r] = taken < 99.9 ? sm->values[r] * 100 / (100 - taken) : sm->values[r];
 	}
@@ -193,11 +306,11 @@ void hist_series_judge(struct hist_series *s, const struct hist_rule *rule)
 	for (i = 0; i < s->nmetrics; i++) {
 		struct hist_series_metric *sm = &s->metrics[i];
 
-		sm->verdict = s->nruns >= need ?
+		sm->verdict = sm->judged && s->nruns >= need ?
 			hist_judge(sm->values + s->nruns - need, rule, &sm->st) : HIST_SAME;
 	}
 	for (i = 0; left && i < s->nmetrics; i++)
-		if (s->metrics[i].verdict == HIST_IMPROVED && s->metrics[i].is_share)
+		if (s->metrics[i].verdict == HIST_IMPROVED && s->metrics[i].unit != HIST_PER_SECOND)
 			rejudge_improved(s, rule, &s->metrics[i], left);
 	free(left);
 }
@@ -216,6 +329,23 @@ void hist_series_free(struct hist_series *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* A prefix's state: "prefix churn: GC 0.21 -> 0.52 s per task-second", the
+ * mean of the window and of the last runs. */
+static void print_per_task(FILE *f, const struct hist_series *s, const struct hist_rule *rule,
+			   const struct hist_series_metric *sm, const char *label)
+{
+	double now = 0;
+	size_t i;
+
+	for (i = s->nruns - rule->last; i < s->nruns; i++)
+		now += sm->values[i] / 100;
+	fprintf(f, "  %s %.2f -> %.2f s per task-second\n    was %.3g (sd %.2g), now", label,
+		sm->st.mean / 100, now / rule->last, sm->st.mean / 100, sm->st.sd / 100);
+	for (i = s->nruns - rule->last; i < s->nruns; i++)
+		fprintf(f, " %.3g", sm->values[i] / 100);
+	fprintf(f, " (bar %.2g)\n", sm->st.bar / 100);
+}
+
 static void print_metric(FILE *f, const struct hist_series *s, const struct hist_rule *rule,
 			 const struct hist_series_metric *sm)
 {
@@ -225,11 +355,16 @@ static void print_metric(FILE *f, const struct hist_series *s, const struct hist
 	size_t i;
 	int gone = 1;
 
+	/* function, process and prefix names are the target's */
+	printable(sm->label, shown, sizeof(shown));
+	if (sm->unit == HIST_PER_TASK_SECOND) {
+		print_per_task(f, s, rule, sm, shown);
+		return;
+	}
 	/* gone: what is left is under 5% of what was (a collection at exit) */
 	for (i = s->nruns - rule->last; i < s->nruns; i++)
 		gone = gone && sm->values[i] < 0.05 * sm->st.mean;
-	/* function and process names are the target's */
-	fprintf(f, "  %s%s\n    was %.3g%s (sd %.2g), now", printable(sm->label, shown, sizeof(shown)),
+	fprintf(f, "  %s%s\n    was %.3g%s (sd %.2g), now", shown,
 		gone && sm->verdict == HIST_IMPROVED ? ": gone" : "", sm->st.mean * scale, unit,
 		sm->st.sd * scale);
 	for (i = s->nruns - rule->last; i < s->nruns; i++)
@@ -265,6 +400,25 @@ static size_t print_verdicts(FILE *f, const struct hist_series *s, const struct 
 	return n;
 }
 
+static int has_prefixes(const struct hist_series *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nmetrics; i++)
+		if (s->metrics[i].unit == HIST_PER_TASK_SECOND)
+			return 1;
+	return 0;
+}
+
+static size_t judged_count(const struct hist_series *s)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nmetrics; i++)
+		n += s->metrics[i].judged;
+	return n;
+}
+
 size_t hist_check_report(FILE *f, const struct hist_series *s, const struct hist_rule *rule,
 			 const char *series)
 {
@@ -280,12 +434,13 @@ size_t hist_check_report(FILE *f, const struct hist_series *s, const struct hist
 	first = &s->runs[s->nruns - need];
 	cut = &s->runs[s->nruns - rule->last];
 	fprintf(f, "series %s: runs #%lld-#%lld against the %zu before (#%lld-#%lld); "
-		"%.3g sigmas, floor %.3g%% (of on-CPU time for functions, of a second per "
-		"second for the rest)\n", series, cut->id, s->runs[s->nruns - 1].id,
-		rule->window, first->id, (cut - 1)->id, rule->sigmas, rule->floor);
+		"%.3g sigmas, floor %.3g%% (of on-CPU time for functions, %sof a second per "
+		"second for the rest)\n", series, cut->id, s->runs[s->nruns - 1].id, rule->window,
+		first->id, (cut - 1)->id, rule->sigmas, rule->floor,
+		has_prefixes(s) ? "of a task-second for task prefixes' states, " : "");
 	regressed = print_verdicts(f, s, rule, HIST_REGRESSED, "regressed");
 	improved = print_verdicts(f, s, rule, HIST_IMPROVED, "improved");
 	if (!regressed && !improved)
-		fprintf(f, "no change beyond the bar in %zu metrics\n", s->nmetrics);
+		fprintf(f, "no change beyond the bar in %zu metrics\n", judged_count(s));
 	return regressed;
 }

@@ -53,6 +53,7 @@ void hist_run_free(struct hist_run *run)
 		free(run->tags[i]);
 	free(run->m);
 	free(run->series);
+	free(run->kind);
 	free(run->host);
 	free(run->kernel);
 	free(run->python);

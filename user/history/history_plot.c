@@ -51,6 +51,8 @@ static void flag_runs(const struct hist_series *s, const struct hist_rule *rule,
 	struct hist_stats st;
 
 	memset(flagged, 0, s->nruns);
+	if (!sm->judged)
+		return;
 	for (end = need; end <= s->nruns; end++)
 		if (hist_judge(sm->values + end - need, rule, &st) == HIST_REGRESSED)
 			for (k = end - rule->last; k < end; k++)
@@ -59,7 +61,8 @@ static void flag_runs(const struct hist_series *s, const struct hist_rule *rule,
 
 static double scale_of(const struct hist_series_metric *sm)
 {
-	return sm->is_share ? 1 : 10;	/* percent of on-CPU time; ms per second */
+	/* percent of on-CPU time; ms per second; seconds per task-second */
+	return sm->unit == HIST_SHARE ? 1 : sm->unit == HIST_PER_TASK_SECOND ? 0.01 : 10;
 }
 
 static double max_of(const struct hist_series *s, const struct hist_series_metric *const *lines,
@@ -183,7 +186,8 @@ static size_t pick(const struct hist_series *s, const char *prefix, const char *
 		const struct hist_series_metric *sm = &s->metrics[i];
 		double m = mean_of(s, sm);
 
-		if (strncmp(sm->key, prefix, strlen(prefix)) ||
+		/* without a field: the judged ones (not the machine's preemption) */
+		if (strncmp(sm->key, prefix, strlen(prefix)) || (!field && !sm->judged) ||
 		    (field && strcmp(strrchr(sm->key, '\x1f') + 1, field)) || m <= 0)
 			continue;
 		for (j = n; j > 0 && mean_of(s, out[j - 1]) < m; j--)
@@ -222,6 +226,14 @@ int hist_plot_html(FILE *f, const struct hist_series *s, const struct hist_rule 
 	n = pick(s, "fn\x1f", "self_share", lines, TOP_FUNCTIONS);
 	err = err || chart(f, s, rule, "Top functions, self share of the process's on-CPU time",
 			   lines, n);
+	n = pick(s, "prefix_state\x1f", NULL, lines, MAX_LINES);
+	if (n)
+		err = err || chart(f, s, rule, "Task prefixes: each state, seconds per second of the "
+				   "prefix's task time", lines, n);
+	n = pick(s, "prefix\x1f", "time_s", lines, MAX_LINES);
+	if (n)
+		err = err || chart(f, s, rule, "Task prefixes: task time (thread-seconds), ms per "
+				   "second of recording", lines, n);
 	n = pick(s, "holder\x1f", NULL, lines, MAX_LINES);
 	if (n)
 		err = err || chart(f, s, rule, "GIL waits behind the holder's function, ms per second",

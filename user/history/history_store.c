@@ -43,6 +43,8 @@ static const char *const migrations[HIST_SCHEMA_VERSION] = {
 	" kind TEXT NOT NULL, process TEXT NOT NULL, thread TEXT NOT NULL,"
 	" name TEXT NOT NULL, field TEXT NOT NULL, value REAL NOT NULL);"
 	"CREATE INDEX metrics_by_run ON metrics(run);",
+	/* 2: what a run holds; the runs before were all recordings */
+	"ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'recording';",
 };
 
 /* mkdir -p of the folders of path below home. Under sudo the caller works
@@ -256,17 +258,17 @@ static int bind_texts(sqlite3_stmt *st, const char *const *texts, int n)
 static int insert_run(struct hist_db *h, struct hist_run *run, char *err, size_t errlen)
 {
 	const char *texts[] = { run->series, run->host, run->kernel, run->python, run->command,
-				run->source };
+				run->source, run->kind && run->kind[0] ? run->kind : "recording" };
 	sqlite3_stmt *st;
 	int rc;
 
 	if (sqlite3_prepare_v2(h->db, "INSERT INTO runs(series, host, kernel, python, command,"
-			       " source, at, duration_s, nmetrics) VALUES (?,?,?,?,?,?,?,?,?)",
+			       " source, kind, at, duration_s, nmetrics) VALUES (?,?,?,?,?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return say(h, err, errlen, "cannot store the run");
-	rc = bind_texts(st, texts, 6) || sqlite3_bind_int64(st, 7, run->at) ||
-	     sqlite3_bind_double(st, 8, run->duration_s) ||
-	     sqlite3_bind_int64(st, 9, (long long)run->nm) ? SQLITE_ERROR : sqlite3_step(st);
+	rc = bind_texts(st, texts, 7) || sqlite3_bind_int64(st, 8, run->at) ||
+	     sqlite3_bind_double(st, 9, run->duration_s) ||
+	     sqlite3_bind_int64(st, 10, (long long)run->nm) ? SQLITE_ERROR : sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return say(h, err, errlen, "cannot store the run");
@@ -342,7 +344,7 @@ static char *column_dup(sqlite3_stmt *st, int col)
 	return strdup(s ? (const char *)s : "");
 }
 
-#define RUN_COLUMNS "id, series, at, host, kernel, python, command, source, duration_s"
+#define RUN_COLUMNS "id, series, at, host, kernel, python, command, source, duration_s, kind"
 
 static int read_run_row(sqlite3_stmt *st, struct hist_run *run)
 {
@@ -356,8 +358,9 @@ static int read_run_row(sqlite3_stmt *st, struct hist_run *run)
 	run->command = column_dup(st, 6);
 	run->source = column_dup(st, 7);
 	run->duration_s = sqlite3_column_double(st, 8);
+	run->kind = column_dup(st, 9);
 	return run->series && run->host && run->kernel && run->python && run->command &&
-	       run->source ? 0 : -1;
+	       run->source && run->kind ? 0 : -1;
 }
 
 static int read_tags(struct hist_db *h, struct hist_run *run, char *err, size_t errlen)
