@@ -10,44 +10,20 @@ recording has begun (--go), so the truth covers the recorded time."""
 import json
 import os
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import conftest
-from conftest import Profile, Workload, go_file, require_interpreter, run_ebpfprof
+from conftest import Profile, attach_label_requests, require_interpreter, run_ebpfprof
 
 KINDS = ("alpha", "beta", "gamma")
 TOLERANCE_POINTS = 5
 
 
-def attach(interp, path, *options, seconds=8, key="str", extra=()):
-    """ebpfprof --pid on a running label_requests.py, which serves its
-    requests once the recording has begun (-v says when: the line
-    "recording PID", kept out of the stderr returned) and then exits, which
-    ends the recording. Returns (ebpfprof's stderr, the handler's truth)."""
-    go, go_inside = go_file(interp, Path(path).parent, f"go-{Path(path).stem}")
-    w = Workload(interp, "label_requests.py", "--key", key, "--go", go_inside, *extra,
-                 seconds=seconds, truth=str(Path(path).parent / f"{Path(path).stem}.truth.json"))
-    try:
-        rec = subprocess.Popen([str(conftest.EBPFPROF), "-v", "--pid", str(w.pid), "-d", str(seconds + 60),
-                                "-o", str(path), *map(str, options)], stderr=subprocess.PIPE, text=True)
-        head = []
-        while not head or f"ebpfprof: recording {w.pid} from " not in head[-1]:
-            head.append(rec.stderr.readline())
-            assert head[-1], "".join(head)
-        conftest.wait_for_go(go)
-        _, err = rec.communicate(timeout=seconds + 90)
-        assert rec.returncode == 0, "".join(head) + err
-        return err, w.truth()
-    finally:
-        w.stop()
-
-
 def record(interp, out, *label_args, key="str", seconds=8, rate=400, extra=()):
     path = out()
-    err, truth = attach(interp, path, "-r", rate, *label_args, seconds=seconds, key=key, extra=extra)
+    err, truth = attach_label_requests(interp, path, "-r", rate, *label_args, seconds=seconds, key=key, extra=extra)
     return Profile(path), truth, err
 
 
@@ -293,7 +269,7 @@ def test_pprof_samples_carry_the_label(out, tmp_path):
     if not shutil.which("go"):
         conftest.cannot_run("go is not installed (scripts/deps.sh installs golang-go)")
     path = out(".pb.gz")
-    _, truth = attach(interp, path, "-r", 400, "-f", "pprof", "--label", "req=handle:0", seconds=8)
+    _, truth = attach_label_requests(interp, path, "-r", 400, "-f", "pprof", "--label", "req=handle:0", seconds=8)
     env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"))
     tags = subprocess.run(["go", "tool", "pprof", "-tags", str(path)], capture_output=True,
                           text=True, timeout=120, env=env)
@@ -364,7 +340,7 @@ def test_chrome_trace_has_a_slice_per_task(out):
     thread_time() share."""
     interp = require_interpreter("debian-3.11")
     path = out(".trace.json")
-    _, truth = attach(interp, path, "-r", 400, "-f", "chrome", "--label", "req=handle:0", seconds=6)
+    _, truth = attach_label_requests(interp, path, "-r", 400, "-f", "chrome", "--label", "req=handle:0", seconds=6)
     events = json.loads(Path(path).read_text())["traceEvents"]
     tasks = [e for e in events if e.get("cat") == "task"]
     assert {e["name"] for e in tasks} == set(KINDS), {e["name"] for e in tasks}
