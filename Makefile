@@ -174,11 +174,13 @@ unit: $(UNIT_BINS)
 # real processes under the real BPF programs (hostile targets and native frames
 # first: their profiles join the speedscope app check that ends tests/integration),
 # then the smoke test under 5.10, 6.1 and 6.12 in QEMU
-# The soak (the documented growth: <= 10 MiB an hour) is a memory target, so a
-# benchmark: make soak, which make bench runs; the suite keeps the per-switch
-# growth tests (test_memory.py), which fail the same leaks in 12-20 s.
+# The soaks (the documented growth: <= 10 MiB an hour; --rotate's RSS flat
+# over 30 periods) are memory targets, so benchmarks: make soak, which make
+# bench runs; the suite keeps the per-switch growth tests (test_memory.py),
+# which fail the same leaks in 12-20 s, and --rotate's periods (12 s).
 integration: ebpfprof
 	$(PYTHON) -m pytest -ra --durations=30 -p no:cacheprovider --deselect tests/integration/test_memory.py::test_soak \
+		--deselect tests/integration/test_rotate.py::test_rotate_soak \
 		tests/hostile tests/native tests/integration vmtests
 
 # the README's first command: set up, build, profile the bundled demo
@@ -194,9 +196,11 @@ test:
 bench: ebpfprof
 	scripts/bench.sh
 
-# a 10-minute recording of a switch-heavy target: memory must not grow with it
+# a 10-minute recording of a switch-heavy target: memory must not grow with it;
+# a minute of --rotate 2: the profiler's RSS stays flat over 30 periods
 soak: ebpfprof
-	EBPFPROF_SOAK=1 EBPFPROF_SOAK_SECONDS=600 $(PYTHON) -m pytest -ra -s -p no:cacheprovider tests/integration/test_memory.py -k soak
+	EBPFPROF_SOAK=1 EBPFPROF_SOAK_SECONDS=600 $(PYTHON) -m pytest -ra -s -p no:cacheprovider \
+		tests/integration/test_memory.py tests/integration/test_rotate.py -k soak
 
 vmtest: ebpfprof
 	vmtests/run.sh

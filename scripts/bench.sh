@@ -38,5 +38,6 @@ case " $* " in *" --quick "*) exec "$PY" bench/sampling.py --quick ;; esac
 # --native against without it, and how deep it reaches (a section of its own)
 "$PY" bench/native.py || exit
 # the 10-minute soak: memory growth of a long recording (<= 10 MiB an hour),
-# written to build/bench/soak.json for the next report
+# written to build/bench/soak.json for the next report; and --rotate's RSS
+# over 30 periods (a minute)
 exec make soak

@@ -415,3 +415,27 @@ def check_exact_states(t, stat, head, blocked):
     assert states["preempted"] <= runnable + 0.05, (t["name"], states, runnable)
     rest, got = window - on_cpu, sum(states[b] for b in blocked)
     assert rest - runnable - 0.05 <= got <= rest + 0.05, (t["name"], blocked, states, on_cpu, runnable)
+
+
+def attach_label_requests(interp, path, *options, seconds=8, key="str", extra=()):
+    """ebpfprof --pid on a running label_requests.py (the --label tests),
+    which serves its requests once the recording has begun (-v says when:
+    the line "recording PID", kept out of the stderr returned) and then
+    exits, which ends the recording. Returns (ebpfprof's stderr, the
+    handler's truth)."""
+    go, go_inside = go_file(interp, Path(path).parent, f"go-{Path(path).stem}")
+    w = Workload(interp, "label_requests.py", "--key", key, "--go", go_inside, *extra,
+                 seconds=seconds, truth=str(Path(path).parent / f"{Path(path).stem}.truth.json"))
+    try:
+        rec = subprocess.Popen([str(EBPFPROF), "-v", "--pid", str(w.pid), "-d", str(seconds + 60),
+                                "-o", str(path), *map(str, options)], stderr=subprocess.PIPE, text=True)
+        head = []
+        while not head or f"ebpfprof: recording {w.pid} from " not in head[-1]:
+            head.append(rec.stderr.readline())
+            assert head[-1], "".join(head)
+        wait_for_go(go)
+        _, err = rec.communicate(timeout=seconds + 90)
+        assert rec.returncode == 0, "".join(head) + err
+        return err, w.truth()
+    finally:
+        w.stop()

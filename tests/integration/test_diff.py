@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EBPFPROF, Interpreter, Profile, go_file, read_gc_log, require_interpreter,
-                      run_ebpfprof, wait_for_go)
+from conftest import (EBPFPROF, Interpreter, Profile, attach_label_requests, go_file, read_gc_log,
+                      require_interpreter, run_ebpfprof, wait_for_go)
 
 
 def diff(*args, check=True):
@@ -479,9 +479,7 @@ def test_diff_per_label_value(tmp_path):
     paths = []
     for i, extra in enumerate(([], ["--sleeper"])):
         path = tmp_path / f"req{i}.speedscope.json"
-        run_ebpfprof("-r", 400, "-o", path, "--label", "req=handle:0", "--", *interp.argv,
-                     interp.workload_path("label_requests.py"), "--seconds", 4, *extra,
-                     check=True, timeout=120)
+        attach_label_requests(interp, path, "-r", 400, "--label", "req=handle:0", seconds=4, extra=extra)
         paths.append(path)
     rep = diff_json(*paths)
     lines = {(l["label"], l["value"], l["state"]): l for l in rep["labels"]}

@@ -4,8 +4,9 @@ handle(request_id), serves three kinds of request of known CPU cost
 kernel reads request_id with each stack, and the recording's
 ebpfprof.labels gives each value's time per state. Each kind's share of
 the labelled on-CPU time must be within 5 points of the program's own
-thread_time() per kind. The whole process is recorded (launched by
-ebpfprof), so the truth covers the same time."""
+thread_time() per kind. ebpfprof attaches to the running handler
+(--pid, as users do) and the handler serves its requests only once the
+recording has begun (--go), so the truth covers the recorded time."""
 import json
 import os
 import shlex
@@ -14,24 +15,16 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import Profile, require_interpreter, run_ebpfprof
+from conftest import Profile, attach_label_requests, require_interpreter, run_ebpfprof
 
 KINDS = ("alpha", "beta", "gamma")
 TOLERANCE_POINTS = 5
 
 
 def record(interp, out, *label_args, key="str", seconds=8, rate=400, extra=()):
-    path, truth = out(), out(".truth.json")
-    inside = truth
-    if interp.chroot:   # its /tmp is the chroot's, shared with other runs: named per run
-        inside = f"/tmp/{os.getpid()}-{truth.parent.name}-{truth.name}"
-        truth = Path(interp.chroot) / inside.lstrip("/")
-    res = run_ebpfprof("-r", rate, "-o", path, *label_args, "--", *interp.argv,
-                       interp.workload_path("label_requests.py"), "--seconds", seconds,
-                       "--key", key, "--truth", inside, *extra, timeout=120)
-    assert res.returncode == 0, res.stderr
-    with open(truth) as f:
-        return Profile(path), json.load(f), res.stderr
+    path = out()
+    err, truth = attach_label_requests(interp, path, "-r", rate, *label_args, seconds=seconds, key=key, extra=extra)
+    return Profile(path), truth, err
 
 
 def values(prof, name="req"):
@@ -275,11 +268,8 @@ def test_pprof_samples_carry_the_label(out, tmp_path):
     interp = require_interpreter("debian-3.11")
     if not shutil.which("go"):
         conftest.cannot_run("go is not installed (scripts/deps.sh installs golang-go)")
-    path, truth = out(".pb.gz"), out(".truth.json")
-    res = run_ebpfprof("-r", 400, "-f", "pprof", "-o", path, "--label", "req=handle:0", "--",
-                       *interp.argv, interp.workload_path("label_requests.py"), "--seconds", 8,
-                       "--truth", truth, timeout=120)
-    assert res.returncode == 0, res.stderr
+    path = out(".pb.gz")
+    _, truth = attach_label_requests(interp, path, "-r", 400, "-f", "pprof", "--label", "req=handle:0", seconds=8)
     env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"))
     tags = subprocess.run(["go", "tool", "pprof", "-tags", str(path)], capture_output=True,
                           text=True, timeout=120, env=env)
@@ -287,8 +277,7 @@ def test_pprof_samples_carry_the_label(out, tmp_path):
     section = tags.stdout.split(" req: ")[1].split("\n\n")[0]
     shares = {l.split()[-1]: float(l.split("(")[1].split("%")[0])
               for l in section.splitlines()[1:] if "%" in l}
-    with open(truth) as f:
-        cpu = json.load(f)["cpu_s"]
+    cpu = truth["cpu_s"]
     for kind in KINDS:
         true_share = 100 * cpu[kind] / sum(cpu.values())
         assert abs(shares[kind] - true_share) <= TOLERANCE_POINTS, (kind, shares, cpu)
@@ -350,12 +339,8 @@ def test_chrome_trace_has_a_slice_per_task(out):
     each kind's share of the CPU kinds' task slices within 5 points of its
     thread_time() share."""
     interp = require_interpreter("debian-3.11")
-    path, truth_path = out(".trace.json"), out(".truth.json")
-    res = run_ebpfprof("-r", 400, "-f", "chrome", "-o", path, "--label", "req=handle:0", "--",
-                       *interp.argv, interp.workload_path("label_requests.py"), "--seconds", 6,
-                       "--truth", truth_path, timeout=120)
-    assert res.returncode == 0, res.stderr
-    truth = json.loads(Path(truth_path).read_text())
+    path = out(".trace.json")
+    _, truth = attach_label_requests(interp, path, "-r", 400, "-f", "chrome", "--label", "req=handle:0", seconds=6)
     events = json.loads(Path(path).read_text())["traceEvents"]
     tasks = [e for e in events if e.get("cat") == "task"]
     assert {e["name"] for e in tasks} == set(KINDS), {e["name"] for e in tasks}
