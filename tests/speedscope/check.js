@@ -222,18 +222,6 @@ class App {
   // fresh, in an app that has served no file before.
   async start(file, bytes, fresh) {
     if (fresh || !this.page || this.served >= FILES_PER_APP) await this.openApp()
-    const shared = this.served > 0
-    try {
-      return await this.handOver(file, bytes)
-    } catch (e) {
-      // an app that served others and no longer takes a file: a fresh one
-      if (!shared) throw e
-      await this.openApp()
-      return await this.handOver(file, bytes)
-    }
-  }
-
-  async handOver(file, bytes) {
     const page = this.page
     const shared = this.served++ > 0
     const loader = path.join(this.work, `load-profile-${this.count++}.js`)
