@@ -137,13 +137,15 @@ fuzz_pystr_SRCS         := user/cpython/py_str.c user/base/utf8.c
 fuzz_json_SRCS          := user/base/json.c user/base/printable.c user/base/utf8.c
 fuzz_recording_SRCS     := user/diff/diff_read.c user/diff/diff_model.c user/diff/diff_report.c user/diff/diff_flame.c \
 			   user/diff/diff_folded.c user/model/profile.c user/model/task_spans.c user/model/sample_log.c user/base/grow.c \
-			   user/model/states.c user/base/json.c user/base/printable.c user/base/utf8.c
+			   user/model/states.c user/base/json.c user/base/printable.c user/base/utf8.c \
+			   user/base/hash_index.c
 fuzz_recording_LIBS     := -ljansson -lm
 fuzz_native_SRCS        := user/native/native_dwfl.c user/native/native_proto.c user/native/eh_frame_hdr.c \
 			   user/native/xz_bound.c user/base/mapped_file.c user/base/grow.c user/base/clock.c
 fuzz_native_LIBS        := -ldw -lelf -llzma
 fuzz_native_proto_SRCS  := user/native/native_proto.c
-fuzz_labels_SRCS        := user/model/labels.c user/model/label_series.c user/model/dask_key.c user/base/grow.c
+fuzz_labels_SRCS        := user/model/labels.c user/model/label_series.c user/model/dask_key.c user/base/grow.c \
+			   user/base/hash_index.c
 fuzz_push_labels_SRCS   := user/push/push_labels.c
 
 .SECONDEXPANSION:

@@ -304,7 +304,7 @@ static void bad_json_runs_are_one_line(void **state)
  * schema on open; its runs read as recordings, and a cluster run joins. */
 static void a_schema_1_database_migrates(void **state)
 {
-	char path[] = "/tmp/ebpfprof-test-history-XXXXXX", err[512];
+	char path[] = "/tmp/ebpfprof-test-history-XXXXXX", side[64], err[512];
 	const char *tags[] = { "a=b" };
 	struct hist_add a = { "s", "-", 0, tags, 1 };
 	struct hist_run *runs, run;
@@ -357,11 +357,10 @@ static void a_schema_1_database_migrates(void **state)
 	sqlite3_finalize(st);
 	sqlite3_close(raw);
 	unlink(path);
-	strcat(path, "-wal");
-	unlink(path);
-	path[strlen(path) - 4] = 0;
-	strcat(path, "-shm");
-	unlink(path);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	unlink(side);
 }
 
 int main(void)
