@@ -25,17 +25,30 @@
 
 static volatile uint64_t marker = 0x1122334455667788ull;
 
-/* A child that keeps our memory image (and marker's address) and waits. */
+/* A child that keeps our memory image (and marker's address) and waits;
+ * returned once it has set marker (it says so through a pipe: a fixed
+ * sleep was too short on a loaded machine). */
 static pid_t spawn_sleeper(uint64_t value)
 {
-	pid_t pid = fork();
+	int ready[2];
+	char byte;
+	pid_t pid;
 
+	if (pipe(ready))
+		return -1;
+	pid = fork();
 	if (pid == 0) {
 		marker = value;
 		alarm(30);	/* never outlives a failed test */
+		if (write(ready[1], "", 1) != 1)
+			_exit(1);
 		for (;;)
 			pause();
 	}
+	close(ready[1]);
+	if (pid > 0 && read(ready[0], &byte, 1) != 1)
+		pid = -1;
+	close(ready[0]);
 	return pid;
 }
 
