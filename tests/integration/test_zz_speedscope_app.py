@@ -1,5 +1,11 @@
 """Runs last: every speedscope file the other tests wrote must import in
-speedscope's own app (headless Chromium), not only pass its schema."""
+speedscope's own app (headless Chromium), not only pass its schema, and the
+app's export of it must hold the file's profiles (their number, names and
+total weights). A running app takes the files one after another, as a tab
+does when its user opens one file after another (tests/speedscope/check.js:
+an app started for each file took 561 s for 145 of the suite's files, the
+same files in turn 52 s); a file it rejects after serving others is checked again in a
+fresh app, so no file's verdict is another file's doing."""
 import json
 import subprocess
 
