@@ -181,7 +181,8 @@ unit: $(UNIT_BINS)
 # bench runs; the suite keeps the per-switch growth tests (test_memory.py),
 # which fail the same leaks in 12-20 s, and --rotate's periods (12 s).
 integration: ebpfprof
-	$(PYTHON) -m pytest -ra --durations=30 -p no:cacheprovider --deselect tests/integration/test_memory.py::test_soak \
+	$(PYTHON) -m pytest -ra --durations=30 -p no:cacheprovider --junitxml=build/test-times.xml \
+		--deselect tests/integration/test_memory.py::test_soak \
 		--deselect tests/integration/test_rotate.py::test_rotate_soak \
 		tests/hostile tests/native tests/integration vmtests
 
