@@ -355,6 +355,33 @@ def wait_for_go(path):
     Path(path).write_text("go")
 
 
+class Attached:
+    """ebpfprof -v --pid PID ARGS on a running process, returned once -v
+    says the pid is being recorded (its probes are in place), the way a
+    user's `sudo ebpfprof --pid` starts; no fixed wait. finish() returns
+    (exit status, all of its stderr)."""
+
+    def __init__(self, pid, *args, env=None):
+        self.proc = subprocess.Popen([str(EBPFPROF), "-v", "--pid", str(pid), *map(str, args)],
+                                     stderr=subprocess.PIPE, text=True, env=env)
+        self.head, line = "", ""
+        while not line.startswith(f"ebpfprof: recording {pid} from "):
+            line = self.proc.stderr.readline()
+            if not line:
+                self.proc.wait()
+                raise AssertionError(f"ebpfprof exited {self.proc.returncode} before recording {pid}:\n{self.head}")
+            self.head += line
+
+    def finish(self, timeout=90):
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode, self.head + err
+
+
 class SchedStat:
     """Each task's own kernel account, /proc/PID/task/TID/schedstat (ns on
     the CPU, ns runnable but waiting for one), read every 20 ms with

@@ -1,11 +1,9 @@
 """Issue 8: off-CPU stacks are walked only for long intervals and, for short
 ones, at a rate proportional to off-CPU time; the --idle flame graph must
 still give each stack its real share of the off-CPU time."""
-import subprocess
-import time
 
-import conftest
-from conftest import Profile, SchedStat, read_gc_log, require_interpreter, wait_for_go
+from conftest import Attached, Profile, SchedStat, read_gc_log, require_interpreter, wait_for_go
+
 
 def check_sleep_total(slept, truth, rate, stat):
     """The [sleep] samples' total against the kernel's account: over the
@@ -64,16 +62,15 @@ def test_idle_shares_follow_real_off_cpu_time(workloads, out, tmp_path):
                   truth=str(tmp_path / "truth.json"))
     path, log = out(), tmp_path / "gc.jsonl"
     # -v: the summary's counters (the intervals timed and sent) are -v's
-    proc = subprocess.Popen([str(conftest.EBPFPROF), "-v", "--pid", str(w.pid), "-d", "30", "--idle",
-                             "--gc-log", str(log), "-o", str(path)], stderr=subprocess.PIPE, text=True)
+    # schedstat read from before the recording's window, which it must cover
     stat = SchedStat(w.pid)
-    time.sleep(1.5)  # attached before the measured part
-    wait_for_go(go)
     try:
-        _, err = proc.communicate(timeout=90)
+        rec = Attached(w.pid, "-d", 30, "--idle", "--gc-log", log, "-o", path)
+        wait_for_go(go)
+        status, err = rec.finish(timeout=90)
     finally:
         stat.finish()
-    assert proc.returncode == 0, err
+    assert status == 0, err
     full = w.truth()
     truth = full["spent"]
     total_truth = sum(truth.values())

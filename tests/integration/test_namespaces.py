@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EBPFPROF, ROOT, WORKLOADS, Profile, go_file, require_interpreter, run_ebpfprof,
+from conftest import (EBPFPROF, Attached, ROOT, WORKLOADS, Profile, go_file, require_interpreter, run_ebpfprof,
                       wait_for_go)
 
 
@@ -118,12 +118,10 @@ def test_subprocesses_gives_a_profile_per_process(method, interp_name, workloads
     w = workloads(interp, "pool.py", "--method", method, "--go", go_inside, seconds=3,
                   truth=str(tmp_path / "truth.json"))
     path = out()
-    proc = subprocess.Popen([str(EBPFPROF), "--subprocesses", "--pid", str(w.pid), "-d", "30",
-                             "-o", str(path)], stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    rec = Attached(w.pid, "--subprocesses", "-d", 30, "-o", path)
     wait_for_go(go)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    status, err = rec.finish(timeout=60)
+    assert status == 0, err
     workers = w.truth()["workers"]
     assert len(workers) == 2
     prof = Profile(path)

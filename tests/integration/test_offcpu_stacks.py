@@ -6,14 +6,11 @@ it is fingerprinted at switch-out. Both ways must put each wait on the call
 site it came from, in the --idle profile as in its shares."""
 import os
 import re
-import subprocess
-import time
 
 import pytest
 
-import conftest
 from test_idle_shares import check_sleep_total
-from conftest import Profile, SchedStat, require_interpreter, wait_for_go
+from conftest import Attached, Profile, SchedStat, require_interpreter, wait_for_go
 
 
 def counts(err):
@@ -37,17 +34,14 @@ def test_wait_stacks_with_and_without_rseq(workloads, out, tmp_path, monkeypatch
     # -r 400: a 2.5 ms sampling period, so the 2 ms naps are sent 4 times in 5 and the
     # shares carry little sampling noise (which test_idle_shares covers): what is
     # tested here is the stack each sent wait gets; -v: the counters are -v's
-    proc = subprocess.Popen([str(conftest.EBPFPROF), "-v", "--pid", str(w.pid), "-d", "30", "--idle",
-                             "-r", "400", "-o", str(path)], stderr=subprocess.PIPE, text=True,
-                            env=env)
     stat = SchedStat(w.pid)
-    time.sleep(1.5)
-    wait_for_go(go)
     try:
-        _, err = proc.communicate(timeout=90)
+        rec = Attached(w.pid, "-d", 30, "--idle", "-r", 400, "-o", path, env=env)
+        wait_for_go(go)
+        status, err = rec.finish(timeout=90)
     finally:
         stat.finish()
-    assert proc.returncode == 0, err
+    assert status == 0, err
     c = counts(err)
     assert c["sent"] > 100, c
     if rseq:

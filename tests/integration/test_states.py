@@ -1,14 +1,13 @@
 """Issue 3: GC pauses timed exactly, off-CPU time classified in the kernel,
 waiting-for-GC, --gil and --idle."""
 import os
-import subprocess
 import time
 
 import pytest
 
 import conftest
 
-from conftest import (Profile, SchedStat, check_exact_states, go_file, read_gc_log, require_interpreter,
+from conftest import (Attached, Profile, SchedStat, check_exact_states, go_file, read_gc_log, require_interpreter,
                       run_ebpfprof, thread_truth, wait_for_go)
 
 
@@ -21,13 +20,10 @@ def test_gc_pauses_match_the_workloads_own_record(interp_name, probe, workloads,
     go, go_inside = go_file(interp, tmp_path)
     w = workloads(interp, "gc_churn.py", "--go", go_inside, seconds=4, truth=str(tmp_path / "truth.json"))
     log, path = tmp_path / "gc.jsonl", out()
-    proc = __import__("subprocess").Popen(
-        [str(__import__("conftest").EBPFPROF), "--pid", str(w.pid), "-d", "30", "--gc-log", str(log),
-         "-o", str(path)], stderr=__import__("subprocess").PIPE, text=True)
-    time.sleep(1.5)  # attached: probes in place before the measured part
+    rec = Attached(w.pid, "-d", 30, "--gc-log", log, "-o", path)
     wait_for_go(go)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    status, err = rec.finish(timeout=60)
+    assert status == 0, err
     assert f"GC timed by {probe}" in err
     truth = w.truth()
     head, gcs, _ = read_gc_log(log)
@@ -145,15 +141,13 @@ def test_an_unseen_switch_in_ends_its_interval_where_the_thread_came_back(worklo
     stat = SchedStat(w.pid)
     try:
         # -v: the unseen switch-ins are counted in -v's summary
-        proc = subprocess.Popen([str(conftest.EBPFPROF), "-v", "--pid", str(w.pid), "-d", "4", "--gc-log",
-                                 str(log), "-o", str(path)], stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)  # attached: the nap is inside the recording
+        rec = Attached(w.pid, "-d", 4, "--gc-log", log, "-o", path)
         wait_for_go(go)
-        _, err = proc.communicate(timeout=60)
+        status, err = rec.finish(timeout=60)
     finally:
         stat.finish()
         os.sched_setaffinity(0, cpus)
-    assert proc.returncode == 0, err
+    assert status == 0, err
     assert "switch-ins not seen" in err, err
     head, _, waits = read_gc_log(log)
     # the nap's stack is taken on the return to user mode that followed the
@@ -183,13 +177,10 @@ def test_waiting_for_gc_matches_the_collectors_gc_time(workloads, out, tmp_path)
     w = workloads(interp, "gc_vs_gil.py", "--go", str(go), seconds=4, truth=str(tmp_path / "truth.json"))
     time.sleep(1.5)  # the collector builds its graph
     path = out()
-    proc = __import__("subprocess").Popen(
-        [str(__import__("conftest").EBPFPROF), "--pid", str(w.pid), "-d", "30", "--idle", "-o", str(path)],
-        stderr=__import__("subprocess").PIPE, text=True)
-    time.sleep(1.5)
+    rec = Attached(w.pid, "-d", 30, "--idle", "-o", path)
     wait_for_go(go)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    status, err = rec.finish(timeout=60)
+    assert status == 0, err
     truth = w.truth()
     prof = Profile(path)
     waited = prof.seconds(prof.profile('"spinner"'), leaf="[waiting for GC]")

@@ -3,11 +3,9 @@ storage) and taken out by a task iterator every 50 ms; a thread that exits
 hands its last ones over at its exit. Threads living a few drain periods
 each must so have all their waits in the state table, exactly."""
 import re
-import subprocess
-import time
 
 import conftest
-from conftest import require_interpreter, wait_for_go
+from conftest import Attached, require_interpreter, wait_for_go
 
 # the summary's columns, in the one list's order (include/ep_states.h)
 COLUMNS = tuple(row["column"] for row in conftest.state_rows())
@@ -30,12 +28,10 @@ def test_threads_that_exit_keep_all_their_wait_time(workloads, tmp_path):
     go = tmp_path / "go"
     w = workloads(interp, "short_sleepers.py", "--go", str(go), seconds=3,
                   truth=str(tmp_path / "truth.json"))
-    proc = subprocess.Popen([str(conftest.EBPFPROF), "--pid", str(w.pid), "-d", "30",
-                             "-o", str(tmp_path / "p.json")], stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    rec = Attached(w.pid, "-d", 30, "-o", tmp_path / "p.json")
     wait_for_go(go)
-    _, err = proc.communicate(timeout=90)
-    assert proc.returncode == 0, err
+    status, err = rec.finish(timeout=90)
+    assert status == 0, err
     truth = w.truth()
     rows = state_table(err)
     assert len(rows) >= truth["threads"], (len(rows), truth["threads"])
