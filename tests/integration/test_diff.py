@@ -10,6 +10,7 @@ import copy
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -53,7 +54,9 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
     steady work, whenever its profiler got attached (two profilers loading at
     once on two CPUs can start recording a second apart, and a window that
     began before the go held that much idle time more than the other).
-    rates and flags, when given, are each recording's -r and extra options."""
+    rates and flags, when given, are each recording's -r and extra options.
+    need_truth (a fixed window) ends each workload with SIGUSR1 once every
+    recording has ended, and returns the truth it then writes."""
     base = require_interpreter(interp_name)
     interp = Interpreter(base.name, prefix + base.argv, base.version, chroot=base.chroot)
     ws, (go, go_inside) = [], go_file(base, tmp_path, f"go-{tag}")
@@ -86,6 +89,11 @@ def record_side_by_side(workloads, tmp_path, script, variants, seconds=4, rate=1
     for p, head in zip(procs, heads):
         _, err = p.communicate(timeout=90)
         assert p.returncode == 0, head + err
+    if need_truth and not whole_work:
+        # every window has ended: the work ends too (ab_ticks.py writes its
+        # truth at its next tick), not after the margin for a slow attach
+        for w in ws:
+            os.kill(w.pid, signal.SIGUSR1)
     out = []
     for p, w, log in zip(paths, ws, logs):
         Profile(p)  # imports in speedscope (schema now, the app at the end)
