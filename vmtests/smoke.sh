@@ -21,10 +21,13 @@
 #   pidns    two_hot.py in a PID namespace of its own (unshare), profiled from outside by
 #            its host pid: samples in crunch_a and crunch_b
 #
-# Under emulation loading the BPF programs is most of a recording's time, so cpu
-# and pidns are one recording (--pid A,B, one profile each), and the workloads
-# with a truth (gc, gcwait) wait at their --go until ebpfprof records them, then
-# end on their own --seconds: no fixed sleeps, no margin for ebpfprof's start-up.
+# Under emulation loading the BPF programs (the verifier) is most of a
+# recording's time, and it shares the guest's one CPU with the workloads. So cpu
+# and pidns are one recording (--pid A,B, one profile each); the workloads that
+# spin from their start are stopped (SIGSTOP) until ebpfprof's programs are
+# loaded, before it attaches; those with a truth (gc, gcwait) wait at their --go
+# until ebpfprof records them, then end on their own --seconds: no fixed sleeps,
+# no margin for ebpfprof's start-up. (About 35 s a kernel, 57 s before.)
 #
 # ebpfprof always runs with -v, so a load failure leaves libbpf's and the
 # verifier's log in its stderr; that log is printed when a check fails.
