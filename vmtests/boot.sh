@@ -13,15 +13,17 @@
 #               artefacts (SMOKE_KEEP) and timing (see below)
 #
 # The guest: QEMU's software emulation (TCG: no KVM needed) boots the kernel
-# with a small initramfs built here for each run: busybox, the modules that
-# reach the host's files (virtio_pci, 9pnet_virtio, 9p, overlay and what they
-# depend on, from the kernel's own module tree) and vmtests/init, which mounts
+# with a small initramfs built here (and kept in KERNEL_DIR, named by a hash of
+# what went in, for the next run): busybox, the modules that reach the host's
+# files (virtio_pci, 9pnet_virtio, 9p, overlay and what they depend on, from
+# the kernel's own module tree) and vmtests/init, which mounts
 # the host's / (shared read-only over virtio-9p) under an in-memory overlay as
 # the guest's root and runs smoke.sh there. Nothing the guest writes reaches
 # the host except OUT_DIR.
 #
 # Environment: VMTEST_SMP (guest CPUs, default 1), VMTEST_MEM (default 1G),
-# VMTEST_TIMEOUT (seconds, default 600), SMOKE_EBPFPROF (passed to smoke.sh).
+# VMTEST_TIMEOUT (seconds, default 600), VMTEST_APPEND (more kernel arguments),
+# SMOKE_EBPFPROF (passed to smoke.sh).
 #
 # Exit status: smoke.sh's; 124 when the guest ran out of time; 125 when it
 # ended without a status (kernel panic, init failure: the console's tail is
@@ -62,28 +64,43 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- initramfs: busybox, init, the modules (uncompressed: busybox's insmod) ----
-ir=$WORK/initramfs
-mkdir -p "$ir"/{bin,dev,proc,host,upper,newroot,modules}
-cp "$(command -v busybox)" "$ir/bin/busybox"
-cp "$REPO/vmtests/init" "$ir/init"
-chmod 755 "$ir/init"
 # modprobe lists each module after the ones it needs ("builtin NAME" for those
 # compiled in); modules wanted by two of ours come twice.
-n=0
-for ko in $(modprobe -d "$KDIR" -S "$REL" --show-depends -a virtio_pci 9pnet_virtio 9p overlay |
-	    awk '$1 == "insmod" && !seen[$2]++ { print $2 }'); do
-	n=$((n + 1))
-	dst=$ir/modules/$(printf %02d $n)-$(basename "${ko%%.ko*}").ko
-	case $ko in
-		*.ko.xz)  xz -dc "$ko" > "$dst" ;;
-		*.ko.zst) zstd -qdc "$ko" > "$dst" ;;
-		*.ko)     cp "$ko" "$dst" ;;
-		*)        die "cannot unpack module $ko" ;;
-	esac || die "cannot unpack module $ko"
-done
-# uncompressed: under TCG unpacking costs more than reading
-(cd "$ir" && find . | cpio -o -H newc -R 0:0 --quiet) > "$WORK/initramfs.cpio" ||
-	die "cannot build the initramfs"
+KOS=$(modprobe -d "$KDIR" -S "$REL" --show-depends -a virtio_pci 9pnet_virtio 9p overlay |
+      awk '$1 == "insmod" && !seen[$2]++ { print $2 }') || die "modprobe cannot list the modules of $REL"
+# Built once and kept in KERNEL_DIR (when writable) under a name made of what
+# goes in: this script, init, busybox and the modules (path, size, time): a
+# change to any of them builds it anew.
+key=$({ cat "$0" "$REPO/vmtests/init" "$(command -v busybox)"
+	for ko in $KOS; do stat -L -c '%n %s %Y' "$ko"; done; } | sha256sum | cut -c1-16)
+initramfs=$KDIR/initramfs-$key.cpio
+if [ ! -s "$initramfs" ]; then
+	ir=$WORK/initramfs
+	mkdir -p "$ir"/{bin,dev,proc,host,upper,newroot,modules}
+	cp "$(command -v busybox)" "$ir/bin/busybox"
+	cp "$REPO/vmtests/init" "$ir/init"
+	chmod 755 "$ir/init"
+	n=0
+	for ko in $KOS; do
+		n=$((n + 1))
+		dst=$ir/modules/$(printf %02d $n)-$(basename "${ko%%.ko*}").ko
+		case $ko in
+			*.ko.xz)  xz -dc "$ko" > "$dst" ;;
+			*.ko.zst) zstd -qdc "$ko" > "$dst" ;;
+			*.ko)     cp "$ko" "$dst" ;;
+			*)        die "cannot unpack module $ko" ;;
+		esac || die "cannot unpack module $ko"
+	done
+	# uncompressed: under TCG unpacking costs more than reading
+	(cd "$ir" && find . | cpio -o -H newc -R 0:0 --quiet) > "$WORK/initramfs.cpio" ||
+		die "cannot build the initramfs"
+	initramfs=$WORK/initramfs.cpio
+	if [ -w "$KDIR" ]; then        # kept for the next run, in place of older ones
+		rm -f "$KDIR"/initramfs-*.cpio
+		cp "$WORK/initramfs.cpio" "$KDIR/.initramfs-$key.tmp" &&
+			mv "$KDIR/.initramfs-$key.tmp" "$KDIR/initramfs-$key.cpio"
+	fi
+fi
 
 # --- what the guest runs -------------------------------------------------------
 {
@@ -106,8 +123,8 @@ share=security_model=none,multidevs=remap
 t0=$(date +%s.%N)
 timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot \
 	-machine pc -accel tcg,thread=single -cpu max -smp "$SMP" -m "$MEM" \
-	-kernel "$image" -initrd "$WORK/initramfs.cpio" \
-	-append "console=ttyS0 quiet panic=-1 oops=panic" \
+	-kernel "$image" -initrd "$initramfs" \
+	-append "console=ttyS0 quiet panic=-1 oops=panic${VMTEST_APPEND:+ $VMTEST_APPEND}" \
 	-serial "file:$OUT/console.log" -monitor none \
 	-virtfs "local,path=/,mount_tag=hostroot,readonly=on,$share" \
 	-virtfs "local,path=${OUT//,/,,},mount_tag=out,$share" \

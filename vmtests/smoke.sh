@@ -6,7 +6,7 @@
 #   btf      /sys/kernel/btf/vmlinux exists (CO-RE needs the kernel's BTF)
 #   features what the kernel lacks and what ebpfprof does instead (-v's lines; not a check)
 #   cpu      two_hot.py under ebpfprof -d 2 (speedscope): samples in crunch_a and crunch_b,
-#            named with their file and line
+#            named with their file and line (recorded with pidns's, below)
 #   gc       gc_churn.py under ebpfprof --gc-log: "GC timed by USDT probes", and the GC events
 #            logged against the collections its gc.callbacks saw in the window
 #   idle     thread_mix.py under ebpfprof --idle: a "[GIL wait]" frame with weight, and
@@ -20,6 +20,14 @@
 #            (gc.callbacks)
 #   pidns    two_hot.py in a PID namespace of its own (unshare), profiled from outside by
 #            its host pid: samples in crunch_a and crunch_b
+#
+# Under emulation loading the BPF programs (the verifier) is most of a
+# recording's time, and it shares the guest's one CPU with the workloads. So cpu
+# and pidns are one recording (--pid A,B, one profile each); the workloads that
+# spin from their start are stopped (SIGSTOP) until ebpfprof's programs are
+# loaded, before it attaches; those with a truth (gc, gcwait) wait at their --go
+# until ebpfprof records them, then end on their own --seconds: no fixed sleeps,
+# no margin for ebpfprof's start-up. (About 35 s a kernel, 57 s before.)
 #
 # ebpfprof always runs with -v, so a load failure leaves libbpf's and the
 # verifier's log in its stderr; that log is printed when a check fails.
@@ -97,8 +105,9 @@ start_workload() {
     WPID=""
     i=0
     while [ $i -lt 300 ]; do                     # up to 30 s (slow guests)
-        WPID=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$name.workload.err" | head -n1)
-        [ -n "$WPID" ] && return 0
+        # (read: a builtin; under emulation every command started costs)
+        read -r first 2>/dev/null < "$T/$name.workload.err" || first=""
+        case $first in pid=[0-9]*) WPID=${first#pid=}; return 0 ;; esac
         kill -0 "$!" 2>/dev/null || break
         sleep 0.1; i=$((i + 1))
     done
@@ -110,6 +119,40 @@ profile() {
     name=$1; shift
     timeout -k 5 120 "$EBPFPROF" -v "$@" 2> "$T/$name.ebpfprof.err"
     ERC=$?
+}
+
+# profile_watch NAME HELD GOFILE GOPID ARGS...: as profile, reading ebpfprof's
+# stderr as it comes (no polling: the guest's one CPU is busy loading the BPF
+# programs). HELD (pids, or ""): workloads that spin from their start, stopped
+# by the caller so that the verifier has the CPU, continued once ebpfprof says
+# its programs are loaded, before it attaches. GOFILE (or ""): the --go of the
+# workload GOPID, given once ebpfprof records it (its -v line "recording GOPID
+# from"), so that the workload's measured part is the recording's and ends on
+# its own --seconds after, however long the load took (more on a busy
+# machine). Both are done anyway if ebpfprof ends first: its exit says why. Sets ERC.
+profile_watch() {
+    name=$1 held=$2 go=$3 gopid=$4; shift 4
+    { { timeout -k 5 120 "$EBPFPROF" -v "$@" 2>&1 1>&4; echo $? > "$T/$name.rc"; } | {
+        while IFS= read -r line; do
+            printf '%s\n' "$line"
+            case $line in
+                "ebpfprof: BPF programs loaded in "*)
+                    [ -z "$held" ] || kill -CONT $held; held=""
+                    [ -n "$go" ] || break ;;
+                "ebpfprof: recording $gopid from"*)
+                    break ;;
+            esac
+        done
+        [ -z "$held" ] || kill -CONT $held
+        [ -z "$go" ] || : > "$go"
+        cat
+    } > "$T/$name.ebpfprof.err"; } 4>&1
+    read -r ERC < "$T/$name.rc" || ERC=125
+}
+
+# wait_exit PID: until that workload has ended (it writes its truth then), at most 30 s.
+wait_exit() {
+    i=0; while kill -0 "$1" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 }
 
 # The reason, from ebpfprof's stderr: for a program the verifier rejected, its
@@ -175,22 +218,51 @@ for f in "$EBPFPROF" "$PY" "$CHECKPY"; do
 done
 [ -n "$FAILS" ] && { echo "smoke-result: FAIL ($FAILS)"; exit 1; }
 
-# --- cpu: two_hot.py, speedscope, samples in crunch_a and crunch_b ------------------
+# --- cpu and pidns: two_hot.py twice, one in a PID namespace of its own (unshare) --------
+# Both recorded in one session (--pid A,B: one profile each, the BPF programs
+# loaded once, which is most of a recording's time under emulation); the one in
+# the namespace is named by its host pid.
 t0=$(now)
-if ! start_workload cpu two_hot.py --seconds 120; then
-    fail cpu "two_hot.py printed no pid= line: $(head -c 300 "$T/cpu.workload.err")"
+CPUPID=""
+if start_workload cpu two_hot.py --seconds 120; then
+    CPUPID=$WPID
 else
-    profile cpu --pid "$WPID" -d 2 -o "$T/two_hot.speedscope.json"
-    kill "$WPID" 2>/dev/null
-    if [ $ERC -ne 0 ]; then
-        fail cpu "ebpfprof exit $ERC: $(first_error "$T/cpu.ebpfprof.err")"
-        show_log cpu "$T/cpu.ebpfprof.err"
-    elif res=$(crunch_weights "$T/two_hot.speedscope.json" lines); then
-        ok cpu "$res, $(took "$t0")"
-    else
-        fail cpu "$(echo "$res" | tail -n1)"
-        show_log cpu "$T/cpu.ebpfprof.err"
-    fi
+    fail cpu "two_hot.py printed no pid= line: $(head -c 300 "$T/cpu.workload.err")"
+fi
+unshare --pid --fork --mount-proc "$PY" "$WL/two_hot.py" --seconds 120 2> "$T/pidns.workload.err" &
+UPID=$!
+PIDS="$PIDS $UPID"
+NSPID=""
+i=0
+while [ $i -lt 600 ] && [ -z "$NSPID" ]; do     # its python: the child of unshare
+    NSPID=""; read -r NSPID _ 2>/dev/null < /proc/$UPID/task/$UPID/children   # (no newline)
+    read -r first 2>/dev/null < "$T/pidns.workload.err" || first=""
+    [ "$first" = pid=1 ] || NSPID=""
+    [ -n "$NSPID" ] || sleep 0.05
+    i=$((i + 1))
+done
+[ -n "$NSPID" ] ||
+    fail pidns "two_hot.py under unshare --pid printed no pid=1 line: $(head -c 300 "$T/pidns.workload.err")"
+PIDLIST=$(echo $CPUPID $NSPID | tr ' ' ,)
+if [ -n "$PIDLIST" ]; then
+    mkdir "$T/two_hot"
+    kill -STOP $CPUPID $NSPID              # they crunch from their start
+    profile_watch cpu "$CPUPID $NSPID" "" "" --pid "$PIDLIST" -d 2 -o "$T/two_hot"
+    # (SIGKILL: the init of a PID namespace ignores the others sent from outside)
+    kill -KILL $CPUPID $NSPID 2>/dev/null
+    for name in cpu pidns; do                    # cpu's frames also named with file and line
+        case $name in cpu) pid=$CPUPID lines=lines ;; pidns) pid=$NSPID lines= ;; esac
+        [ -n "$pid" ] || continue                # its workload did not start: failed above
+        if [ $ERC -ne 0 ]; then
+            fail $name "ebpfprof exit $ERC: $(first_error "$T/cpu.ebpfprof.err")"
+            show_log $name "$T/cpu.ebpfprof.err"
+        elif res=$(crunch_weights "$T/two_hot/ebpfprof-$pid.speedscope.json" $lines); then
+            ok $name "$res, $(took "$t0")"
+        else
+            fail $name "$(echo "$res" | tail -n1)"
+            show_log $name "$T/cpu.ebpfprof.err"
+        fi
+    done
 fi
 
 # what the kernel lacks, and what ebpfprof does instead (none on 6.1 and later)
@@ -198,14 +270,16 @@ grep -a '^ebpfprof: this kernel lacks' "$T/cpu.ebpfprof.err" 2>/dev/null | sort 
 
 # --- gc: gc_churn.py with --gc-log, GC timed by USDT probes, against gc.callbacks ----
 t0=$(now)
-# 7 s: start-up (up to 3 s on 5.10 here) and the 2 s recorded fit; its truth
-# (every collection as gc.callbacks saw it) is written when it ends
-if ! start_workload gc gc_churn.py --seconds 7 --truth "$T/gc.truth.json"; then
+# it churns for 3 s from the go given once ebpfprof records it: the 2 s
+# recorded fit; its truth (every collection as gc.callbacks saw it) is written
+# when it ends
+if ! start_workload gc gc_churn.py --seconds 3 --go "$T/gc.go" --truth "$T/gc.truth.json"; then
     fail gc "gc_churn.py printed no pid= line: $(head -c 300 "$T/gc.workload.err")"
 else
     GCPID=$WPID
-    profile gc --pid "$WPID" -d 2 --gc-log "$T/gc.jsonl" -o "$T/gc_churn.speedscope.json"
-    i=0; while kill -0 "$GCPID" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    profile_watch gc "" "$T/gc.go" "$WPID" --pid "$WPID" -d 2 --gc-log "$T/gc.jsonl" \
+        -o "$T/gc_churn.speedscope.json"
+    wait_exit "$GCPID"
     if [ $ERC -ne 0 ]; then
         fail gc "ebpfprof exit $ERC: $(first_error "$T/gc.ebpfprof.err")"
         show_log gc "$T/gc.ebpfprof.err"
@@ -250,7 +324,11 @@ t0=$(now)
 if ! start_workload idle thread_mix.py --seconds 120; then
     fail idle "thread_mix.py printed no pid= line: $(head -c 300 "$T/idle.workload.err")"
 else
-    sleep 0.5      # let its threads start
+    # its threads started (the main one and six): the sampler below reads each from the first
+    i=0
+    while set -- /proc/"$WPID"/task/*; [ $# -lt 7 ] && [ $i -lt 300 ]; do
+        sleep 0.05; i=$((i + 1))
+    done
     # each thread's own kernel account while it is recorded: the truth of the totals
     "$CHECKPY" - "$WPID" "$T/idle.schedstat" <<'EOF' &
 import json, os, sys, time
@@ -354,15 +432,18 @@ fi
 
 # --- gcwait: gc_vs_gil.py with --idle, the spinner waits for the collector's GC ------
 t0=$(now)
-# 9 s: start-up, the graph built and 3 s recorded fit; its truth (the
-# collector's collections, by gc.callbacks) is written when it ends
-if ! start_workload gcwait gc_vs_gil.py --seconds 9 --graph 100000 --truth "$T/gcwait.truth.json"; then
+# the collector builds its graph while ebpfprof loads, and collects for 4 s
+# from the go given once ebpfprof records it: the 3 s recorded fit; its truth
+# (the collector's collections, by gc.callbacks) is written when it ends
+if ! start_workload gcwait gc_vs_gil.py --seconds 4 --graph 100000 --go "$T/gcwait.go" \
+        --truth "$T/gcwait.truth.json"; then
     fail gcwait "gc_vs_gil.py printed no pid= line: $(head -c 300 "$T/gcwait.workload.err")"
 else
     GCPID=$WPID
-    sleep 1        # the collector builds its graph
-    profile gcwait --pid "$WPID" -d 3 --idle --gc-log "$T/gcwait.jsonl" -o "$T/gc_vs_gil.speedscope.json"
-    i=0; while kill -0 "$GCPID" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -STOP "$WPID"        # its spinner: from its start
+    profile_watch gcwait "$WPID" "$T/gcwait.go" "$WPID" --pid "$WPID" -d 3 --idle \
+        --gc-log "$T/gcwait.jsonl" -o "$T/gc_vs_gil.speedscope.json"
+    wait_exit "$GCPID"
     if [ $ERC -ne 0 ]; then
         fail gcwait "ebpfprof exit $ERC: $(first_error "$T/gcwait.ebpfprof.err")"
         show_log gcwait "$T/gcwait.ebpfprof.err"
@@ -396,34 +477,6 @@ EOF
     else
         fail gcwait "$(echo "$res" | tail -n1)"
         show_log gcwait "$T/gcwait.ebpfprof.err"
-    fi
-fi
-
-# --- pidns: a target in a PID namespace of its own, profiled by its host pid ------------
-t0=$(now)
-unshare --pid --fork --mount-proc "$PY" "$WL/two_hot.py" --seconds 120 2> "$T/pidns.workload.err" &
-UPID=$!
-PIDS="$PIDS $UPID"
-WPID=""
-i=0
-while [ $i -lt 300 ] && [ -z "$WPID" ]; do     # its python: the child of unshare
-    WPID=$(cat /proc/$UPID/task/$UPID/children 2>/dev/null | awk '{ print $1 }')
-    [ -n "$WPID" ] && grep -q '^pid=1$' "$T/pidns.workload.err" || WPID=""
-    sleep 0.1; i=$((i + 1))
-done
-if [ -z "$WPID" ]; then
-    fail pidns "two_hot.py under unshare --pid printed no pid=1 line: $(head -c 300 "$T/pidns.workload.err")"
-else
-    profile pidns --pid "$WPID" -d 2 -o "$T/pidns.speedscope.json"
-    kill "$WPID" "$UPID" 2>/dev/null
-    if [ $ERC -ne 0 ]; then
-        fail pidns "ebpfprof exit $ERC: $(first_error "$T/pidns.ebpfprof.err")"
-        show_log pidns "$T/pidns.ebpfprof.err"
-    elif res=$(crunch_weights "$T/pidns.speedscope.json"); then
-        ok pidns "$res, $(took "$t0")"
-    else
-        fail pidns "$(echo "$res" | tail -n1)"
-        show_log pidns "$T/pidns.ebpfprof.err"
     fi
 fi
 

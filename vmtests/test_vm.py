@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "vmtests" / "run.sh"
 IN_CI = os.environ.get("CI") == "true"
-# run.sh boots one kernel in about a minute on an idle machine, over three when
+# run.sh boots one kernel in 35-45 s on an idle machine, minutes when
 # the machine is busy (software emulation gets what CPU is left); the guest's
 # own timeout is 600 s (EBPFPROF_VMTEST_TIMEOUT), plus a possible first setup.sh.
 TIMEOUT = int(os.environ.get("EBPFPROF_VMTEST_PYTEST_TIMEOUT", "1200"))
