@@ -1,6 +1,7 @@
 """The client side: start ebpfprof next to the scheduler and the workers,
 bring every profile back, write one speedscope file per process and an index
 of GC and wait time per process, scheduler first."""
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -149,16 +150,20 @@ class ClusterProfile:
         os.makedirs(self.outdir, exist_ok=True)
         self._t0 = time.monotonic()
         args = (self.token, self.command, self.options, self.duration)
-        try:
-            sched = _answer(self.client.run_on_scheduler(remote.start, *args))
-        except Exception as e:  # noqa: BLE001 - reported in the index
-            sched = _answer(e)
-        self.started.append(("scheduler", self.client.scheduler.address, sched))
-        addrs = self._worker_addresses()
-        if addrs:
-            res = self.client.run(remote.start, *args, workers=addrs, on_error="return")
-            for addr in addrs:
-                self.started.append(("worker", addr, _answer(res.get(addr, _NO_ANSWER))))
+        # the scheduler's start and the workers' at once: each waits
+        # remote._START_CHECK_S for its ebpfprof, one after the other they
+        # took twice that
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            sched = pool.submit(self.client.run_on_scheduler, remote.start, *args)
+            addrs = self._worker_addresses()
+            res = self.client.run(remote.start, *args, workers=addrs, on_error="return") if addrs else {}
+            try:
+                answer = _answer(sched.result())
+            except Exception as e:  # noqa: BLE001 - reported in the index
+                answer = _answer(e)
+        self.started.append(("scheduler", self.client.scheduler.address, answer))
+        for addr in addrs:
+            self.started.append(("worker", addr, _answer(res.get(addr, _NO_ANSWER))))
         return self
 
     def stop(self):
@@ -169,16 +174,21 @@ class ClusterProfile:
         if self.duration:
             wait = max(self.duration - (time.monotonic() - self._t0), 0.001)
         done = {}
-        if "error" not in self.started[0][2]:
-            try:
-                done[self.started[0][1]] = _answer(self.client.run_on_scheduler(remote.stop, self.token, wait))
-            except Exception as e:  # noqa: BLE001
-                done[self.started[0][1]] = _answer(e)
         live = [a for role, a, r in self.started if role == "worker" and "error" not in r]
-        if live:
-            res = self.client.run(remote.stop, self.token, wait, workers=live, on_error="return")
-            for addr in live:
-                done[addr] = _answer(res.get(addr, _NO_ANSWER))
+        # all at once, as start: each waits for its ebpfprof to write its files
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            sched = None
+            if "error" not in self.started[0][2]:
+                sched = pool.submit(self.client.run_on_scheduler, remote.stop, self.token, wait)
+            if live:
+                res = self.client.run(remote.stop, self.token, wait, workers=live, on_error="return")
+                for addr in live:
+                    done[addr] = _answer(res.get(addr, _NO_ANSWER))
+            if sched is not None:
+                try:
+                    done[self.started[0][1]] = _answer(sched.result())
+                except Exception as e:  # noqa: BLE001
+                    done[self.started[0][1]] = _answer(e)
         names = set()
         for role, addr, started in self.started:
             self.results.append(self._write(role, addr, started, done.get(addr, started), names))

@@ -186,7 +186,7 @@ def inside_and_host(interp, tmp_path, name):
 @pytest.mark.parametrize("name", ["debian-3.11", "chroot-3.14"])
 def test_dask_local_cluster_prefixes(tmp_path, name):
     """--dask on each worker of a real LocalCluster (2 worker processes, 2
-    threads each) running three prefixes for 20 s: each prefix's on-CPU
+    threads each) running three prefixes for 10 s: each prefix's on-CPU
     share within 5 points of the tasks' own thread_time() shares, the
     collections under a task on the garbage prefix, the naps' time as
     sleep. debian-3.11: bookworm's distributed 2022.12 (the key is
@@ -200,7 +200,7 @@ def test_dask_local_cluster_prefixes(tmp_path, name):
     pids_inside, pids_file = inside_and_host(interp, tmp_path, "pids.json")
     truth_inside, truth_file = inside_and_host(interp, tmp_path, "truth.json")
     go_host, go_inside = conftest.go_file(interp, tmp_path)
-    seconds = 20
+    seconds = 10
     # the chroot's own scratch space, not the root of the chroot
     env = dict(os.environ, DASK_TEMPORARY_DIRECTORY="/tmp")
     cluster = subprocess.Popen([*cluster_argv(interp), interp.workload_path("dask_prefixes.py"),

@@ -22,6 +22,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 
 TASKS = 64      # per prefix and run
+# after profile() returned, before the work: each ebpfprof has run for
+# remote._START_CHECK_S by then; the margin left is checked after each run
+# (covered: every recording began before the work)
+SETTLE_S = 0.3
 
 
 def work():
@@ -45,6 +49,16 @@ def churn(i, garbage):
             junk.append(a)
         del junk
     return acc
+
+
+def covered(results, start, end):
+    """How long before start the last of the recordings began (seconds);
+    AssertionError unless every recording (the scheduler's and each
+    worker's: their GC logs' session records, CLOCK_MONOTONIC as
+    time.monotonic()) spans start to end: a run is all of its work."""
+    spans = [(p["monotonic_start_s"], p["monotonic_start_s"] + p["recorded_s"]) for p in results]
+    assert len(spans) == 3 and all(b <= start and e >= end for b, e in spans), (start, end, spans)
+    return start - max(b for b, _ in spans)
 
 
 def one_run(client, garbage):
@@ -77,6 +91,7 @@ def main():
                 with open(args.paused, "w") as f:
                     json.dump(runs, f)
                 common.wait_for_go(args)
+            began = time.monotonic()
             client.run(gc.collect)
             gc.collect()
             # ~1000 Hz: a prefix's on-CPU and GC time are sampled (at 500 Hz
@@ -84,14 +99,17 @@ def main():
             with ebpfprof_dask.profile(client, os.path.join(args.out, f"run{i}"), command=command,
                                        options=["-r", "999"], history=args.series, history_db=args.db,
                                        tags=args.tag) as session:
-                time.sleep(0.8)     # every recording attached
+                time.sleep(SETTLE_S)
                 t0 = time.monotonic()
                 one_run(client, args.garbage if i >= args.changed_after else 1)
                 took = time.monotonic() - t0
             errors = [p for p in session.results if "error" in p]
             assert not errors, errors
-            runs.append({"run": session.history_run, "work_s": took})
-            print(f"run #{session.history_run}: {took:.2f} s of work", file=sys.stderr, flush=True)
+            margin = covered(session.results, t0, t0 + took)
+            runs.append({"run": session.history_run, "work_s": took, "margin_s": margin,
+                         "run_s": time.monotonic() - began})
+            print(f"run #{session.history_run}: {took:.2f} s of work in {runs[-1]['run_s']:.2f} s, the last "
+                  f"recording began {margin:.2f} s before it", file=sys.stderr, flush=True)
     common.write_truth(args, {"runs": runs, "dask": dask.__version__,
                               "distributed": distributed.__version__})
 
