@@ -210,6 +210,6 @@ def timed_diff(*args):
     loaded machine the wall time says more about the neighbours. The wall
     clock limit (the timeout) is for a quadratic diff: it would take hours."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = diff(*args, timeout=120)
+    res = diff(*args, timeout=60)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return res, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
