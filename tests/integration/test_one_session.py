@@ -129,11 +129,12 @@ def short_processes(marker, n, at_once):
 
 def wait_recorded(rec, err_path, count):
     """Until ebpfprof said it wrote count profiles (its per-process summaries),
-    or wrote none for 3 s: the processes have all exited, and one it missed
-    (the assertions count them) would otherwise cost the whole 30 s."""
+    or, once it wrote one, wrote none for 5 s: the processes have all exited
+    then, and one it missed (the assertions count them) would otherwise cost
+    the whole 30 s."""
     end = time.monotonic() + 30
-    done, since = -1, time.monotonic()
-    while time.monotonic() < end and done < count and time.monotonic() - since < 3:
+    done, since = 0, time.monotonic()
+    while time.monotonic() < end and done < count and not (done and time.monotonic() - since > 5):
         now = err_path.read_text().count("(target exited)")
         if now != done:
             done, since = now, time.monotonic()
