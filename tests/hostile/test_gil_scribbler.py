@@ -12,7 +12,13 @@ from conftest import EBPFPROF, Profile, cannot_run, peak_rss_kib, start_ready, w
 
 HERE = Path(__file__).resolve().parent
 DEBIAN_PYTHON = Path("/usr/bin/python3.11")
-SECONDS = 20
+# 12 s: RSS read each second from the 5th to the 10th, flat within
+# FLAT_KIB: a growth of 80 KiB a second fails it, as it failed the 20 s
+# version's 1 MiB over its 13 seconds (measured: 68-184 KiB over the 5
+# seconds; the same with the 4096 bound and the 5 s aging of unnamed
+# holders both taken out, which the message said once catches).
+SECONDS = 12
+FLAT_KIB = 400
 RSS_MAX_KIB = 256 * 1024
 
 
@@ -64,7 +70,8 @@ def test_a_target_rewriting_its_gil_holder_costs_bounded_memory(tmp_path, out):
     # flat from the fifth second on: a holder a millisecond kept for the
     # whole recording
     values = [v for v in rss.values() if v]
-    assert len(values) >= SECONDS - 10 and max(values) - values[0] < 1024, rss
+    print(f"RSS by second: {rss}")
+    assert len(values) >= SECONDS - 8 and max(values) - values[0] < FLAT_KIB, rss
     for t in Profile(path).doc["ebpfprof"]["threads"]:
         if t["name"].startswith("spinner-"):
             blamed = sum(t["gil_wait_by_holder"].values()) + t["gil_wait_unattributed_s"]

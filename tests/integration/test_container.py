@@ -4,6 +4,7 @@ deploy/kubernetes is played with `podman kube play`, and the sidecar, holding
 only CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE under the seccomp profile made by
 deploy/seccomp/make-profile.py, profiles the app container's Python process
 found by --match through the shared PID namespace, one file per period."""
+import hashlib
 import json
 import os
 import re
@@ -59,14 +60,64 @@ def podman(env, *args, timeout=600, check=True, cwd=None):
     return res
 
 
+# The label an image built here carries: a digest of what it was built from.
+INPUTS_LABEL = "org.ebpfprof.inputs"
+
+
+def inputs_digest(env, containerfile, context, *extra):
+    """A digest of what podman builds an image from: the Containerfile, every
+    file under the sources its COPY lines name (all of them, ignored or not:
+    one too many only costs a build), its base image and extra. podman's own
+    layer cache missed for a fresh copy of the same files (their times
+    differ): a fresh clone rebuilt the build stage (~25 s) into the same image."""
+    text = containerfile.read_text()
+    h = hashlib.sha256(text.encode())
+    for base in re.findall(r"^FROM\s+(\S+)", text, re.M):
+        res = podman(env, "image", "inspect", "--format", "{{.Id}}", base, check=False)
+        h.update(f"FROM {base} {res.stdout.strip()}\n".encode())
+    sources = []
+    for line in re.findall(r"^COPY\s+(?!--from)(.+)$", text, re.M):
+        sources += line.split()[:-1]
+    for src in sorted(set(sources)):
+        top = context / src
+        files = sorted(top.rglob("*")) if top.is_dir() else [top]
+        for f in files:
+            if f.is_file():
+                h.update(f"{f.relative_to(context)}\0".encode())
+                h.update(hashlib.sha256(f.read_bytes()).digest())
+    for x in extra:
+        h.update(f"{x}\0".encode())
+    return h.hexdigest()
+
+
+def built_from(env, image, digest):
+    res = podman(env, "image", "inspect", "--format", f'{{{{index .Labels "{INPUTS_LABEL}"}}}}', image,
+                 check=False)
+    return res.returncode == 0 and res.stdout.strip() == digest
+
+
 @pytest.fixture(scope="module")
 def images(podman_env):
-    """make container, and the example app's image."""
-    res = subprocess.run(["make", "-s", "-C", str(ROOT), "container"], env=podman_env, capture_output=True,
-                         text=True, timeout=1800)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    """make container, and the example app's image: each built unless the
+    image there was built from the same files (its label says their digest).
+    A clean machine builds both from the repository's files."""
+    # the base image first (make container's first step): its id is an input
+    base = subprocess.run([str(ROOT / "scripts" / "container-base.sh")], env=podman_env, capture_output=True,
+                          text=True, timeout=1800)
+    assert base.returncode == 0, base.stdout[-3000:] + base.stderr[-3000:]
+    flags = os.environ.get("PODMAN_BUILD_FLAGS", "")
+    digest = inputs_digest(podman_env, ROOT / "Containerfile", ROOT, VERSION, flags)
+    if not built_from(podman_env, IMAGE, digest):
+        res = subprocess.run(["make", "-s", "-C", str(ROOT), "container",
+                              f"PODMAN_BUILD_FLAGS={flags} --label {INPUTS_LABEL}={digest}"],
+                             env=podman_env, capture_output=True, text=True, timeout=1800)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        assert built_from(podman_env, IMAGE, digest), f"make container did not build {IMAGE}"
     app = ROOT / "deploy" / "example-app"
-    podman(podman_env, "build", "-t", APP_IMAGE, "-f", str(app / "Containerfile"), str(app), timeout=1800)
+    digest = inputs_digest(podman_env, app / "Containerfile", app)
+    if not built_from(podman_env, APP_IMAGE, digest):
+        podman(podman_env, "build", "--label", f"{INPUTS_LABEL}={digest}", "-t", APP_IMAGE,
+               "-f", str(app / "Containerfile"), str(app), timeout=1800)
     return podman_env
 
 
