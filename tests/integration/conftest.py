@@ -454,15 +454,10 @@ def attach_label_requests(interp, path, *options, seconds=8, key="str", extra=()
     w = Workload(interp, "label_requests.py", "--key", key, "--go", go_inside, *extra,
                  seconds=seconds, truth=str(Path(path).parent / f"{Path(path).stem}.truth.json"))
     try:
-        rec = subprocess.Popen([str(EBPFPROF), "-v", "--pid", str(w.pid), "-d", str(seconds + 60),
-                                "-o", str(path), *map(str, options)], stderr=subprocess.PIPE, text=True)
-        head = []
-        while not head or f"ebpfprof: recording {w.pid} from " not in head[-1]:
-            head.append(rec.stderr.readline())
-            assert head[-1], "".join(head)
+        rec = Attached(w.pid, "-d", seconds + 60, "-o", path, *options)
         wait_for_go(go)
-        _, err = rec.communicate(timeout=seconds + 90)
-        assert rec.returncode == 0, "".join(head) + err
-        return err, w.truth()
+        status, err = rec.finish(timeout=seconds + 90)
+        assert status == 0, err
+        return err[len(rec.head):], w.truth()
     finally:
         w.stop()
