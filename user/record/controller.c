@@ -209,6 +209,10 @@ static int start_member(struct controller *c, struct controller_member *m, char 
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* children are followed before -v says the target is recorded: one
+	 * forked in between is found by its fork event (follower.c) */
+	if (c->cfg.subprocesses)
+		session_follow(c->session, m->target.pid);
 	if (session_add_process(c->session, m->target.pid, &m->target.cfg)) {
 		snprintf(err, errlen, "cannot configure the BPF maps for process %d (%s)",
 			 m->target.pid, strerror(errno));
@@ -217,8 +221,6 @@ static int start_member(struct controller *c, struct controller_member *m, char 
 	/* inside a PID namespace too: offcpu_task_io finds threads by our tids */
 	seed_blocked_threads(c->session, &m->rec, &m->target, t0);
 	recorder_walk_tasks(&m->rec, 1);
-	if (c->cfg.subprocesses)
-		session_follow(c->session, m->target.pid);
 	if (c->cfg.period_ns)
 		m->next_cut_ns = t0 + c->cfg.period_ns;
 	if (!c->deadline_ns && c->cfg.duration_ns)
