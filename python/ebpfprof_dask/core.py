@@ -150,9 +150,9 @@ class ClusterProfile:
         os.makedirs(self.outdir, exist_ok=True)
         self._t0 = time.monotonic()
         args = (self.token, self.command, self.options, self.duration)
-        # the scheduler's start and the workers' at once: each waits
-        # remote._START_CHECK_S for its ebpfprof, one after the other they
-        # took twice that
+        # the scheduler's start and the workers' at once: each waits for
+        # its ebpfprof to start recording (loading its programs), one after
+        # the other they took twice that
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             sched = pool.submit(self.client.run_on_scheduler, remote.start, *args)
             addrs = self._worker_addresses()

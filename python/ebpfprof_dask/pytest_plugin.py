@@ -13,13 +13,7 @@ distributed, as Coiled's benchmark fixtures keep theirs. Then
 says whether the last runs regressed, and in which task prefix and state.
 Without --ebpfprof-history the fixture does nothing: no import of dask, no
 process started."""
-import time
-
 import pytest
-
-# after the recordings start, before the test: ebpfprof loading its
-# programs on a loaded machine takes longer than start's own check
-SETTLE_S = 1.0
 
 
 def pytest_addoption(parser):
@@ -66,6 +60,5 @@ def ebpfprof_history(request, tmp_path_factory):
         session.history = None      # nothing to store
         session.stop()
         raise RuntimeError(f"ebpfprof could not profile the cluster: {failed[0]['error']}")
-    time.sleep(SETTLE_S)
     yield session
     session.stop()

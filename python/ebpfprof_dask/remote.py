@@ -26,24 +26,38 @@ def _running():
         sys.modules[mod.__name__] = mod
     return mod.runs
 
-# how long ebpfprof may take to load its BPF programs and exit on an error
-_START_CHECK_S = 1.0
+# how long ebpfprof may take to load its programs and start recording (the
+# verifier on a loaded machine or an old kernel takes seconds)
+_START_TIMEOUT_S = 60.0
+
+
+def _recording(stderr_path, pid):
+    """Whether ebpfprof's -v has said that it records pid: its probes are in
+    place, the process's time counts from here."""
+    try:
+        with open(stderr_path, "rb") as f:
+            return f"ebpfprof: recording {pid} from ".encode() in f.read()
+    except OSError:
+        return False
 
 
 async def start(token, command, options, duration):
-    """Starts `command options --pid <this process>`; returns a description or
-    an error (never raises: one broken worker must not stop the others).
-    Coroutines, so that the server's event loop goes on while they wait."""
+    """Starts `command options -v --pid <this process>` and returns once it
+    records, with a description or an error (never raises: one broken worker
+    must not stop the others). Coroutines, so that the server's event loop
+    goes on while they wait."""
     info = {"host": socket.gethostname(), "pid": os.getpid()}
     workdir = tempfile.mkdtemp(prefix="ebpfprof-dask-")
     profile = os.path.join(workdir, "profile.speedscope.json")
     gc_log = os.path.join(workdir, "gc.jsonl")
-    argv = list(command) + list(options) + ["--pid", str(os.getpid()), "-o", profile,
+    stderr_path = os.path.join(workdir, "stderr")
+    # -v: the line that says the recording started, instead of a fixed wait
+    argv = list(command) + list(options) + ["-v", "--pid", str(os.getpid()), "-o", profile,
                                             "--gc-log", gc_log]
     if duration:
         argv += ["-d", str(duration)]
     try:
-        stderr = open(os.path.join(workdir, "stderr"), "w+b")
+        stderr = open(stderr_path, "w+b")
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=stderr, start_new_session=True)
     except OSError as e:
@@ -51,10 +65,15 @@ async def start(token, command, options, duration):
         return dict(info, error=f"cannot run {command[0]}: {e}")
     _running()[token] = dict(proc=proc, workdir=workdir, profile=profile, gc_log=gc_log,
                            stderr=stderr, started=time.time())
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while proc.poll() is None and not _recording(stderr_path, os.getpid()):
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            _finish(token)
+            return dict(info, error=f"ebpfprof did not start recording within {_START_TIMEOUT_S:.0f} s")
+        await asyncio.sleep(0.02)
     # a missing capability or a wrong command fails at once: say so now
-    deadline = time.monotonic() + _START_CHECK_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        await asyncio.sleep(0.05)
     if proc.poll() is not None and proc.returncode != 0:
         return dict(info, error=_finish(token)["error"])
     return info
