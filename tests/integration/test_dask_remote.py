@@ -38,13 +38,18 @@ def stand_in(tmp_path, body):
     return [str(path)]
 
 
+def timed_start(remote, token, command):
+    """remote.start's answer, and the seconds it took."""
+    t0 = time.monotonic()
+    info = asyncio.run(remote.start(token, command, [], 0))
+    return info, time.monotonic() - t0
+
+
 def test_start_returns_when_its_ebpfprof_says_it_records(remote, tmp_path):
     command = stand_in(tmp_path, "sleep 1.5\n"
                                  "[ $verbose = 1 ] && echo \"ebpfprof: recording $pid from 1.5 s after start\" >&2\n"
                                  "exec sleep 30\n")
-    t0 = time.monotonic()
-    info = asyncio.run(remote.start("ready", command, [], 0))
-    took = time.monotonic() - t0
+    info, took = timed_start(remote, "ready", command)
     try:
         assert info == {"host": info["host"], "pid": os.getpid()}
         # the line came 1.5 s after the start: start waited for it, and no longer
@@ -67,7 +72,6 @@ def test_an_ebpfprof_that_fails_at_once_is_its_last_line(remote, tmp_path):
     command = stand_in(tmp_path, "echo 'libbpf: a verbose line' >&2\n"
                                  "echo 'ebpfprof: missing privileges: needs CAP_BPF and CAP_PERFMON' >&2\n"
                                  "exit 1\n")
-    t0 = time.monotonic()
-    info = asyncio.run(remote.start("fails", command, [], 0))
+    info, took = timed_start(remote, "fails", command)
     assert info["error"] == "ebpfprof: missing privileges: needs CAP_BPF and CAP_PERFMON"
-    assert time.monotonic() - t0 < 1.0
+    assert took < 1.0
