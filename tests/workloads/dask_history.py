@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 
 TASKS = 64      # per prefix and run
-# after profile() returned, before the work: each ebpfprof has run for
-# remote._START_CHECK_S by then; the margin left is checked after each run
-# (covered: every recording began before the work)
+# after profile() returned, before the work: each start returned on its
+# ebpfprof's -v "recording" line by then, and this margin is kept on top; that
+# every recording began before the work is checked after each run (covered)
 SETTLE_S = 0.3
 
 
