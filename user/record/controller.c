@@ -210,7 +210,7 @@ static int start_member(struct controller *c, struct controller_member *m, char 
 		return -1;
 	}
 	/* children are followed before -v says the target is recorded: one
-	 * forked in between is found by its fork event (follower.c) */
+	 * forked in between is found by its fork event (follow.c) */
 	if (c->cfg.subprocesses)
 		session_follow(c->session, m->target.pid);
 	if (session_add_process(c->session, m->target.pid, &m->target.cfg)) {
