@@ -144,26 +144,33 @@ class ClusterProfile:
         addrs = sorted(self._ncores)
         return addrs if self.workers == "all" else addrs[:self.workers]
 
+    def _run_at_once(self, fn, args, scheduler, workers):
+        """fn(*args) on the scheduler (if scheduler) and on the workers, all
+        at once: each waits for its ebpfprof, one after the other they took
+        as many times as long. Returns (the scheduler's answer or None,
+        {worker address: its answer})."""
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            sched = pool.submit(self.client.run_on_scheduler, fn, *args) if scheduler else None
+            res = self.client.run(fn, *args, workers=workers, on_error="return") if workers else {}
+            answers = {addr: _answer(res.get(addr, _NO_ANSWER)) for addr in workers}
+            if sched is None:
+                return None, answers
+            try:
+                return _answer(sched.result()), answers
+            except Exception as e:  # noqa: BLE001 - reported in the index
+                return _answer(e), answers
+
     def start(self):
         # the workers need the ebpfprof binary, not this package
         cloudpickle.register_pickle_by_value(remote)
         os.makedirs(self.outdir, exist_ok=True)
         self._t0 = time.monotonic()
-        args = (self.token, self.command, self.options, self.duration)
-        # the scheduler's start and the workers' at once: each waits for
-        # its ebpfprof to start recording (loading its programs), one after
-        # the other they took twice that
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            sched = pool.submit(self.client.run_on_scheduler, remote.start, *args)
-            addrs = self._worker_addresses()
-            res = self.client.run(remote.start, *args, workers=addrs, on_error="return") if addrs else {}
-            try:
-                answer = _answer(sched.result())
-            except Exception as e:  # noqa: BLE001 - reported in the index
-                answer = _answer(e)
-        self.started.append(("scheduler", self.client.scheduler.address, answer))
-        for addr in addrs:
-            self.started.append(("worker", addr, _answer(res.get(addr, _NO_ANSWER))))
+        addrs = self._worker_addresses()
+        # each start returns once its ebpfprof records (it loads its programs)
+        sched, workers = self._run_at_once(remote.start, (self.token, self.command, self.options,
+                                                          self.duration), True, addrs)
+        self.started.append(("scheduler", self.client.scheduler.address, sched))
+        self.started += [("worker", addr, workers[addr]) for addr in addrs]
         return self
 
     def stop(self):
@@ -173,22 +180,12 @@ class ClusterProfile:
         wait = 0
         if self.duration:
             wait = max(self.duration - (time.monotonic() - self._t0), 0.001)
-        done = {}
         live = [a for role, a, r in self.started if role == "worker" and "error" not in r]
-        # all at once, as start: each waits for its ebpfprof to write its files
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            sched = None
-            if "error" not in self.started[0][2]:
-                sched = pool.submit(self.client.run_on_scheduler, remote.stop, self.token, wait)
-            if live:
-                res = self.client.run(remote.stop, self.token, wait, workers=live, on_error="return")
-                for addr in live:
-                    done[addr] = _answer(res.get(addr, _NO_ANSWER))
-            if sched is not None:
-                try:
-                    done[self.started[0][1]] = _answer(sched.result())
-                except Exception as e:  # noqa: BLE001
-                    done[self.started[0][1]] = _answer(e)
+        # each stop waits for its ebpfprof to write its files
+        sched, done = self._run_at_once(remote.stop, (self.token, wait),
+                                        "error" not in self.started[0][2], live)
+        if sched is not None:
+            done[self.started[0][1]] = sched
         names = set()
         for role, addr, started in self.started:
             self.results.append(self._write(role, addr, started, done.get(addr, started), names))
