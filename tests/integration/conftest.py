@@ -418,12 +418,27 @@ class SchedStat:
         f = (t - t0) / (t1 - t0) if t1 > t0 else 0
         return tuple(x + f * (y - x) for x, y in zip(a, b))
 
+    def gap(self, tid, t):
+        """Seconds between the two reads of tid around t: how far at most
+        at() may be off there (a thread runs at most a second a second)."""
+        before = [at for at, row in self.reads if at <= t and tid in row]
+        after = [at for at, row in self.reads if at >= t and tid in row]
+        return after[0] - before[-1]
+
 
 def thread_truth(stat, head, tid):
     """tid's on-CPU and runnable-waiting seconds over the recording."""
     start, end = head["monotonic_start_s"], head["monotonic_start_s"] + head["duration_s"]
     a, b = stat.at(tid, start), stat.at(tid, end)
     return b[0] - a[0], b[1] - a[1]
+
+
+def truth_slack(stat, head, tid):
+    """How far thread_truth's on-CPU may be from the recording's: 0.05 s (a
+    read apart at each end, reads 20 ms apart), or the reads' real gaps at
+    the window's ends when this loaded machine held the reader longer."""
+    start, end = head["monotonic_start_s"], head["monotonic_start_s"] + head["duration_s"]
+    return max(0.05, stat.gap(tid, start) + stat.gap(tid, end))
 
 
 def check_exact_states(t, stat, head, blocked):
@@ -438,7 +453,8 @@ def check_exact_states(t, stat, head, blocked):
     states, window = t["states_s"], head["duration_s"]
     # every moment of the window in one state: nothing lost, nothing twice
     assert abs(sum(states.values()) - window) <= 0.05, (t["name"], states, window)
-    assert abs(states["on-cpu"] + states["gc"] - on_cpu) <= 0.05, (t["name"], states, on_cpu)
+    slack = truth_slack(stat, head, t["tid"])
+    assert abs(states["on-cpu"] + states["gc"] - on_cpu) <= slack, (t["name"], states, on_cpu, slack)
     assert states["preempted"] <= runnable + 0.05, (t["name"], states, runnable)
     rest, got = window - on_cpu, sum(states[b] for b in blocked)
     assert rest - runnable - 0.05 <= got <= rest + 0.05, (t["name"], blocked, states, on_cpu, runnable)
